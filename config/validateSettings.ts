@@ -1,0 +1,128 @@
+import type { ConsumerSettings } from './settings.js';
+
+/** Thrown when the settings break an AWS rule; `problems` lists every rule broken. */
+export class InvalidSettingsError extends Error {
+  constructor(public readonly problems: readonly string[]) {
+    super(`Invalid consumer settings:\n- ${problems.join('\n- ')}`);
+    this.name = 'InvalidSettingsError';
+  }
+}
+
+const MAX_SQS_RETENTION_SECONDS = 1_209_600;
+
+/** Room the dead-letter queue needs beyond the source's maximum size for the reason attributes, in bytes. */
+export const DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES = 16_384;
+
+/**
+ * Checks the settings against the AWS rules for an SQS-driven Lambda consumer and returns one
+ * sentence per broken rule (an empty array when all hold). The stack calls it at synth time,
+ * the local runtime at start, so neither can run settings that AWS would misbehave with.
+ *
+ * Rules and their sources:
+ * - visibility timeout ≥ 6 × function timeout + maximum batching window
+ *   (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html#events-sqs-queueconfig)
+ * - `maxReceiveCount` ≥ 5 (same page: "set the maxReceiveCount on the source queue's redrive
+ *   policy to at least 5")
+ * - batch size 1 to 10,000 (10 for FIFO), above 10 only with a batching window ≥ 1 s;
+ *   window 0 to 300 s; maximum concurrency 2 to 1,000; function timeout 1 to 900 s
+ *   (https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html)
+ * - retention 60 s to 14 days; the dead-letter queue keeps messages at least as long as the
+ *   source (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html)
+ * - the inbox keeps its rows at least as long as a message can come back (source retention +
+ *   dead-letter retention), else a redriven duplicate would be applied twice.
+ */
+export function settingsProblems(settings: ConsumerSettings): string[] {
+  const problems: string[] = [];
+  const { queue, function: fn, retryBackoff, idempotency } = settings;
+
+  const minimumVisibility = 6 * fn.timeoutSeconds + fn.maxBatchingWindowSeconds;
+  if (queue.visibilityTimeoutSeconds < minimumVisibility) {
+    problems.push(
+      `visibility timeout ${queue.visibilityTimeoutSeconds} s is below 6 × function timeout ` +
+        `${fn.timeoutSeconds} s + batching window ${fn.maxBatchingWindowSeconds} s = ${minimumVisibility} s ` +
+        `(AWS rule: visibility timeout ≥ 6 × function timeout + maximum batching window)`,
+    );
+  }
+  if (queue.visibilityTimeoutSeconds > 43_200) {
+    problems.push(`visibility timeout ${queue.visibilityTimeoutSeconds} s exceeds the SQS maximum of 43200 s (12 hours)`);
+  }
+  if (!Number.isInteger(queue.maxReceiveCount) || queue.maxReceiveCount < 5 || queue.maxReceiveCount > 1000) {
+    problems.push(
+      `maxReceiveCount ${queue.maxReceiveCount} must be an integer from 5 to 1000 ` +
+        `(AWS rule: at least 5, so a throttled or briefly failing batch is not dead-lettered)`,
+    );
+  }
+  if (!Number.isInteger(fn.timeoutSeconds) || fn.timeoutSeconds < 1 || fn.timeoutSeconds > 900) {
+    problems.push(`function timeout ${fn.timeoutSeconds} s must be an integer from 1 to 900 s`);
+  }
+  const maxBatch = queue.fifo ? 10 : 10_000;
+  if (!Number.isInteger(fn.batchSize) || fn.batchSize < 1 || fn.batchSize > maxBatch) {
+    problems.push(`batch size ${fn.batchSize} must be an integer from 1 to ${maxBatch}${queue.fifo ? ' for a FIFO queue' : ''}`);
+  }
+  if (fn.batchSize > 10 && fn.maxBatchingWindowSeconds < 1) {
+    problems.push(`batch size ${fn.batchSize} above 10 needs a maximum batching window of at least 1 s (AWS rule)`);
+  }
+  if (fn.maxBatchingWindowSeconds < 0 || fn.maxBatchingWindowSeconds > 300) {
+    problems.push(`maximum batching window ${fn.maxBatchingWindowSeconds} s must be from 0 to 300 s`);
+  }
+  if (queue.fifo && fn.maxBatchingWindowSeconds > 0) {
+    problems.push('a FIFO queue does not support a maximum batching window: set it to 0');
+  }
+  if (!Number.isInteger(fn.maxConcurrency) || fn.maxConcurrency < 2 || fn.maxConcurrency > 1000) {
+    problems.push(`maximum concurrency ${fn.maxConcurrency} must be an integer from 2 to 1000 (AWS rule)`);
+  }
+  for (const [name, value] of [
+    ['source queue retention', queue.retentionPeriodSeconds],
+    ['dead-letter queue retention', queue.deadLetterRetentionPeriodSeconds],
+  ] as const) {
+    if (value < 60 || value > MAX_SQS_RETENTION_SECONDS) {
+      problems.push(`${name} ${value} s must be from 60 to ${MAX_SQS_RETENTION_SECONDS} s`);
+    }
+  }
+  if (queue.deadLetterRetentionPeriodSeconds < queue.retentionPeriodSeconds) {
+    problems.push(
+      `dead-letter queue retention ${queue.deadLetterRetentionPeriodSeconds} s is shorter than the source ` +
+        `queue's ${queue.retentionPeriodSeconds} s: a message keeps its first enqueue time, so it could expire in the DLQ at once`,
+    );
+  }
+  if (queue.maxMessageSizeBytes < 1024 || queue.deadLetterMaxMessageSizeBytes > 1_048_576) {
+    problems.push('message sizes must be from 1024 to 1048576 bytes (SQS limits)');
+  }
+  if (queue.deadLetterMaxMessageSizeBytes < queue.maxMessageSizeBytes + DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES) {
+    problems.push(
+      `dead-letter queue maximum message size ${queue.deadLetterMaxMessageSizeBytes} bytes must exceed the source's ` +
+        `${queue.maxMessageSizeBytes} bytes by at least ${DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES} bytes, so the largest body still fits beside its reason`,
+    );
+  }
+  const window = queue.retentionPeriodSeconds + queue.deadLetterRetentionPeriodSeconds;
+  if (idempotency.inboxTtlSeconds < window) {
+    problems.push(
+      `inbox TTL ${idempotency.inboxTtlSeconds} s is shorter than source retention + dead-letter retention = ${window} s: ` +
+        `a redriven duplicate could arrive after its inbox row expired and be applied twice`,
+    );
+  }
+  if (idempotency.sideEffectTtlSeconds < fn.timeoutSeconds) {
+    problems.push(`side-effect idempotency TTL ${idempotency.sideEffectTtlSeconds} s is shorter than the function timeout ${fn.timeoutSeconds} s`);
+  }
+  if (retryBackoff.baseSeconds < 0 || retryBackoff.maxSeconds < retryBackoff.baseSeconds) {
+    problems.push(`retry backoff must have 0 ≤ baseSeconds (${retryBackoff.baseSeconds}) ≤ maxSeconds (${retryBackoff.maxSeconds})`);
+  }
+  if (retryBackoff.maxSeconds > 43_200) {
+    problems.push(`retry backoff maxSeconds ${retryBackoff.maxSeconds} exceeds the SQS visibility maximum of 43200 s`);
+  }
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(settings.consumerName)) {
+    problems.push(`consumer name "${settings.consumerName}" must be 1 to 64 letters, digits, '-' or '_'`);
+  }
+  return problems;
+}
+
+/**
+ * Throws {@link InvalidSettingsError} listing every broken rule, or returns the settings.
+ *
+ * @throws InvalidSettingsError when {@link settingsProblems} finds any problem
+ */
+export function assertValidSettings(settings: ConsumerSettings): ConsumerSettings {
+  const problems = settingsProblems(settings);
+  if (problems.length > 0) throw new InvalidSettingsError(problems);
+  return settings;
+}

@@ -1,0 +1,101 @@
+import { ChangeMessageVisibilityBatchCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
+
+/** SQS's largest visibility timeout, in seconds (12 hours). */
+const MAX_VISIBILITY_SECONDS = 43_200;
+
+/**
+ * The delay before a failed message comes back, in seconds:
+ * `min(baseSeconds × 2^(receiveCount − 1), maxSeconds)`, 0 when `baseSeconds` is 0.
+ *
+ * @param receiveCount - the failed delivery's `ApproximateReceiveCount` (from 1)
+ * @param baseSeconds - the delay after the first failed receive, in seconds
+ * @param maxSeconds - the upper bound, in seconds (capped at SQS's 43,200)
+ */
+export function backoffSeconds(receiveCount: number, baseSeconds: number, maxSeconds: number): number {
+  if (baseSeconds <= 0) return 0;
+  const exponent = Math.max(0, Math.min(receiveCount - 1, 30));
+  return Math.min(baseSeconds * 2 ** exponent, maxSeconds, MAX_VISIBILITY_SECONDS);
+}
+
+/** Options of {@link RetryBackoff}. */
+export interface RetryBackoffOptions {
+  readonly sqs: SQSClient;
+  /** Delay after the first failed receive, in seconds; 0 turns the backoff off. */
+  readonly baseSeconds: number;
+  /** Upper bound of the delay, in seconds. */
+  readonly maxSeconds: number;
+}
+
+/**
+ * Delays the redelivery of failed messages with `ChangeMessageVisibility`, so a retryable
+ * failure (a predecessor not applied yet, throttling) comes back after a growing delay instead
+ * of after the whole visibility timeout, and does not spin through its receives at once.
+ * Without it a failed message simply returns when its visibility timeout expires.
+ *
+ * The source queue's URL is looked up once per queue ARN with `GetQueueUrl`.
+ */
+export class RetryBackoff {
+  readonly #options: RetryBackoffOptions;
+  readonly #queueUrls = new Map<string, Promise<string>>();
+
+  constructor(options: RetryBackoffOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Sets the visibility of each failed record to its backoff delay, 10 records per request.
+   *
+   * @returns how many records' visibility was changed
+   * @throws the SQS client's error; the caller should log it and carry on (the message then
+   *   returns after the visibility timeout: later, but not lost)
+   */
+  async delay(records: readonly SQSRecord[]): Promise<number> {
+    const { baseSeconds, maxSeconds, sqs } = this.#options;
+    if (baseSeconds <= 0 || records.length === 0) return 0;
+    let changed = 0;
+    for (const [queueArn, group] of groupBy(records, (r) => r.eventSourceARN)) {
+      const queueUrl = await this.#queueUrl(queueArn);
+      for (let i = 0; i < group.length; i += 10) {
+        const chunk = group.slice(i, i + 10);
+        const output = await sqs.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: chunk.map((record, index) => ({
+              Id: String(index),
+              ReceiptHandle: record.receiptHandle,
+              VisibilityTimeout: backoffSeconds(Number(record.attributes.ApproximateReceiveCount), baseSeconds, maxSeconds),
+            })),
+          }),
+        );
+        changed += output.Successful?.length ?? 0;
+      }
+    }
+    return changed;
+  }
+
+  #queueUrl(queueArn: string): Promise<string> {
+    let url = this.#queueUrls.get(queueArn);
+    if (url === undefined) {
+      const [, , , , account, name] = queueArn.split(':');
+      url = this.#options.sqs
+        .send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }))
+        .then((output) => {
+          if (output.QueueUrl === undefined) throw new Error(`no URL for queue ${queueArn}`);
+          return output.QueueUrl;
+        });
+      url.catch(() => this.#queueUrls.delete(queueArn));
+      this.#queueUrls.set(queueArn, url);
+    }
+    return url;
+  }
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    groups.set(k, [...(groups.get(k) ?? []), item]);
+  }
+  return groups;
+}

@@ -1,0 +1,148 @@
+import { BusinessRuleViolation, PredecessorNotApplied } from '../errors.js';
+import { OrderEventType, type OrderEvent } from './events.js';
+
+/** States of an order: `Created → Paid → Shipped → Delivered`, and `Created|Paid → Cancelled`. */
+export const OrderStatus = {
+  Created: 'Created',
+  Paid: 'Paid',
+  Shipped: 'Shipped',
+  Delivered: 'Delivered',
+  Cancelled: 'Cancelled',
+} as const;
+export type OrderStatus = (typeof OrderStatus)[keyof typeof OrderStatus];
+
+/** One step of an order's history. */
+export interface HistoryEntry {
+  readonly status: OrderStatus;
+  readonly eventId: string;
+  /** The event's `occurredAt` (ISO 8601). */
+  readonly occurredAt: string;
+}
+
+/** An order as the business table stores it. */
+export interface Order {
+  readonly orderId: string;
+  readonly status: OrderStatus;
+  /** The steps the order went through, in the order they happened (by `occurredAt`). */
+  readonly history: readonly HistoryEntry[];
+  /** Loyalty points awarded to the order so far. */
+  readonly pointsAwarded: number;
+  /** Optimistic-concurrency version: 1 after `OrderPlaced`, +1 for each event applied. */
+  readonly version: number;
+}
+
+/** Rules that award points. The ledger holds at most one entry per (orderId, rule). */
+export const PointsRule = {
+  /** Points an `OrderPaid` event awards. */
+  Purchase: 'purchase',
+} as const;
+export type PointsRule = (typeof PointsRule)[keyof typeof PointsRule];
+
+/** One entry of the points ledger. */
+export interface LedgerEntry {
+  readonly orderId: string;
+  readonly rule: PointsRule;
+  readonly points: number;
+  /** The event that awarded them. */
+  readonly eventId: string;
+}
+
+/** The "payment received" notification an `OrderPaid` sends. */
+export interface PaymentNotification {
+  readonly orderId: string;
+  readonly eventId: string;
+  readonly points: number;
+}
+
+/** What applying an event changes: written together in one transaction with the inbox row. */
+export interface Decision {
+  /** The order after the event. */
+  readonly next: Order;
+  /** The version the stored order must still have (`undefined`: the order must not exist yet). */
+  readonly expectedVersion: number | undefined;
+  /** Ledger entries to add (each must not exist yet). */
+  readonly ledger: readonly LedgerEntry[];
+  /** The side effect to perform, guarded, before the commit; `undefined` for none. */
+  readonly notification: PaymentNotification | undefined;
+}
+
+/**
+ * The order state machine: decides what `event` does to `order` (`undefined` if the order has
+ * no state yet). Pure: it reads nothing and writes nothing.
+ *
+ * Out-of-order deliveries on a standard queue: an event whose predecessor has not been applied
+ * yet throws the retryable {@link PredecessorNotApplied}; an event that can never apply throws
+ * the non-retryable {@link BusinessRuleViolation}. One case needs time: a payment that
+ * happened *before* the cancellation but arrives after it is applied to the cancelled order
+ * (points and notification, history in time order, status stays `Cancelled`), so the final
+ * state of a validly emitted sequence does not depend on the delivery order.
+ *
+ * @throws PredecessorNotApplied when the event may apply later
+ * @throws BusinessRuleViolation when the event can never apply
+ */
+export function decide(order: Order | undefined, event: OrderEvent): Decision {
+  const at = (status: OrderStatus): HistoryEntry => ({ status, eventId: event.eventId, occurredAt: event.occurredAt });
+  const waitFor = (what: string) =>
+    new PredecessorNotApplied(`${event.type} ${event.eventId} for order ${event.orderId} waits for ${what}`);
+  const never = (why: string) =>
+    new BusinessRuleViolation(`${event.type} ${event.eventId} cannot apply to order ${event.orderId}: ${why}`);
+
+  if (event.type === OrderEventType.OrderPlaced) {
+    if (order !== undefined) throw never(`the order was already placed by ${order.history[0]?.eventId ?? 'another event'}`);
+    return {
+      next: { orderId: event.orderId, status: OrderStatus.Created, history: [at(OrderStatus.Created)], pointsAwarded: 0, version: 1 },
+      expectedVersion: undefined,
+      ledger: [],
+      notification: undefined,
+    };
+  }
+  if (order === undefined) throw waitFor('its OrderPlaced');
+
+  const move = (status: OrderStatus, extra: Partial<Order> = {}): Decision => ({
+    next: { ...order, ...extra, status, history: insertByTime(order.history, at(status)), version: order.version + 1 },
+    expectedVersion: order.version,
+    ledger: [],
+    notification: undefined,
+  });
+
+  switch (event.type) {
+    case OrderEventType.OrderPaid: {
+      const paid = (status: OrderStatus): Decision => ({
+        ...move(status, { pointsAwarded: order.pointsAwarded + event.points }),
+        ledger: [{ orderId: event.orderId, rule: PointsRule.Purchase, points: event.points, eventId: event.eventId }],
+        notification: { orderId: event.orderId, eventId: event.eventId, points: event.points },
+      });
+      if (order.status === OrderStatus.Created) return paid(OrderStatus.Paid);
+      if (order.status === OrderStatus.Cancelled) {
+        const cancelled = order.history.find((h) => h.status === OrderStatus.Cancelled);
+        const alreadyPaid = order.history.some((h) => h.status === OrderStatus.Paid);
+        if (!alreadyPaid && cancelled !== undefined && isBefore(event.occurredAt, cancelled.occurredAt)) {
+          return paid(OrderStatus.Cancelled);
+        }
+        throw never('the order is Cancelled and the payment is not older than the cancellation');
+      }
+      throw never(`the order is already ${order.status}`);
+    }
+    case OrderEventType.OrderShipped:
+      if (order.status === OrderStatus.Paid) return move(OrderStatus.Shipped);
+      if (order.status === OrderStatus.Created) throw waitFor('its OrderPaid');
+      throw never(`the order is ${order.status}`);
+    case OrderEventType.OrderDelivered:
+      if (order.status === OrderStatus.Shipped) return move(OrderStatus.Delivered);
+      if (order.status === OrderStatus.Created || order.status === OrderStatus.Paid) throw waitFor('its OrderShipped');
+      throw never(`the order is ${order.status}`);
+    case OrderEventType.OrderCancelled:
+      if (order.status === OrderStatus.Created || order.status === OrderStatus.Paid) return move(OrderStatus.Cancelled);
+      throw never(`the order is ${order.status}`);
+  }
+}
+
+function isBefore(a: string, b: string): boolean {
+  return Date.parse(a) < Date.parse(b);
+}
+
+/** Inserts `entry` after every entry that did not happen later than it. */
+function insertByTime(history: readonly HistoryEntry[], entry: HistoryEntry): HistoryEntry[] {
+  const index = history.findIndex((h) => isBefore(entry.occurredAt, h.occurredAt));
+  return index === -1 ? [...history, entry] : [...history.slice(0, index), entry, ...history.slice(index)];
+}
