@@ -1,13 +1,27 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Three projects: `unit` (no servers), `stack` (CDK synth, slow), `integration` (DynamoDB Local
+ * and the SQS server, started once by the global setup and stopped at the end; the CLI tests
+ * start their own SQS server). `npm test` runs them all; `npx vitest run --project unit` runs one.
+ */
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // DynamoDB Local and the SQS server are started once for the whole run and stopped at its end.
-    globalSetup: ['test/setup/emulators.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Two cores: two workers keep the emulators responsive.
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'stack', include: ['test/stack/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts', 'test/cli/**/*.test.ts'],
+          globalSetup: ['test/setup/emulators.ts'],
+        },
+      },
+    ],
   },
 });

@@ -99,10 +99,14 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** The parser's error carries Standard Schema issues (`{ path, message }`) as its `cause`. */
 function describeIssues(error: unknown): string[] {
-  const cause = (error as { cause?: unknown }).cause ?? error;
-  if (cause instanceof z.ZodError) {
-    return cause.issues.map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`);
+  const cause = (error as { cause?: unknown }).cause;
+  if (Array.isArray(cause) && cause.length > 0) {
+    return cause.map((issue: { path?: readonly unknown[]; message?: string }) => {
+      const path = (issue.path ?? []).map((segment) => (typeof segment === 'object' && segment !== null && 'key' in segment ? String(segment.key) : String(segment)));
+      return `${path.join('.') || '(body)'}: ${issue.message ?? 'invalid'}`;
+    });
   }
   return [error instanceof Error ? error.message : String(error)];
 }

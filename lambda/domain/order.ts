@@ -98,8 +98,9 @@ export function decide(order: Order | undefined, event: OrderEvent): Decision {
   }
   if (order === undefined) throw waitFor('its OrderPlaced');
 
-  const move = (status: OrderStatus, extra: Partial<Order> = {}): Decision => ({
-    next: { ...order, ...extra, status, history: insertByTime(order.history, at(status)), version: order.version + 1 },
+  /** Records `step` in the history (by time) and sets the status to `status` (the step itself unless told). */
+  const move = (step: OrderStatus, extra: Partial<Order> = {}, status: OrderStatus = step): Decision => ({
+    next: { ...order, ...extra, status, history: insertByTime(order.history, at(step)), version: order.version + 1 },
     expectedVersion: order.version,
     ledger: [],
     notification: undefined,
@@ -108,7 +109,7 @@ export function decide(order: Order | undefined, event: OrderEvent): Decision {
   switch (event.type) {
     case OrderEventType.OrderPaid: {
       const paid = (status: OrderStatus): Decision => ({
-        ...move(status, { pointsAwarded: order.pointsAwarded + event.points }),
+        ...move(OrderStatus.Paid, { pointsAwarded: order.pointsAwarded + event.points }, status),
         ledger: [{ orderId: event.orderId, rule: PointsRule.Purchase, points: event.points, eventId: event.eventId }],
         notification: { orderId: event.orderId, eventId: event.eventId, points: event.points },
       });
