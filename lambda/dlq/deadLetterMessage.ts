@@ -25,7 +25,16 @@ export const DeadLetterAttribute = {
   coordinates: 'coordinates',
   /** JSON of the original message attributes in SQS `SendMessage` form (binary values base64). */
   originalAttributes: 'originalAttributes',
+  /**
+   * Present only when the body could not be sent as it was: `empty` (SQS refuses an empty body,
+   * so {@link EMPTY_BODY_PLACEHOLDER} stands in its place) or `base64` (a Kafka value that is
+   * not UTF-8, sent in base64).
+   */
+  bodyEncoding: 'bodyEncoding',
 } as const;
+
+/** The body sent in place of an empty one (SQS requires at least one character). */
+export const EMPTY_BODY_PLACEHOLDER = '(empty body)';
 
 /** Every attribute name the consumer adds; the DLQ tool strips these on redrive. */
 export const deadLetterAttributeNames: readonly string[] = Object.values(DeadLetterAttribute);
@@ -35,8 +44,10 @@ export const MAX_ERROR_MESSAGE_LENGTH = 1024;
 
 /** What the consumer knows of a message it dead-letters. */
 export interface DeadLetterContext {
-  /** The original body, sent byte for byte. */
+  /** The original body, sent byte for byte (an empty one as {@link EMPTY_BODY_PLACEHOLDER}). */
   readonly body: string;
+  /** `base64` when `body` holds a binary value in base64. */
+  readonly bodyEncoding?: 'base64';
   readonly failure: Classification;
   /** Deliveries so far, from 1. */
   readonly attempts: number;
@@ -56,8 +67,9 @@ export interface DeadLetterContext {
 /**
  * Builds the `SendMessage` request that puts a failed message in the dead-letter queue.
  *
- * The body is the original body; the reason and the context go in at most 9 message
- * attributes (SQS allows 10). If body and attributes together exceed `maxMessageSizeBytes`,
+ * The body is the original body; the reason and the context go in at most 10 message
+ * attributes (SQS's limit). An empty body, which SQS refuses, is sent as
+ * {@link EMPTY_BODY_PLACEHOLDER} with `bodyEncoding: empty`. If body and attributes together exceed `maxMessageSizeBytes`,
  * the original attributes are dropped first, then the error message is shortened; the body is
  * never cut (the dead-letter queue is sized for the source's largest body: see
  * `deadLetterMaxMessageSizeBytes` in `config/settings.ts`).
@@ -90,11 +102,14 @@ export function buildDeadLetterMessage(
   if (context.coordinates !== undefined) {
     attributes[DeadLetterAttribute.coordinates] = str(JSON.stringify(context.coordinates));
   }
+  const body = context.body === '' ? EMPTY_BODY_PLACEHOLDER : context.body;
+  const bodyEncoding = context.body === '' ? 'empty' : context.bodyEncoding;
+  if (bodyEncoding !== undefined) attributes[DeadLetterAttribute.bodyEncoding] = str(bodyEncoding);
   if (context.originalAttributes !== undefined && Object.keys(context.originalAttributes).length > 0) {
     attributes[DeadLetterAttribute.originalAttributes] = str(serializeAttributes(context.originalAttributes));
   }
 
-  const bodyBytes = Buffer.byteLength(context.body, 'utf8');
+  const bodyBytes = Buffer.byteLength(body, 'utf8');
   if (bodyBytes + attributesSize(attributes) > options.maxMessageSizeBytes) {
     delete attributes[DeadLetterAttribute.originalAttributes];
   }
@@ -102,7 +117,7 @@ export function buildDeadLetterMessage(
     attributes[DeadLetterAttribute.errorMessage] = str(nonEmpty(truncate(context.failure.errorMessage, 128)));
   }
 
-  const input: SendMessageCommandInput = { QueueUrl: queueUrl, MessageBody: context.body, MessageAttributes: attributes };
+  const input: SendMessageCommandInput = { QueueUrl: queueUrl, MessageBody: body, MessageAttributes: attributes };
   if (options.fifo) {
     if (context.messageGroupId === undefined || context.messageGroupId === '') {
       throw new Error(`a FIFO dead-letter queue needs a message group id (message ${context.originalMessageId})`);

@@ -5,6 +5,7 @@ import {
   buildDeadLetterMessage,
   type DeadLetterContext,
   deserializeAttributes,
+  EMPTY_BODY_PLACEHOLDER,
   MAX_ERROR_MESSAGE_LENGTH,
 } from '../../lambda/dlq/deadLetterMessage.js';
 
@@ -66,6 +67,13 @@ describe('buildDeadLetterMessage', () => {
   it('writes an empty error message as a non-empty value (SQS rejects empty attributes)', () => {
     const input = buildDeadLetterMessage(DLQ, context({ failure: { ...failure, errorMessage: '' } }), sizes);
     expect(input.MessageAttributes?.errorMessage?.StringValue).toBe('(empty)');
+  });
+
+  it('sends an empty body, which SQS refuses, as a marked placeholder', () => {
+    const input = buildDeadLetterMessage(DLQ, context({ body: '' }), sizes);
+    expect(input.MessageBody).toBe(EMPTY_BODY_PLACEHOLDER);
+    expect(input.MessageAttributes?.bodyEncoding?.StringValue).toBe('empty');
+    expect(buildDeadLetterMessage(DLQ, context(), sizes).MessageAttributes?.bodyEncoding).toBeUndefined();
   });
 
   it('keeps the message group and derives a stable deduplication id on a FIFO queue', () => {

@@ -1,0 +1,296 @@
+import { createHash } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { type ConsumerSettings, lambdaEnvironment, METRICS_NAMESPACE } from '../config/settings.js';
+import { assertValidSettings } from '../config/validateSettings.js';
+import { readRuntimeConfig, type RuntimeConfig } from '../lambda/config/runtimeConfig.js';
+import { createConsumer } from '../lambda/createConsumer.js';
+import { DeadLetterAttribute } from '../lambda/dlq/deadLetterMessage.js';
+import { createSqsHandler } from '../lambda/handlers/createSqsHandler.js';
+import { LEDGER_SK_PREFIX, ORDER_STATE_SK } from '../lambda/inbox/DynamoDBInbox.js';
+import { LogObserver } from '../lambda/observability/LogObserver.js';
+import { MetricsObserver } from '../lambda/observability/MetricsObserver.js';
+import { combineObservers, type OutcomeObserver, type OutcomeRecord, peekIds } from '../lambda/observability/outcomes.js';
+import { NOTIFICATION_SK_PREFIX } from '../lambda/sideEffects/Notifier.js';
+import { localClientConfig, startEmulators } from './emulators.js';
+import { transientFailures } from './faultInjection.js';
+import type { InputMessage } from './inputFile.js';
+import { MetricsCapture } from './metricsCapture.js';
+import { type LocalResources, provisionResources } from './provision.js';
+import { buildReport, type DeadLetterSnapshot, type EffectCounts, type RunReport, type SentMessage } from './report.js';
+import { pollerOptionsFromSettings, SqsEventSourcePoller } from './sqsEventSourcePoller.js';
+
+/** Progress of a run, reported about once a second. */
+export interface Progress {
+  readonly sent: number;
+  readonly applied: number;
+  readonly duplicates: number;
+  readonly retried: number;
+  readonly deadLettered: number;
+  readonly invocations: number;
+  readonly elapsedMs: number;
+}
+
+/** Options of {@link runLocal}. */
+export interface LocalRunOptions {
+  /** The messages to send, from `readInputFile`. */
+  readonly input: readonly InputMessage[];
+  /** The consumer's settings (the one source, `config/settings.ts`). */
+  readonly settings: ConsumerSettings;
+  /** Keep DynamoDB Local's data in this directory between runs. @default in memory */
+  readonly dataDir?: string;
+  /** Share of events whose first delivery fails with a retryable error, 0 to 1. @default 0 */
+  readonly transientFailureRate?: number;
+  /** The consumer's log level (Powertools Logger). @default POWERTOOLS_LOG_LEVEL, else 'ERROR' */
+  readonly logLevel?: string;
+  /** Use these running emulators instead of starting new ones (tests); `prefix` keeps names apart. */
+  readonly endpoints?: { readonly dynamoDb: string; readonly sqs: string; readonly prefix?: string };
+  /** Give up waiting for the queue to drain after this long, in milliseconds. @default 600000 */
+  readonly timeoutMs?: number;
+  readonly onProgress?: (progress: Progress) => void;
+  /** Called once the emulators and resources are ready. */
+  readonly onReady?: (resources: LocalResources) => void;
+}
+
+/**
+ * The local runtime's main job: starts DynamoDB Local and the SQS server (unless `endpoints` are
+ * given), creates the tables and queues with the stack's settings, sends the input to the source
+ * queue, runs the SQS event source poller with the real handler until the queue is drained, then
+ * reads the dead-letter queue and the business table and builds the report with its
+ * exactly-once check. The emulators are stopped at the end, also on errors.
+ *
+ * @throws InvalidSettingsError when the settings break an AWS rule
+ * @throws the emulators' start errors (e.g. no Java), and `PollerIdleTimeoutError` when the
+ *   queue does not drain within `timeoutMs`
+ */
+export async function runLocal(options: LocalRunOptions): Promise<RunReport> {
+  const settings = assertValidSettings(options.settings);
+  const emulators =
+    options.endpoints === undefined
+      ? await startEmulators(options.dataDir === undefined ? {} : { dataDir: options.dataDir })
+      : undefined;
+  const endpoints = emulators === undefined ? options.endpoints! : { dynamoDb: emulators.dynamoDbEndpoint, sqs: emulators.sqsEndpoint };
+  const dynamoDb = new DynamoDBClient(localClientConfig(endpoints.dynamoDb));
+  const sqs = new SQSClient(localClientConfig(endpoints.sqs));
+  try {
+    const resources = await provisionResources({ dynamoDb, sqs, settings, prefix: options.endpoints?.prefix ?? '' });
+    options.onReady?.(resources);
+    const config = readRuntimeConfig(lambdaEnvironment(settings, resources));
+    return await runSqsSource({ ...options, settings, config, resources, dynamoDb, sqs });
+  } finally {
+    dynamoDb.destroy();
+    sqs.destroy();
+    await emulators?.stop();
+  }
+}
+
+interface SqsRunContext extends LocalRunOptions {
+  readonly config: RuntimeConfig;
+  readonly resources: LocalResources;
+  readonly dynamoDb: DynamoDBClient;
+  readonly sqs: SQSClient;
+}
+
+async function runSqsSource(run: SqsRunContext): Promise<RunReport> {
+  const started = performance.now();
+  const outcomes: OutcomeRecord[] = [];
+  const collector: OutcomeObserver = { onOutcome: (record) => outcomes.push(record) };
+  const faults = transientFailures(run.transientFailureRate ?? 0);
+  const logLevel = run.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR';
+  let invocations = 0;
+
+  const capture = new MetricsCapture();
+  capture.start();
+  const progressTimer = setInterval(() => run.onProgress?.(progressOf()), 1000);
+  const progressOf = (): Progress => {
+    const totals = capture.totals();
+    return {
+      sent: run.input.length,
+      applied: totals.applied,
+      duplicates: totals.duplicates,
+      retried: totals.retried,
+      deadLettered: totals.deadLettered,
+      invocations,
+      elapsedMs: performance.now() - started,
+    };
+  };
+  let sent: SentMessage[] = [];
+  try {
+    sent = await sendInput(run.sqs, run.resources.queueUrl, run.input, run.settings.queue.fifo);
+    const poller = new SqsEventSourcePoller({
+      sqs: run.sqs,
+      queueUrl: run.resources.queueUrl,
+      queueArn: run.resources.queueArn,
+      ...pollerOptionsFromSettings(run.settings),
+      createHandler: () => {
+        // One execution environment: its own logger, metrics and consumer, as after a cold start.
+        const logger = new Logger({ serviceName: run.config.consumerName, logLevel: logLevel as 'ERROR' });
+        const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: run.config.consumerName });
+        const consumer = createConsumer(
+          run.config,
+          { dynamoDb: run.dynamoDb, sqs: run.sqs },
+          { observer: combineObservers(new LogObserver(logger), new MetricsObserver(metrics), collector), wrapProcessor: faults },
+        );
+        return createSqsHandler(consumer, { logger, metrics });
+      },
+      onInvocation: () => {
+        invocations += 1;
+      },
+    });
+    try {
+      await poller.runUntilIdle({ idleMs: 1500, timeoutMs: run.timeoutMs ?? 600_000 });
+    } finally {
+      await poller.stop();
+    }
+  } finally {
+    clearInterval(progressTimer);
+    capture.stop();
+  }
+  run.onProgress?.(progressOf());
+
+  const [deadLetters, effects, remaining] = await Promise.all([
+    drainDeadLetterQueue(run.sqs, run.resources.deadLetterQueueUrl),
+    countEffects(run.dynamoDb, run.resources.ordersTable),
+    queueDepth(run.sqs, run.resources.queueUrl),
+  ]);
+  return buildReport({
+    source: 'sqs',
+    sent,
+    outcomes,
+    deadLetters,
+    effects,
+    metrics: capture.totals(),
+    remainingInSource: remaining,
+    durationMs: performance.now() - started,
+  });
+}
+
+/**
+ * Sends the input to the source queue, 10 per `SendMessageBatch`. On a FIFO queue the message
+ * group is the body's `orderId` (as a producer would set it) and the deduplication id is the
+ * line number, so that a producer duplicate in the file reaches the consumer, as it would from a
+ * producer retry after the 5-minute deduplication window.
+ *
+ * @returns each sent message with its SQS `messageId`
+ */
+export async function sendInput(
+  sqs: SQSClient,
+  queueUrl: string,
+  input: readonly InputMessage[],
+  fifo: boolean,
+): Promise<SentMessage[]> {
+  const sent: SentMessage[] = [];
+  for (let i = 0; i < input.length; i += 10) {
+    const chunk = input.slice(i, i + 10);
+    const output = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: chunk.map((message, index) => ({
+          Id: String(index),
+          MessageBody: message.body,
+          ...(fifo
+            ? {
+                MessageGroupId: peekIds(message.body).orderId ?? 'no-order',
+                MessageDeduplicationId: createHash('sha256').update(`line:${message.line}`).digest('hex'),
+              }
+            : {}),
+        })),
+      }),
+    );
+    if ((output.Failed ?? []).length > 0) {
+      const failure = output.Failed?.[0];
+      const line = chunk[Number(failure?.Id)]?.line;
+      throw new Error(`the SQS server refused the message of input line ${line}: ${failure?.Code} ${failure?.Message ?? ''}`);
+    }
+    for (const success of output.Successful ?? []) {
+      const message = chunk[Number(success.Id)];
+      if (message !== undefined && success.MessageId !== undefined) {
+        sent.push({ messageId: success.MessageId, line: message.line, body: message.body });
+      }
+    }
+  }
+  return sent;
+}
+
+/** Receives every message of the dead-letter queue (deleting them: the local queue dies with the run). */
+async function drainDeadLetterQueue(sqs: SQSClient, queueUrl: string): Promise<DeadLetterSnapshot[]> {
+  const snapshots: DeadLetterSnapshot[] = [];
+  for (;;) {
+    const output = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: 60,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    const messages = output.Messages ?? [];
+    if (messages.length === 0) return snapshots;
+    for (const message of messages) {
+      const attributes = message.MessageAttributes ?? {};
+      snapshots.push({
+        messageId: message.MessageId ?? '',
+        body: message.Body ?? '',
+        failureReason: attributes[DeadLetterAttribute.failureReason]?.StringValue,
+        originalMessageId: attributes[DeadLetterAttribute.originalMessageId]?.StringValue ?? message.MessageId ?? '',
+      });
+    }
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: messages.map((m, index) => ({ Id: String(index), ReceiptHandle: m.ReceiptHandle })),
+      }),
+    );
+  }
+}
+
+/** Counts ledger entries and notifications per order in the business table. */
+export async function countEffects(dynamoDb: DynamoDBClient, ordersTable: string): Promise<EffectCounts> {
+  const documents = DynamoDBDocumentClient.from(dynamoDb);
+  const ledgerEntries = new Map<string, number>();
+  const notifications = new Map<string, number>();
+  const ledgerPoints = new Map<string, number>();
+  const pointsAwarded = new Map<string, number>();
+  const add = (map: Map<string, number>, key: string, n: number) => map.set(key, (map.get(key) ?? 0) + n);
+  const scan = paginateScan({ client: documents }, { TableName: ordersTable, ProjectionExpression: 'orderId, sk, points, pointsAwarded' });
+  for await (const page of scan) {
+    for (const item of page.Items ?? []) {
+      const orderId = String(item.orderId);
+      const sk = String(item.sk);
+      if (sk.startsWith(LEDGER_SK_PREFIX)) {
+        add(ledgerEntries, orderId, 1);
+        add(ledgerPoints, orderId, Number(item.points));
+      } else if (sk.startsWith(NOTIFICATION_SK_PREFIX)) {
+        add(notifications, orderId, 1);
+      } else if (sk === ORDER_STATE_SK) {
+        pointsAwarded.set(orderId, Number(item.pointsAwarded));
+      }
+    }
+  }
+  return { ledgerEntries, notifications, ledgerPoints, pointsAwarded };
+}
+
+async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const output = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+    }),
+  );
+  const a = output.Attributes ?? {};
+  return (
+    Number(a.ApproximateNumberOfMessages ?? 0) +
+    Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
+    Number(a.ApproximateNumberOfMessagesDelayed ?? 0)
+  );
+}
