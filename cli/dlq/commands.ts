@@ -1,0 +1,268 @@
+/**
+ * The `dlq` command and its subcommands: commander wiring only. Each action parses its flags,
+ * creates the SQS client, calls the command's function (`listDeadLetters`, ...), and prints the
+ * result as text or, with `--json`, as JSON.
+ *
+ * @module
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { archiveDeadLetters } from './archive.js';
+import { terminalConfirm } from './confirm.js';
+import type { DlqContext } from './context.js';
+import { parseDuration } from './duration.js';
+import { UsageError } from './errors.js';
+import { listDeadLetters } from './list.js';
+import { formatArchive, formatList, formatRedrive, formatReplay, formatShow } from './output.js';
+import type { ReceiveOptions } from './queueInspector.js';
+import { redriveDeadLetters } from './redrive.js';
+import { replayArchive } from './replay.js';
+import { parseReasons, selectableReasons, type MessageSelection } from './selection.js';
+import { showDeadLetter } from './show.js';
+import { createSqsClient, parseQueueUrl } from './sqsClient.js';
+
+/** Streams and environment of one run of the command line. */
+export interface CliIo {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+  readonly stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  readonly env: NodeJS.ProcessEnv;
+  /** Aborted on Ctrl-C. */
+  readonly signal?: AbortSignal;
+}
+
+/** Set by an action: the exit code its result calls for (0 unless something was left undone). */
+export interface CliOutcome {
+  exitCode: number;
+  /** The queue and endpoint of the failing command, for error messages. */
+  queueUrl?: string;
+  endpoint?: string;
+}
+
+interface CommonFlags {
+  queueUrl?: string;
+  endpoint?: string;
+  region?: string;
+  json?: boolean;
+  dlqCheck: boolean;
+  visibilityTimeout: number;
+  max?: number;
+}
+
+interface SelectionFlags {
+  reason?: string[];
+  id?: string[];
+  olderThan?: string;
+}
+
+const SAFETY_NOTE = `
+Nothing is lost: a message is deleted from a queue only after it was sent to its destination
+(redrive) or written and flushed to the archive file (archive --delete). A command interrupted
+between the two (Ctrl-C, a crash) can leave a duplicate in the destination, never a loss; the
+consumer's inbox makes a redriven duplicate harmless. Messages a command only looks at are made
+visible again when it ends (after a hard kill: when --visibility-timeout runs out).`;
+
+/**
+ * Adds `dlq` with `list`, `show`, `redrive`, `archive` and `replay` to `program`.
+ *
+ * @param io - where output goes and answers come from
+ * @param outcome - receives the exit code the result calls for
+ */
+export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome): void {
+  const dlq = program
+    .command('dlq')
+    .description('inspect, redrive and archive the consumer\'s dead-letter queue (SQS)')
+    .addHelpText('after', SAFETY_NOTE);
+
+  const print = (flags: CommonFlags, result: unknown, text: string): void => {
+    io.stdout.write(`${flags.json === true ? JSON.stringify(result, null, 2) : text}\n`);
+  };
+
+  selectionFlags(common(dlq.command('list')))
+    .description('list the messages grouped by failureReason, with error, source and age; consumes nothing')
+    .action(async (flags: CommonFlags & SelectionFlags) => {
+      const { context, queueUrl } = setUp(flags);
+      const result = await listDeadLetters(context, { queueUrl, selection: selection(flags), ...receive(flags), dlqCheck: flags.dlqCheck });
+      print(flags, result, formatList(result));
+      if (io.signal?.aborted === true) outcome.exitCode = 130;
+    });
+
+  common(dlq.command('show'))
+    .description('print one message in full: body and every attribute')
+    .argument('<id>', 'the dead-letter message id, or the consumer\'s originalMessageId')
+    .action(async (id: string, flags: CommonFlags) => {
+      const { context, queueUrl } = setUp(flags);
+      const result = await showDeadLetter(context, { queueUrl, id, ...receive(flags), dlqCheck: flags.dlqCheck });
+      print(flags, result, formatShow(result));
+    });
+
+  const redrive = common(dlq.command('redrive'))
+    .addHelpText('after', SAFETY_NOTE)
+    .description(
+      'move messages back to their source queue. Without a selection: all of them with one SQS message move task ' +
+        '(StartMessageMoveTask; falls back to receive → send → delete where unsupported). With --reason, --id or ' +
+        '--older-than: receive → send → delete, restoring the original attributes and keeping the FIFO group.',
+    )
+    .option('--to <url>', 'send to this queue instead of each message\'s source queue')
+    .option('--rate <n>', 'messages per second (move task: 1 to 500)', positiveInteger)
+    .option('--no-move-task', 'move every message by receive → send → delete, even when all are selected')
+    .option('--no-wait', 'start the move task and return without waiting for it')
+    .option('--poll-interval <seconds>', 'seconds between progress reports of the move task', positiveInteger, 5)
+    .option('--dry-run', 'show what would move; change nothing')
+    .option('-y, --yes', 'do not ask for confirmation');
+  selectionFlags(redrive).action(
+    async (
+      flags: CommonFlags &
+        SelectionFlags & { to?: string; rate?: number; moveTask: boolean; wait: boolean; pollInterval: number; dryRun?: boolean; yes?: boolean },
+    ) => {
+      const { context, queueUrl } = setUp(flags);
+      if (flags.to !== undefined) parseQueueUrl(flags.to, '--to');
+      const result = await redriveDeadLetters(context, {
+        queueUrl,
+        selection: selection(flags),
+        ...(flags.to !== undefined ? { to: flags.to } : {}),
+        ...(flags.rate !== undefined ? { ratePerSecond: flags.rate } : {}),
+        useMoveTask: flags.moveTask,
+        wait: flags.wait,
+        pollIntervalSeconds: flags.pollInterval,
+        dryRun: flags.dryRun === true,
+        yes: flags.yes === true,
+        confirm: confirmer(),
+        ...receive(flags),
+        dlqCheck: flags.dlqCheck,
+      });
+      print(flags, result, formatRedrive(result));
+      if (result.failed.length > 0 || result.notDeleted.length > 0 || result.cancelled) outcome.exitCode = 1;
+      if (result.interrupted) outcome.exitCode = 130;
+    },
+  );
+
+  const archive = common(dlq.command('archive'))
+    .addHelpText('after', SAFETY_NOTE)
+    .description('write messages to a JSON Lines file (one message per line, all it takes to replay it); optionally delete them')
+    .requiredOption('--out <file>', 'the file to write (must not exist, unless --force)')
+    .option('--delete', 'delete the archived messages from the queue once the file is on disk')
+    .option('--force', 'overwrite --out if it exists')
+    .option('--dry-run', 'count what would be archived; write and delete nothing')
+    .option('-y, --yes', 'do not ask before deleting');
+  selectionFlags(archive).action(
+    async (flags: CommonFlags & SelectionFlags & { out: string; delete?: boolean; force?: boolean; dryRun?: boolean; yes?: boolean }) => {
+      const { context, queueUrl } = setUp(flags);
+      const result = await archiveDeadLetters(context, {
+        queueUrl,
+        out: flags.out,
+        delete: flags.delete === true,
+        force: flags.force === true,
+        selection: selection(flags),
+        dryRun: flags.dryRun === true,
+        yes: flags.yes === true,
+        confirm: confirmer(),
+        ...receive(flags),
+        dlqCheck: flags.dlqCheck,
+      });
+      print(flags, result, formatArchive(result));
+      if (result.notDeleted.length > 0 || result.cancelled) outcome.exitCode = 1;
+      if (result.interrupted) outcome.exitCode = 130;
+    },
+  );
+
+  common(dlq.command('replay'))
+    .description(
+      'send the messages of an archive back to the dead-letter queue (or --to), body and attributes as archived. ' +
+        'A file with a bad line sends nothing unless --skip-invalid.',
+    )
+    .requiredOption('--in <file>', 'the archive to send')
+    .option('--to <url>', 'send to this queue instead of --queue-url (no dead-letter queue check)')
+    .option('--from-line <n>', 'start at this line (resume an interrupted replay)', positiveInteger)
+    .option('--skip-invalid', 'send the good lines of a file with bad ones')
+    .option('--rate <n>', 'messages per second', positiveInteger)
+    .option('--dry-run', 'check the file and the queue; send nothing')
+    .action(
+      async (flags: CommonFlags & { in: string; to?: string; fromLine?: number; skipInvalid?: boolean; rate?: number; dryRun?: boolean }) => {
+        const target = flags.to ?? flags.queueUrl ?? io.env.DLQ_URL;
+        if (target === undefined || target === '') throw new UsageError('replay needs --queue-url (or DLQ_URL) or --to');
+        parseQueueUrl(target, flags.to !== undefined ? '--to' : '--queue-url');
+        const { context } = setUp({ ...flags, queueUrl: target });
+        const result = await replayArchive(context, {
+          in: flags.in,
+          queueUrl: target,
+          dlqCheck: flags.to === undefined && flags.dlqCheck,
+          ...(flags.fromLine !== undefined ? { fromLine: flags.fromLine } : {}),
+          skipInvalid: flags.skipInvalid === true,
+          dryRun: flags.dryRun === true,
+          ...(flags.rate !== undefined ? { ratePerSecond: flags.rate } : {}),
+        });
+        print(flags, result, formatReplay(result));
+        if (result.failed !== undefined || result.invalid.length > 0) outcome.exitCode = 1;
+        if (result.interrupted) outcome.exitCode = 130;
+      },
+    );
+
+  function setUp(flags: CommonFlags): { context: DlqContext; queueUrl: string } {
+    const queueUrl = flags.queueUrl ?? io.env.DLQ_URL;
+    if (queueUrl === undefined || queueUrl === '') throw new UsageError('--queue-url (or the DLQ_URL environment variable) is required');
+    parseQueueUrl(queueUrl);
+    const { sqs, connection } = createSqsClient({
+      queueUrl,
+      env: io.env,
+      ...(flags.endpoint !== undefined ? { endpoint: flags.endpoint } : {}),
+      ...(flags.region !== undefined ? { region: flags.region } : {}),
+    });
+    outcome.queueUrl = queueUrl;
+    if (connection.endpoint !== undefined) outcome.endpoint = connection.endpoint;
+    const context: DlqContext = {
+      sqs,
+      log: (line) => io.stderr.write(`${line}\n`),
+      ...(io.signal !== undefined ? { signal: io.signal } : {}),
+    };
+    return { context, queueUrl };
+  }
+
+  function confirmer() {
+    return terminalConfirm({ input: io.stdin, output: io.stderr, ...(io.signal !== undefined ? { signal: io.signal } : {}) });
+  }
+}
+
+function common(command: Command): Command {
+  return command
+    .option('--queue-url <url>', 'the dead-letter queue\'s URL (default: the DLQ_URL environment variable)')
+    .option('--endpoint <url>', 'SQS endpoint, e.g. http://localhost:4566 for the local emulator (default: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, else AWS)')
+    .option('--region <region>', 'AWS region (default: the region in the queue URL, else AWS_REGION / the profile)')
+    .option('--json', 'print the result as JSON')
+    .option('--no-dlq-check', 'do not check that the queue is a dead-letter queue')
+    .option('--visibility-timeout <seconds>', 'seconds a message stays hidden while the tool holds it (1 to 43200)', visibilitySeconds, 120)
+    .option('--max <count>', 'read at most this many messages', positiveInteger);
+}
+
+function selectionFlags(command: Command): Command {
+  return command
+    .option('--reason <reason>', `only this failureReason (repeatable): ${selectableReasons.join(', ')}`, collect)
+    .option('--id <id>', 'only this message id or originalMessageId (repeatable)', collect)
+    .option('--older-than <duration>', 'only messages that failed longer ago than this: 30m, 2h, 7d (units s, m, h, d, w)');
+}
+
+function selection(flags: Partial<SelectionFlags>): MessageSelection {
+  return {
+    reasons: parseReasons(flags.reason ?? []),
+    ids: flags.id ?? [],
+    ...(flags.olderThan !== undefined ? { olderThanMs: parseDuration(flags.olderThan) } : {}),
+  };
+}
+
+function receive(flags: CommonFlags): ReceiveOptions {
+  return { visibilityTimeoutSeconds: flags.visibilityTimeout, ...(flags.max !== undefined ? { maxMessages: flags.max } : {}) };
+}
+
+function visibilitySeconds(value: string): number {
+  const seconds = positiveInteger(value);
+  if (seconds > 43_200) throw new InvalidArgumentError('SQS allows at most 43200 seconds (12 hours).');
+  return seconds;
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+function positiveInteger(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('expected a whole number of at least 1.');
+  return Number(value);
+}

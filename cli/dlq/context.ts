@@ -1,0 +1,41 @@
+import type { SQSClient } from '@aws-sdk/client-sqs';
+
+/** What every DLQ command function needs besides its options. */
+export interface DlqContext {
+  readonly sqs: SQSClient;
+  /** Writes one progress line for the operator (the command line sends it to stderr). @default discard */
+  readonly log?: (line: string) => void;
+  /** Aborted on Ctrl-C: a command stops at the next safe point and restores what it holds. */
+  readonly signal?: AbortSignal;
+  /** The clock. @default `() => new Date()` */
+  readonly now?: () => Date;
+}
+
+/**
+ * Asks the operator to confirm a change; resolves `true` to go ahead.
+ *
+ * @throws ConfirmationRequiredError when it cannot ask (no terminal)
+ */
+export type Confirm = (question: string) => Promise<boolean>;
+
+/** The options of a command that deletes from a queue. */
+export interface ConfirmOptions {
+  /** Report what would change and change nothing. @default false */
+  readonly dryRun?: boolean;
+  /** Skip the confirmation (`--yes`). @default false */
+  readonly yes?: boolean;
+  /** How to ask; required unless `yes` or `dryRun`. */
+  readonly confirm?: Confirm;
+}
+
+/**
+ * Asks for confirmation unless `yes` is set.
+ *
+ * @returns whether to go ahead
+ * @throws Error when neither `yes` nor `confirm` is given (a programming error)
+ */
+export async function confirmed(options: ConfirmOptions, question: string): Promise<boolean> {
+  if (options.yes === true) return true;
+  if (options.confirm === undefined) throw new Error('a confirmation is needed: pass yes or confirm');
+  return options.confirm(question);
+}

@@ -1,0 +1,108 @@
+import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
+import { serializeAttributes } from '../../lambda/dlq/deadLetterMessage.js';
+import type { ArchivedAttribute } from './archiveFormat.js';
+import type { DlqContext } from './context.js';
+import type { DeadLetterRecord } from './deadLetterRecord.js';
+import { MessageNotFoundError } from './errors.js';
+import { assertDeadLetterQueue, inspectQueue, MessageHold, type ReceiveOptions } from './queueInspector.js';
+
+/** Options of {@link showDeadLetter}. */
+export interface ShowOptions extends ReceiveOptions {
+  readonly queueUrl: string;
+  /** The dead-letter queue's message id, or the consumer's `originalMessageId`. */
+  readonly id: string;
+  /** @default true */
+  readonly dlqCheck?: boolean;
+}
+
+/** One dead-letter message in full. */
+export interface DeadLetterDetail {
+  readonly messageId: string;
+  readonly body: string;
+  readonly md5OfBody: string | undefined;
+  /** Every message attribute (binary values in base64). */
+  readonly messageAttributes: Readonly<Record<string, ArchivedAttribute>>;
+  /** SQS system attributes. */
+  readonly systemAttributes: Readonly<Record<string, string>>;
+  /** The consumer's dead-letter attributes, read back. */
+  readonly deadLetter: {
+    readonly failureReason: string | undefined;
+    readonly errorType: string | undefined;
+    readonly errorMessage: string | undefined;
+    readonly failedAt: string | undefined;
+    readonly attempts: number | undefined;
+    readonly source: string | undefined;
+    readonly originalMessageId: string | undefined;
+    readonly messageGroupId: string | undefined;
+    readonly coordinates: Readonly<Record<string, unknown>> | undefined;
+    /** The original attributes a redrive restores (binary values in base64). */
+    readonly originalAttributes: Readonly<Record<string, ArchivedAttribute>> | undefined;
+  };
+}
+
+/** What {@link showDeadLetter} found. */
+export interface ShowResult {
+  readonly queueUrl: string;
+  readonly message: DeadLetterDetail;
+}
+
+/**
+ * Finds one dead-letter message by id and returns it in full. Every message received on the
+ * way is made visible again.
+ *
+ * @throws MessageNotFoundError when no visible message has that id
+ * @throws QueueNotFoundError, NotADeadLetterQueueError; the SDK's errors otherwise
+ */
+export async function showDeadLetter(context: DlqContext, options: ShowOptions): Promise<ShowResult> {
+  const info = await inspectQueue(context.sqs, options.queueUrl);
+  if (options.dlqCheck !== false) assertDeadLetterQueue(info);
+  const hold = new MessageHold(context.sqs, options.queueUrl);
+  let found: DeadLetterRecord | undefined;
+  let seen = 0;
+  try {
+    for (;;) {
+      if (context.signal?.aborted === true) break;
+      const batch = await hold.scan({ ...options, maxMessages: 10 });
+      if (seen === 0 && options.dlqCheck !== false) assertDeadLetterQueue(info, batch);
+      seen += batch.length;
+      found = batch.find((record) => record.messageId === options.id || record.originalMessageId === options.id);
+      if (found !== undefined || batch.length === 0) break;
+    }
+  } finally {
+    await hold.release();
+  }
+  if (found === undefined) {
+    throw new MessageNotFoundError(
+      `no message ${options.id} among the ${seen} visible message(s) of ${options.queueUrl}` +
+        (info.fifo ? ' (on a FIFO queue, messages behind a held message of the same group are hidden)' : ''),
+    );
+  }
+  return { queueUrl: options.queueUrl, message: toDetail(found) };
+}
+
+/** A record in full, binary values in base64. */
+export function toDetail(record: DeadLetterRecord): DeadLetterDetail {
+  return {
+    messageId: record.messageId,
+    body: record.body,
+    md5OfBody: record.md5OfBody,
+    messageAttributes: plain(record.messageAttributes),
+    systemAttributes: record.systemAttributes,
+    deadLetter: {
+      failureReason: record.failureReason,
+      errorType: record.errorType,
+      errorMessage: record.errorMessage,
+      failedAt: record.failedAt?.toISOString(),
+      attempts: record.attempts,
+      source: record.source,
+      originalMessageId: record.originalMessageId,
+      messageGroupId: record.messageGroupId,
+      coordinates: record.coordinates,
+      originalAttributes: record.originalAttributes !== undefined ? plain(record.originalAttributes) : undefined,
+    },
+  };
+}
+
+function plain(attributes: Readonly<Record<string, MessageAttributeValue>>): Record<string, ArchivedAttribute> {
+  return JSON.parse(serializeAttributes(attributes)) as Record<string, ArchivedAttribute>;
+}

@@ -1,0 +1,331 @@
+import {
+  GetQueueAttributesCommand,
+  ListDeadLetterSourceQueuesCommand,
+  ListMessageMoveTasksCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  StartMessageMoveTaskCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeadLetterAttribute, deadLetterAttributeNames } from '../../lambda/dlq/deadLetterMessage.js';
+import { MoveTaskFailedError, UsageError } from '../../cli/dlq/errors.js';
+import { formatRedrive } from '../../cli/dlq/output.js';
+import { NO_REASON } from '../../cli/dlq/deadLetterRecord.js';
+import { listDeadLetters } from '../../cli/dlq/list.js';
+import { redriveDeadLetters } from '../../cli/dlq/redrive.js';
+import { defaultSettings } from '../../config/settings.js';
+import { comparable, createQueue, createQueuePair, orderEvent, readAll, seedDeadLetters, startSqs, visibleCount, type FauxqsServer } from './dlqFixtures.js';
+
+let server: FauxqsServer;
+let sqs: SQSClient;
+const fast = { waitTimeSeconds: 0, visibilityTimeoutSeconds: 30 };
+
+beforeAll(async () => {
+  ({ server, sqs } = await startSqs());
+});
+
+afterAll(async () => {
+  sqs.destroy();
+  await server.stop();
+});
+
+/** A source queue and its DLQ holding 2 ValidationError, 1 BusinessRuleViolation, 1 RetriesExhausted. */
+async function standardScenario() {
+  const { source, dlq } = await createQueuePair(sqs, 'orders');
+  await seedDeadLetters(sqs, dlq.url, [
+    {
+      reason: 'ValidationError',
+      body: '{"eventId":"v-1","type":"OrderPlaced", "bad": true}',
+      source: source.arn,
+      originalMessageId: 'v-1',
+      originalAttributes: {
+        traceId: { DataType: 'String', StringValue: 'trace-v1' },
+        blob: { DataType: 'Binary', BinaryValue: Uint8Array.from([9, 8, 7]) },
+        count: { DataType: 'Number', StringValue: '3' },
+      },
+    },
+    { reason: 'ValidationError', body: 'not json at all ✓', source: source.arn, originalMessageId: 'v-2' },
+    { reason: 'BusinessRuleViolation', body: orderEvent('b-1'), source: source.arn, originalMessageId: 'b-1' },
+    { reason: 'RetriesExhausted', body: orderEvent('r-1'), source: source.arn, originalMessageId: 'r-1' },
+  ]);
+  return { source, dlq };
+}
+
+describe('redriveDeadLetters --dry-run', () => {
+  it('changes nothing and reports what would move', async () => {
+    const { source, dlq } = await standardScenario();
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, dryRun: true, ...fast });
+
+    expect(result.dryRun).toBe(true);
+    expect(result.selected.map((s) => s.reason)).toEqual(['ValidationError', 'ValidationError']);
+    expect(result.selected.every((s) => s.target === source.url)).toBe(true);
+    expect(result.moved).toEqual([]);
+    expect(await visibleCount(sqs, dlq.url)).toBe(4);
+    expect(await visibleCount(sqs, source.url)).toBe(0);
+    expect(formatRedrive(result)).toContain('Dry run: would redrive 2 message(s)');
+  });
+});
+
+describe('redriveDeadLetters with a selection (receive → send → delete)', () => {
+  it('moves only the selected messages, body byte-identical, original attributes restored', async () => {
+    const { source, dlq } = await standardScenario();
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast });
+
+    expect(result.method).toBe('receive-send-delete');
+    expect(result.moved).toHaveLength(2);
+    const moved = await readAll(sqs, source.url);
+    expect(moved.map((m) => m.Body).sort()).toEqual(['not json at all ✓', '{"eventId":"v-1","type":"OrderPlaced", "bad": true}'].sort());
+    const withAttributes = moved.find((m) => m.Body?.startsWith('{'));
+    expect(comparable(withAttributes?.MessageAttributes)).toEqual({
+      traceId: { DataType: 'String', StringValue: 'trace-v1' },
+      blob: { DataType: 'Binary', BinaryValue: Buffer.from([9, 8, 7]).toString('base64') },
+      count: { DataType: 'Number', StringValue: '3' },
+    });
+    const plain = moved.find((m) => m.Body === 'not json at all ✓');
+    for (const name of deadLetterAttributeNames) expect(plain?.MessageAttributes?.[name]).toBeUndefined();
+    const left = await readAll(sqs, dlq.url);
+    expect(left.map((m) => m.MessageAttributes?.[DeadLetterAttribute.failureReason]?.StringValue).sort()).toEqual([
+      'BusinessRuleViolation',
+      'RetriesExhausted',
+    ]);
+  });
+
+  it('selects by --id and --older-than', async () => {
+    const { source, dlq } = await standardScenario();
+    const now = new Date(Date.now() + 3_600_000);
+
+    const none = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { olderThanMs: 2 * 3_600_000 }, yes: true, ...fast },
+    );
+    const byId = await redriveDeadLetters({ sqs, now: () => now }, { queueUrl: dlq.url, selection: { ids: ['b-1'], olderThanMs: 1_800_000 }, yes: true, ...fast });
+
+    expect(none.moved).toHaveLength(0);
+    expect(byId.moved.map((m) => m.reason)).toEqual(['BusinessRuleViolation']);
+    expect((await readAll(sqs, source.url)).map((m) => m.Body)).toEqual([orderEvent('b-1')]);
+    expect(await visibleCount(sqs, dlq.url)).toBe(3);
+  });
+
+  it('keeps the FIFO message group, in order, with a deduplication id', async () => {
+    const { source, dlq } = await createQueuePair(sqs, 'orders', true);
+    await seedDeadLetters(sqs, dlq.url, [
+      { reason: 'ValidationError', body: orderEvent('f-1'), source: source.arn, originalMessageId: 'f-1', messageGroupId: 'order-A' },
+      { reason: 'ValidationError', body: orderEvent('f-2'), source: source.arn, originalMessageId: 'f-2', messageGroupId: 'order-A' },
+      { reason: 'BusinessRuleViolation', body: orderEvent('f-3'), source: source.arn, originalMessageId: 'f-3', messageGroupId: 'order-B' },
+    ]);
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast });
+
+    expect(result.moved.map((m) => m.reason)).toEqual(['ValidationError', 'ValidationError']);
+    const moved = await readAll(sqs, source.url, { consume: true });
+    expect(moved.map((m) => m.Body)).toEqual([orderEvent('f-1'), orderEvent('f-2')]);
+    expect(moved.map((m) => m.Attributes?.MessageGroupId)).toEqual(['order-A', 'order-A']);
+    expect(moved.every((m) => /^[0-9a-f]{64}$/.test(m.Attributes?.MessageDeduplicationId ?? ''))).toBe(true);
+    const left = await readAll(sqs, dlq.url, { consume: true });
+    expect(left.map((m) => m.Body)).toEqual([orderEvent('f-3')]);
+  });
+
+  it('loses nothing when a send fails mid-way: stops there, the rest stay in the DLQ and visible', async () => {
+    const { source, dlq } = await standardScenario();
+    let sends = 0;
+    const flaky = {
+      config: sqs.config,
+      send: (command: object) => {
+        if (command instanceof SendMessageCommand && ++sends === 2) {
+          return Promise.reject(Object.assign(new Error('simulated outage'), { name: 'ServiceUnavailable' }));
+        }
+        return sqs.send(command as never);
+      },
+    } as unknown as SQSClient;
+
+    const result = await redriveDeadLetters({ sqs: flaky }, { queueUrl: dlq.url, yes: true, useMoveTask: false, ...fast });
+
+    expect(result.moved).toHaveLength(1);
+    expect(result.failed).toHaveLength(1);
+    expect(result.failed[0]?.detail).toContain('simulated outage');
+    const inSource = await readAll(sqs, source.url);
+    const inDlq = await readAll(sqs, dlq.url);
+    expect(inSource).toHaveLength(1);
+    expect(inDlq).toHaveLength(3);
+    const bodies = [...inSource, ...inDlq].map((m) => m.Body).sort();
+    expect(bodies).toEqual(
+      ['{"eventId":"v-1","type":"OrderPlaced", "bad": true}', 'not json at all ✓', orderEvent('b-1'), orderEvent('r-1')].sort(),
+    );
+    expect(formatRedrive(result)).toContain('the redrive stopped here');
+  });
+
+  it('leaves a message whose source is not an SQS queue (Kafka) in the DLQ, unless --to', async () => {
+    const dlq = await createQueue(sqs, 'kafka-dlq');
+    const elsewhere = await createQueue(sqs, 'elsewhere');
+    await seedDeadLetters(sqs, dlq.url, [
+      { reason: 'ValidationError', body: orderEvent('k-1'), source: 'arn:aws:kafka:us-east-1:123456789012:cluster/c/abc', originalMessageId: 'orders-0@12' },
+    ]);
+
+    const skipped = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast });
+    const sent = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, to: elsewhere.url, yes: true, ...fast });
+
+    expect(skipped.skipped[0]?.detail).toMatch(/not an SQS queue/);
+    expect(sent.moved).toHaveLength(1);
+    expect((await readAll(sqs, elsewhere.url)).map((m) => m.Body)).toEqual([orderEvent('k-1')]);
+  });
+
+  it('redrives a message moved by the redrive policy (no failureReason) to the DLQ\'s only source queue', async () => {
+    const { source, dlq } = await createQueuePair(sqs, 'policy');
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: source.url,
+        MessageBody: orderEvent('p-1'),
+        MessageAttributes: { traceId: { DataType: 'String', StringValue: 'trace-p1' } },
+      }),
+    );
+    for (let receive = 0; receive <= defaultSettings.queue.maxReceiveCount; receive += 1) {
+      await sqs.send(new ReceiveMessageCommand({ QueueUrl: source.url, VisibilityTimeout: 0 }));
+    }
+    expect(await visibleCount(sqs, dlq.url)).toBe(1);
+
+    const listed = await listDeadLetters({ sqs }, { queueUrl: dlq.url, ...fast });
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: [NO_REASON] }, yes: true, ...fast });
+
+    expect(listed.groups.map((g) => [g.reason, g.count])).toEqual([[NO_REASON, 1]]);
+    expect(result.moved.map((m) => m.target)).toEqual([source.url]);
+    const back = await readAll(sqs, source.url);
+    expect(back.map((m) => [m.Body, m.MessageAttributes?.traceId?.StringValue])).toEqual([[orderEvent('p-1'), 'trace-p1']]);
+  });
+
+  it('refuses --to pointing at the dead-letter queue itself', async () => {
+    const { dlq } = await standardScenario();
+
+    await expect(redriveDeadLetters({ sqs }, { queueUrl: dlq.url, to: dlq.url, yes: true })).rejects.toThrow(UsageError);
+  });
+
+  it('changes nothing when the confirmation is declined', async () => {
+    const { source, dlq } = await standardScenario();
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, confirm: async () => false, ...fast });
+
+    expect(result.cancelled).toBe(true);
+    expect(await visibleCount(sqs, dlq.url)).toBe(4);
+    expect(await visibleCount(sqs, source.url)).toBe(0);
+  });
+});
+
+describe('redriveDeadLetters of everything', () => {
+  it('falls back to receive → send → delete on fauxqs, which has no StartMessageMoveTask', async () => {
+    const { source, dlq } = await standardScenario();
+    const logs: string[] = [];
+
+    const result = await redriveDeadLetters({ sqs, log: (l) => logs.push(l) }, { queueUrl: dlq.url, yes: true, ...fast });
+
+    expect(result.method).toBe('receive-send-delete');
+    expect(result.fallbackReason).toMatch(/does not support StartMessageMoveTask/);
+    expect(result.moved).toHaveLength(4);
+    expect(await visibleCount(sqs, dlq.url)).toBe(0);
+    expect((await readAll(sqs, source.url)).length).toBe(4);
+    expect(logs.join('\n')).toContain('not using a message move task');
+  });
+});
+
+describe('redriveDeadLetters with StartMessageMoveTask (stubbed SQS client)', () => {
+  const dlqUrl = 'https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq';
+  const sourceUrl = 'https://sqs.us-east-1.amazonaws.com/123456789012/orders';
+  const dlqArn = 'arn:aws:sqs:us-east-1:123456789012:orders-dlq';
+  const sourceArn = 'arn:aws:sqs:us-east-1:123456789012:orders';
+
+  /** A hand-made client: answers by command class; records every command sent. */
+  function stubClient(statuses: { Status: string; moved: number; FailureReason?: string }[], start?: () => Promise<unknown>) {
+    const sent: object[] = [];
+    let polls = 0;
+    const client = {
+      config: { region: async () => 'us-east-1' },
+      send: async (command: object) => {
+        sent.push(command);
+        if (command instanceof GetQueueAttributesCommand) {
+          const url = command.input.QueueUrl;
+          return { Attributes: { QueueArn: url === dlqUrl ? dlqArn : sourceArn, ApproximateNumberOfMessages: '3' } };
+        }
+        if (command instanceof ListDeadLetterSourceQueuesCommand) return { queueUrls: [sourceUrl] };
+        if (command instanceof StartMessageMoveTaskCommand) return start !== undefined ? start() : { TaskHandle: 'task-1' };
+        if (command instanceof ListMessageMoveTasksCommand) {
+          const status = statuses[Math.min(polls++, statuses.length - 1)];
+          return {
+            Results: [
+              {
+                TaskHandle: 'task-1',
+                Status: status?.Status,
+                ApproximateNumberOfMessagesMoved: status?.moved,
+                ApproximateNumberOfMessagesToMove: 3,
+                ...(status?.FailureReason !== undefined ? { FailureReason: status.FailureReason } : {}),
+              },
+            ],
+          };
+        }
+        if (command instanceof ReceiveMessageCommand) return { Messages: [] };
+        throw new Error(`unexpected command ${command.constructor.name}`);
+      },
+    } as unknown as SQSClient;
+    return { client, sent };
+  }
+
+  it('starts one task to the source queue at the given rate and reports its progress until it completes', async () => {
+    const { client, sent } = stubClient([
+      { Status: 'RUNNING', moved: 1 },
+      { Status: 'RUNNING', moved: 2 },
+      { Status: 'COMPLETED', moved: 3 },
+    ]);
+    const logs: string[] = [];
+
+    const result = await redriveDeadLetters(
+      { sqs: client, log: (l) => logs.push(l) },
+      { queueUrl: dlqUrl, ratePerSecond: 50, pollIntervalSeconds: 0, yes: true },
+    );
+
+    const start = sent.find((c) => c instanceof StartMessageMoveTaskCommand) as StartMessageMoveTaskCommand;
+    expect(start.input).toEqual({ SourceArn: dlqArn, DestinationArn: sourceArn, MaxNumberOfMessagesPerSecond: 50 });
+    expect(result.method).toBe('move-task');
+    expect(result.moveTask?.status).toBe('COMPLETED');
+    expect(result.moveTask?.approximateNumberOfMessagesMoved).toBe(3);
+    expect(logs).toEqual(expect.arrayContaining(['move task RUNNING: 1 of ~3 moved', 'move task RUNNING: 2 of ~3 moved', 'move task COMPLETED: 3 of ~3 moved']));
+    expect(formatRedrive(result)).toContain('COMPLETED: 3 of ~3 message(s) moved');
+  });
+
+  it('does not start a task on --dry-run', async () => {
+    const { client, sent } = stubClient([{ Status: 'COMPLETED', moved: 0 }]);
+
+    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, dryRun: true });
+
+    expect(result.dryRun).toBe(true);
+    expect(sent.some((c) => c instanceof StartMessageMoveTaskCommand)).toBe(false);
+  });
+
+  it('throws MoveTaskFailedError with SQS\'s reason when the task fails', async () => {
+    const { client } = stubClient([{ Status: 'FAILED', moved: 1, FailureReason: 'AWS.SimpleQueueService.NonExistentQueue' }]);
+
+    await expect(redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, pollIntervalSeconds: 0, yes: true })).rejects.toThrow(
+      MoveTaskFailedError,
+    );
+  });
+
+  it('falls back to receive → send → delete when StartMessageMoveTask is unsupported', async () => {
+    const { client, sent } = stubClient([], () =>
+      Promise.reject(Object.assign(new Error('not supported'), { name: 'UnsupportedOperation', $metadata: { httpStatusCode: 400 } })),
+    );
+
+    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, yes: true, waitTimeSeconds: 0 });
+
+    expect(result.method).toBe('receive-send-delete');
+    expect(sent.some((c) => c instanceof ReceiveMessageCommand)).toBe(true);
+  });
+
+  it('returns after starting with wait: false', async () => {
+    const { client, sent } = stubClient([{ Status: 'RUNNING', moved: 0 }]);
+
+    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, wait: false, to: sourceUrl, yes: true });
+
+    expect(result.moveTask?.status).toBe('STARTED');
+    expect(result.moveTask?.taskHandle).toBe('task-1');
+    expect(sent.some((c) => c instanceof ListMessageMoveTasksCommand)).toBe(false);
+  });
+});
