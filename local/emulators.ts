@@ -1,0 +1,107 @@
+/**
+ * The embedded emulators of the local runtime: DynamoDB Local (a Java child process) and the
+ * SQS-compatible server fauxqs (in this process). Both listen on 127.0.0.1 on free ports.
+ *
+ * @module
+ */
+import { startDynamoDbLocal } from './dynamoDbLocal.js';
+import type { DynamoDbLocal } from './dynamoDbLocal.js';
+import { startSqsServer } from './sqsServer.js';
+import type { SqsServer } from './sqsServer.js';
+
+export { localClientConfig, localCredentials, localRegion } from './localClientConfig.js';
+export type { LocalClientConfig } from './localClientConfig.js';
+
+/** Options of {@link startEmulators}. */
+export interface EmulatorOptions {
+  /**
+   * Directory for DynamoDB Local's database file, kept between runs (created if missing). The SQS
+   * server always keeps its messages in memory.
+   * @default undefined (DynamoDB Local in memory)
+   */
+  readonly dataDir?: string;
+  /**
+   * How long DynamoDB Local may take to answer its first request, in milliseconds.
+   * @default 30000
+   */
+  readonly startTimeoutMs?: number;
+}
+
+/** Running emulators. */
+export interface Emulators {
+  /** DynamoDB Local's base URL, `http://127.0.0.1:<port>`. */
+  readonly dynamoDbEndpoint: string;
+  /** The SQS server's base URL, `http://127.0.0.1:<port>`. */
+  readonly sqsEndpoint: string;
+  /** `false` when DynamoDB Local runs in the JRE-only fallback and listens on all interfaces. */
+  readonly dynamoDbBoundToLoopback: boolean;
+  /**
+   * Stops both: DynamoDB Local gets SIGTERM, then SIGKILL after 5 s; resolves once it has exited
+   * and the SQS server is closed. Idempotent; also runs on SIGINT/SIGTERM of this process.
+   */
+  stop(): Promise<void>;
+}
+
+const stopSignals = ['SIGINT', 'SIGTERM'] as const;
+
+/**
+ * Starts DynamoDB Local and the SQS server, and waits until both answer.
+ *
+ * On SIGINT or SIGTERM the emulators are stopped; when no other listener handles that signal,
+ * it is raised again afterwards so the process ends as it would have. If the process exits
+ * without `stop()`, DynamoDB Local is killed from the `exit` handler (and, bound to loopback, it
+ * also exits by itself when its parent is gone).
+ *
+ * @throws {JavaNotFoundError} when Java 17+ is missing (install `openjdk-17-jre-headless`)
+ * @throws {EmulatorStartError} when DynamoDB Local does not answer within `startTimeoutMs`
+ *   (with its output in the message); nothing is left running in that case
+ *
+ * @example
+ * const emulators = await startEmulators({ dataDir: '.local-data' });
+ * try {
+ *   const dynamoDb = new DynamoDBClient(localClientConfig(emulators.dynamoDbEndpoint));
+ *   // ...
+ * } finally {
+ *   await emulators.stop();
+ * }
+ */
+export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
+  const [dynamoDb, sqs] = await Promise.allSettled([
+    startDynamoDbLocal({
+      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+      ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }),
+    }),
+    startSqsServer(),
+  ]);
+  if (dynamoDb.status === 'rejected' || sqs.status === 'rejected') {
+    await Promise.all([
+      dynamoDb.status === 'fulfilled' ? dynamoDb.value.stop() : undefined,
+      sqs.status === 'fulfilled' ? sqs.value.stop() : undefined,
+    ]);
+    throw dynamoDb.status === 'rejected' ? dynamoDb.reason : (sqs as PromiseRejectedResult).reason;
+  }
+  return withSignalHandling(dynamoDb.value, sqs.value);
+}
+
+function withSignalHandling(dynamoDb: DynamoDbLocal, sqs: SqsServer): Emulators {
+  let stopping: Promise<void> | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    void stop().finally(() => {
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+  };
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      for (const signal of stopSignals) process.off(signal, onSignal);
+      await Promise.all([dynamoDb.stop(), sqs.stop()]);
+    })();
+    return stopping;
+  };
+  for (const signal of stopSignals) process.once(signal, onSignal);
+  return {
+    dynamoDbEndpoint: dynamoDb.endpoint,
+    sqsEndpoint: sqs.endpoint,
+    dynamoDbBoundToLoopback: dynamoDb.boundToLoopback,
+    stop,
+  };
+}

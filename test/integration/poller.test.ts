@@ -1,0 +1,378 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SettingsOverrides } from '../../config/settings.js';
+import { PollerIdleTimeoutError } from '../../local/errors.js';
+import { pollerOptionsFromSettings, SqsEventSourcePoller } from '../../local/sqsEventSourcePoller.js';
+import type { InvocationReport, LocalSqsHandler, SqsEventSourcePollerOptions } from '../../local/sqsEventSourcePoller.js';
+import { receiveAll, sendMessages } from '../support/sqsMessages.js';
+import { testResources } from '../support/testResources.js';
+import type { TestResources } from '../support/testResources.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  // Pollers first (registered last), then their queues.
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function queue(name: string, overrides: SettingsOverrides = {}): Promise<TestResources> {
+  const env = await testResources(name, overrides);
+  cleanups.push(() => env.dispose());
+  return env;
+}
+
+interface Harness {
+  readonly poller: SqsEventSourcePoller;
+  readonly reports: InvocationReport[];
+  readonly errors: unknown[];
+}
+
+function poller(
+  env: TestResources,
+  createHandler: () => LocalSqsHandler,
+  options: Partial<SqsEventSourcePollerOptions> = {},
+): Harness {
+  const reports: InvocationReport[] = [];
+  const errors: unknown[] = [];
+  const instance = new SqsEventSourcePoller({
+    sqs: env.sqs,
+    queueUrl: env.resources.queueUrl,
+    queueArn: env.resources.queueArn,
+    createHandler,
+    ...pollerOptionsFromSettings(env.settings),
+    concurrency: 1,
+    onInvocation: (report) => reports.push(report),
+    onError: (error) => errors.push(error),
+    ...options,
+  });
+  cleanups.push(() => instance.stop());
+  return { poller: instance, reports, errors };
+}
+
+/** Every record the handler saw: body and receive count, in call order. */
+function recordingHandler(respond: (event: SQSEvent, seen: SQSRecord[]) => unknown) {
+  const seen: SQSRecord[] = [];
+  const handler: LocalSqsHandler = (event) => {
+    seen.push(...event.Records);
+    return respond(event, seen);
+  };
+  return { seen, handler };
+}
+
+const receiveCountsOf = (seen: readonly SQSRecord[], body: string): string[] =>
+  seen.filter((record) => record.body === body).map((record) => record.attributes.ApproximateReceiveCount);
+
+async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+    }),
+  );
+  return (
+    Number(Attributes.ApproximateNumberOfMessages) +
+    Number(Attributes.ApproximateNumberOfMessagesNotVisible) +
+    Number(Attributes.ApproximateNumberOfMessagesDelayed)
+  );
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const untilIdle = { idleMs: 300, timeoutMs: 20_000 } as const;
+const shortVisibility = { queue: { visibilityTimeoutSeconds: 1 } } as const;
+
+describe('SqsEventSourcePoller', () => {
+  describe('partial batch responses (C5)', () => {
+    it('deletes only the successes; the failed message comes back with ApproximateReceiveCount 2', async () => {
+      // Arrange
+      const env = await queue('partial', shortVisibility);
+      const [idA, idB, idC] = await sendMessages(env.sqs, env.resources.queueUrl, ['a', 'b', 'c']);
+      const { seen, handler } = recordingHandler((event) => ({
+        batchItemFailures: event.Records.filter((r) => r.body === 'b' && r.attributes.ApproximateReceiveCount === '1').map((r) => ({
+          itemIdentifier: r.messageId,
+        })),
+      }));
+      const { poller: instance, reports, errors } = poller(env, () => handler);
+
+      // Act
+      await instance.runUntilIdle(untilIdle);
+
+      // Assert
+      expect(reports[0]).toMatchObject({ batchSize: 3, judgement: { kind: 'partial', failedIds: [idB] }, deletedIds: [idA, idC] });
+      expect(receiveCountsOf(seen, 'a')).toEqual(['1']);
+      expect(receiveCountsOf(seen, 'b')).toEqual(['1', '2']);
+      expect(receiveCountsOf(seen, 'c')).toEqual(['1']);
+      expect(await queueDepth(env.sqs, env.resources.queueUrl)).toBe(0);
+      expect(await receiveAll(env.sqs, env.resources.deadLetterQueueUrl, 0)).toEqual([]);
+      expect(errors).toEqual([]);
+    });
+
+    it('deletes every message of a response with the wrong key case: the failure is lost', async () => {
+      const env = await queue('wrongcase', shortVisibility);
+      const ids = await sendMessages(env.sqs, env.resources.queueUrl, ['a', 'b', 'c']);
+      const { seen, handler } = recordingHandler((event) => ({
+        BatchItemFailures: event.Records.filter((r) => r.body === 'b').map((r) => ({ itemIdentifier: r.messageId })),
+      }));
+      const { poller: instance, reports } = poller(env, () => handler);
+
+      await instance.runUntilIdle(untilIdle);
+
+      expect(reports).toHaveLength(1);
+      expect(reports[0]?.judgement.kind).toBe('all-succeeded');
+      expect(reports[0]?.deletedIds).toEqual(ids);
+      expect(receiveCountsOf(seen, 'b')).toEqual(['1']); // never retried
+      expect(await queueDepth(env.sqs, env.resources.queueUrl)).toBe(0);
+    });
+
+    it('deletes nothing when an identifier is not a messageId of the batch: the successes are replayed', async () => {
+      const env = await queue('unknownid', shortVisibility);
+      await sendMessages(env.sqs, env.resources.queueUrl, ['a', 'b', 'c']);
+      const { seen, handler } = recordingHandler((_event, all) =>
+        all.length <= 3 ? { batchItemFailures: [{ itemIdentifier: 'not-a-message-id' }] } : { batchItemFailures: [] },
+      );
+      const { poller: instance, reports } = poller(env, () => handler);
+
+      await instance.runUntilIdle(untilIdle);
+
+      expect(reports[0]).toMatchObject({ judgement: { kind: 'all-failed' }, deletedIds: [] });
+      for (const body of ['a', 'b', 'c']) expect(receiveCountsOf(seen, body)).toEqual(['1', '2']);
+      expect(await queueDepth(env.sqs, env.resources.queueUrl)).toBe(0);
+    });
+  });
+
+  describe('function errors', () => {
+    it('leaves every message of a batch whose handler threw', async () => {
+      const env = await queue('throws', shortVisibility);
+      await sendMessages(env.sqs, env.resources.queueUrl, ['a', 'b', 'c']);
+      const { seen, handler } = recordingHandler((_event, all) => {
+        if (all.length <= 3) throw new Error('database unavailable');
+        return { batchItemFailures: [] };
+      });
+      const { poller: instance, reports } = poller(env, () => handler);
+
+      await instance.runUntilIdle(untilIdle);
+
+      expect(reports[0]).toMatchObject({ outcome: 'threw', judgement: { kind: 'all-failed' }, deletedIds: [] });
+      expect((reports[0]?.error as Error).message).toBe('database unavailable');
+      for (const body of ['a', 'b', 'c']) expect(receiveCountsOf(seen, body)).toEqual(['1', '2']);
+    });
+
+    it('fails the whole batch past the function timeout and gives the worker a new handler', async () => {
+      const env = await queue('timeout', shortVisibility);
+      await sendMessages(env.sqs, env.resources.queueUrl, ['slow']);
+      let handlersCreated = 0;
+      const remaining: number[] = [];
+      const createHandler = (): LocalSqsHandler => {
+        handlersCreated += 1;
+        const first = handlersCreated === 1;
+        return async (_event: SQSEvent, context: Context) => {
+          remaining.push(context.getRemainingTimeInMillis());
+          if (first) await sleep(1_500); // abandoned when the 0.5 s timeout fires
+          return { batchItemFailures: [] };
+        };
+      };
+      const { poller: instance, reports } = poller(env, createHandler, { functionTimeoutSeconds: 0.5 });
+
+      await instance.runUntilIdle(untilIdle);
+
+      expect(reports[0]).toMatchObject({ outcome: 'timed-out', judgement: { kind: 'all-failed' }, deletedIds: [] });
+      expect(reports[1]).toMatchObject({ outcome: 'returned', judgement: { kind: 'all-succeeded' } });
+      expect(handlersCreated).toBe(2);
+      expect(remaining.every((ms) => ms > 0 && ms <= 500)).toBe(true);
+    });
+  });
+
+  describe('redrive', () => {
+    it('moves a message that keeps failing to the dead-letter queue after maxReceiveCount receives', async () => {
+      const env = await queue('redrive', { queue: { visibilityTimeoutSeconds: 1, maxReceiveCount: 3 } });
+      await sendMessages(env.sqs, env.resources.queueUrl, ['poison']);
+      const { seen, handler } = recordingHandler((event) => ({
+        batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })),
+      }));
+      const { poller: instance } = poller(env, () => handler);
+
+      await instance.runUntilIdle(untilIdle);
+
+      expect(receiveCountsOf(seen, 'poison')).toEqual(['1', '2', '3']);
+      const deadLetters = await receiveAll(env.sqs, env.resources.deadLetterQueueUrl, 0);
+      expect(deadLetters.map((message) => message.Body)).toEqual(['poison']);
+      expect(await queueDepth(env.sqs, env.resources.queueUrl)).toBe(0);
+    });
+  });
+
+  describe('the event and the context', () => {
+    it('hands the handler an event shaped like test/events/sqs-event-standard.json and a Lambda context', async () => {
+      const fixture = JSON.parse(readFileSync(new URL('../events/sqs-event-standard.json', import.meta.url), 'utf8')) as SQSEvent;
+      const expected = fixture.Records[0]!;
+      const env = await queue('eventshape');
+      await sendMessages(env.sqs, env.resources.queueUrl, [expected.body], {
+        messageAttributes: {
+          traceparent: { DataType: 'String', StringValue: expected.messageAttributes['traceparent']!.stringValue! },
+          checksum: { DataType: 'Binary', BinaryValue: new Uint8Array(Buffer.from(expected.messageAttributes['checksum']!.binaryValue!, 'base64')) },
+          priority: { DataType: 'Number', StringValue: expected.messageAttributes['priority']!.stringValue! },
+        },
+      });
+      const calls: Array<{ event: SQSEvent; context: Context }> = [];
+      const { poller: instance } = poller(env, () => (event, context) => {
+        calls.push({ event, context });
+      });
+
+      await instance.runUntilIdle(untilIdle);
+
+      const record = calls[0]!.event.Records[0]!;
+      expect(Object.keys(calls[0]!.event)).toEqual(['Records']);
+      expect(Object.keys(record)).toEqual(Object.keys(expected));
+      expect(Object.keys(record.attributes)).toEqual(Object.keys(expected.attributes));
+      expect(record.messageAttributes).toEqual(expected.messageAttributes);
+      expect(record).toMatchObject({
+        body: expected.body,
+        md5OfBody: createHash('md5').update(expected.body).digest('hex'),
+        md5OfMessageAttributes: expected.md5OfMessageAttributes,
+        eventSource: 'aws:sqs',
+        eventSourceARN: env.resources.queueArn,
+        awsRegion: 'us-east-1',
+      });
+      const { context } = calls[0]!;
+      expect(context.functionName).toBe(env.settings.consumerName);
+      expect(context.invokedFunctionArn).toBe(`arn:aws:lambda:us-east-1:000000000000:function:${env.settings.consumerName}`);
+      expect(context.awsRequestId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(context.getRemainingTimeInMillis()).toBeLessThanOrEqual(env.settings.function.timeoutSeconds * 1_000);
+    });
+  });
+
+  describe('batching', () => {
+    it('gathers messages that arrive within the batching window into one invocation', async () => {
+      const env = await queue('window');
+      await sendMessages(env.sqs, env.resources.queueUrl, ['a', 'b']);
+      const { poller: instance, reports } = poller(env, () => () => undefined, { batchSize: 5, maxBatchingWindowSeconds: 1 });
+
+      instance.start();
+      await sleep(300);
+      await sendMessages(env.sqs, env.resources.queueUrl, ['c', 'd', 'e']);
+      await instance.runUntilIdle(untilIdle);
+
+      expect(reports.map((report) => report.batchSize)).toEqual([5]);
+    });
+  });
+
+  describe('FIFO (C10)', () => {
+    it('hands a message group its events in order, with at most one batch of the group in flight', async () => {
+      // Arrange
+      const env = await queue('c10', { queue: { fifo: true } });
+      const eventIds = ['e-1', 'e-2', 'e-3', 'e-4', 'e-5'];
+      await sendMessages(
+        env.sqs,
+        env.resources.queueUrl,
+        eventIds.map((eventId) => JSON.stringify({ eventId, orderId: 'O-1' })),
+        { messageGroupId: 'O-1', deduplicationIds: eventIds },
+      );
+      const applied: string[] = [];
+      const calls: Array<{ start: number; end: number }> = [];
+      const handler: LocalSqsHandler = async (event) => {
+        const start = performance.now();
+        for (const record of event.Records) {
+          await sleep(100);
+          applied.push((JSON.parse(record.body) as { eventId: string }).eventId);
+        }
+        calls.push({ start, end: performance.now() });
+        return { batchItemFailures: [] };
+      };
+      const { poller: instance, reports } = poller(env, () => handler, { concurrency: 3 });
+
+      // Act
+      await instance.runUntilIdle(untilIdle);
+
+      // Assert
+      expect(applied).toEqual(eventIds);
+      const byStart = [...calls].sort((x, y) => x.start - y.start);
+      byStart.slice(1).forEach((call, index) => expect(call.start).toBeGreaterThanOrEqual(byStart[index]!.end));
+      expect(reports.every((report) => report.messageGroupIds.join() === 'O-1')).toBe(true);
+    });
+
+    it('runs different message groups in parallel while each group stays in order', async () => {
+      const env = await queue('groups', { queue: { fifo: true } });
+      for (const group of ['O-1', 'O-2']) {
+        const ids = [1, 2, 3].map((n) => `${group}/e-${n}`);
+        await sendMessages(env.sqs, env.resources.queueUrl, ids, { messageGroupId: group, deduplicationIds: ids });
+      }
+      const calls: Array<{ body: string; start: number; end: number }> = [];
+      const handler: LocalSqsHandler = async (event) => {
+        const start = performance.now();
+        await sleep(150);
+        for (const record of event.Records) calls.push({ body: record.body, start, end: performance.now() });
+      };
+      const { poller: instance } = poller(env, () => handler, { concurrency: 2, batchSize: 1 });
+
+      await instance.runUntilIdle(untilIdle);
+
+      for (const group of ['O-1', 'O-2']) {
+        const ofGroup = calls.filter((call) => call.body.startsWith(group));
+        expect(ofGroup.map((call) => call.body)).toEqual([1, 2, 3].map((n) => `${group}/e-${n}`));
+        ofGroup.slice(1).forEach((call, index) => expect(call.start).toBeGreaterThanOrEqual(ofGroup[index]!.end));
+      }
+      const overlapped = calls.some((a) => calls.some((b) => a.body.slice(0, 3) !== b.body.slice(0, 3) && a.start < b.end && b.start < a.end));
+      expect(overlapped).toBe(true);
+    });
+
+    it('holds back a redelivered message of a group until the batch still running for it ends', async () => {
+      // e-1's first handler call outlives the 1 s visibility timeout, so SQS hands e-1 to the
+      // second worker while the first still runs it: the guard must make that worker wait.
+      const env = await queue('guard', { queue: { fifo: true, visibilityTimeoutSeconds: 1 } });
+      await sendMessages(env.sqs, env.resources.queueUrl, ['e-1', 'e-2'], { messageGroupId: 'O-1', deduplicationIds: ['e-1', 'e-2'] });
+      const calls: Array<{ body: string; receiveCount: string; start: number; end: number }> = [];
+      let started = 0;
+      const handler: LocalSqsHandler = async (event) => {
+        const start = performance.now();
+        const record = event.Records[0]!;
+        started += 1;
+        if (started === 1) await sleep(1_500); // past the 1 s visibility timeout, well before 2 s
+        calls.push({ body: record.body, receiveCount: record.attributes.ApproximateReceiveCount, start, end: performance.now() });
+      };
+      const { poller: instance } = poller(env, () => handler, { concurrency: 2, batchSize: 1 });
+
+      await instance.runUntilIdle(untilIdle);
+
+      expect(calls.map((call) => `${call.body}#${call.receiveCount}`)).toEqual(['e-1#1', 'e-1#2', 'e-2#1']);
+      const byStart = [...calls].sort((x, y) => x.start - y.start);
+      byStart.slice(1).forEach((call, index) => expect(call.start).toBeGreaterThanOrEqual(byStart[index]!.end));
+    });
+  });
+
+  describe('lifecycle', () => {
+    it('stop() waits for the invocation in flight', async () => {
+      const env = await queue('stop');
+      await sendMessages(env.sqs, env.resources.queueUrl, ['a']);
+      let finished = false;
+      let started!: () => void;
+      const handlerStarted = new Promise<void>((resolve) => (started = resolve));
+      const { poller: instance, reports } = poller(env, () => async () => {
+        started();
+        await sleep(300);
+        finished = true;
+      });
+
+      instance.start();
+      await handlerStarted;
+      await instance.stop();
+
+      expect(finished).toBe(true);
+      expect(reports).toHaveLength(1);
+      expect(instance.isRunning).toBe(false);
+    });
+
+    it('runUntilIdle() rejects with the queue counts when the queue does not drain in time', async () => {
+      const env = await queue('notidle', { queue: { visibilityTimeoutSeconds: 30 } });
+      await sendMessages(env.sqs, env.resources.queueUrl, ['always-fails']);
+      const { poller: instance } = poller(env, () => (event: SQSEvent) => ({
+        batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })),
+      }));
+
+      const run = instance.runUntilIdle({ idleMs: 100, timeoutMs: 1_500 });
+
+      await expect(run).rejects.toThrow(PollerIdleTimeoutError);
+      await expect(run).rejects.toThrow(/1 in flight/);
+    });
+  });
+});
