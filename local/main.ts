@@ -6,6 +6,8 @@
  *   npm start -- --data-dir .local-data         # keep DynamoDB's state between runs
  *   npm start -- --json                         # the report as one JSON line on stdout
  *   npm start -- --fifo                         # a FIFO source queue
+ *   npm start -- --keep-running                 # keep the emulators up after the report (DLQ tool)
+ *   npm start -- --source kafka                 # the Kafka path, on an in-process partitioned log
  *
  * Exit codes: 0 when the exactly-once check passed, 1 when it failed, 2 for bad input or flags.
  */
@@ -15,7 +17,7 @@ import { defaultSettings, withOverrides } from '../config/settings.js';
 import { InvalidSettingsError } from '../config/validateSettings.js';
 import { InputFileError, readInputFile } from './inputFile.js';
 import { formatReport, type RunReport } from './report.js';
-import { type Progress, runLocal } from './runLocal.js';
+import { type Progress, type RunningLocalRuntime, runLocal } from './runLocal.js';
 
 const sample = fileURLToPath(new URL('../samples/orders.jsonl', import.meta.url));
 
@@ -33,6 +35,7 @@ const program = new Command('npm start --')
   .option('--fifo', 'use a FIFO source queue (message group = orderId)', false)
   .option('--transient-failure-rate <rate>', 'share of events whose first delivery fails with a retryable error (0 to 1)', rate, 0.05)
   .option('--json', 'print the report as one JSON object on the last line of stdout', false)
+  .option('--keep-running', 'after the report, keep the emulators running (with the DLQ) until Ctrl-C, to try the DLQ tool', false)
   .addOption(new Option('--log-level <level>', "the consumer's log level").choices(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']))
   .showHelpAfterError()
   .exitOverride((error) => {
@@ -48,6 +51,7 @@ async function main(): Promise<number> {
     fifo: boolean;
     transientFailureRate: number;
     json: boolean;
+    keepRunning: boolean;
     logLevel?: string;
   }>();
 
@@ -64,6 +68,36 @@ async function main(): Promise<number> {
     else say(line);
   };
 
+  let printed = false;
+  const print = (report: RunReport) => {
+    if (printed) return;
+    printed = true;
+    if (tty) process.stderr.write('\n');
+    if (options.json) {
+      say(formatReport(report));
+      process.stdout.write(`${JSON.stringify(report)}\n`);
+    } else {
+      process.stdout.write(formatReport(report));
+    }
+  };
+  const beforeStop = options.keepRunning
+    ? async (report: RunReport, running: RunningLocalRuntime) => {
+        print(report);
+        say(
+          [
+            '',
+            'The emulators keep running until Ctrl-C. In another terminal, for example:',
+            `  export AWS_ENDPOINT_URL=${running.sqsEndpoint}`,
+            `  export DLQ_URL=${running.resources.deadLetterQueueUrl}`,
+            '  npx idempotent-consumer dlq list',
+            '  npx idempotent-consumer dlq redrive --reason ValidationError --dry-run',
+            `DynamoDB Local: ${running.dynamoDbEndpoint} (tables ${running.resources.inboxTable}, ${running.resources.ordersTable})`,
+          ].join('\n'),
+        );
+        await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+      }
+    : undefined;
+
   let report: RunReport;
   if (options.source === 'kafka') {
     const { runLocalKafka } = await import('./kafka/runLocalKafka.js');
@@ -73,6 +107,7 @@ async function main(): Promise<number> {
       ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
       transientFailureRate: options.transientFailureRate,
       ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
+      ...(beforeStop === undefined ? {} : { beforeStop }),
       onProgress,
     });
   } else {
@@ -82,16 +117,11 @@ async function main(): Promise<number> {
       ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
       transientFailureRate: options.transientFailureRate,
       ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
+      ...(beforeStop === undefined ? {} : { beforeStop }),
       onProgress,
     });
   }
-  if (tty) process.stderr.write('\n');
-  if (options.json) {
-    say(formatReport(report));
-    process.stdout.write(`${JSON.stringify(report)}\n`);
-  } else {
-    process.stdout.write(formatReport(report));
-  }
+  print(report);
   return report.check.ok ? 0 : 1;
 }
 

@@ -1,20 +1,14 @@
 import { createHash } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  DeleteMessageBatchCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SendMessageBatchCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
+import { MessageHold } from '../cli/dlq/queueInspector.js';
 import { type ConsumerSettings, lambdaEnvironment, METRICS_NAMESPACE } from '../config/settings.js';
 import { assertValidSettings } from '../config/validateSettings.js';
 import { readRuntimeConfig, type RuntimeConfig } from '../lambda/config/runtimeConfig.js';
 import { createConsumer } from '../lambda/createConsumer.js';
-import { DeadLetterAttribute } from '../lambda/dlq/deadLetterMessage.js';
 import { createSqsHandler } from '../lambda/handlers/createSqsHandler.js';
 import { LEDGER_SK_PREFIX, ORDER_STATE_SK } from '../lambda/inbox/DynamoDBInbox.js';
 import { LogObserver } from '../lambda/observability/LogObserver.js';
@@ -59,6 +53,18 @@ export interface LocalRunOptions {
   readonly onProgress?: (progress: Progress) => void;
   /** Called once the emulators and resources are ready. */
   readonly onReady?: (resources: LocalResources) => void;
+  /**
+   * Called after the report, before the emulators stop; they stop when it resolves. `npm start
+   * -- --keep-running` waits here for Ctrl-C so the DLQ tool can be used on the run's queues.
+   */
+  readonly beforeStop?: (report: RunReport, running: RunningLocalRuntime) => Promise<void>;
+}
+
+/** Where a local run's emulators and resources are, while they still run. */
+export interface RunningLocalRuntime {
+  readonly dynamoDbEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly resources: LocalResources;
 }
 
 /**
@@ -85,7 +91,9 @@ export async function runLocal(options: LocalRunOptions): Promise<RunReport> {
     const resources = await provisionResources({ dynamoDb, sqs, settings, prefix: options.endpoints?.prefix ?? '' });
     options.onReady?.(resources);
     const config = readRuntimeConfig(lambdaEnvironment(settings, resources));
-    return await runSqsSource({ ...options, settings, config, resources, dynamoDb, sqs });
+    const report = await runSqsSource({ ...options, settings, config, resources, dynamoDb, sqs });
+    await options.beforeStop?.(report, { dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, resources });
+    return report;
   } finally {
     dynamoDb.destroy();
     sqs.destroy();
@@ -158,7 +166,7 @@ async function runSqsSource(run: SqsRunContext): Promise<RunReport> {
   run.onProgress?.(progressOf());
 
   const [deadLetters, effects, remaining] = await Promise.all([
-    drainDeadLetterQueue(run.sqs, run.resources.deadLetterQueueUrl),
+    peekDeadLetterQueue(run.sqs, run.resources.deadLetterQueueUrl),
     countEffects(run.dynamoDb, run.resources.ordersTable),
     queueDepth(run.sqs, run.resources.queueUrl),
   ]);
@@ -221,36 +229,22 @@ export async function sendInput(
   return sent;
 }
 
-/** Receives every message of the dead-letter queue (deleting them: the local queue dies with the run). */
-async function drainDeadLetterQueue(sqs: SQSClient, queueUrl: string): Promise<DeadLetterSnapshot[]> {
-  const snapshots: DeadLetterSnapshot[] = [];
-  for (;;) {
-    const output = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 0,
-        VisibilityTimeout: 60,
-        MessageAttributeNames: ['All'],
-      }),
-    );
-    const messages = output.Messages ?? [];
-    if (messages.length === 0) return snapshots;
-    for (const message of messages) {
-      const attributes = message.MessageAttributes ?? {};
-      snapshots.push({
-        messageId: message.MessageId ?? '',
-        body: message.Body ?? '',
-        failureReason: attributes[DeadLetterAttribute.failureReason]?.StringValue,
-        originalMessageId: attributes[DeadLetterAttribute.originalMessageId]?.StringValue ?? message.MessageId ?? '',
-      });
-    }
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: messages.map((m, index) => ({ Id: String(index), ReceiptHandle: m.ReceiptHandle })),
-      }),
-    );
+/**
+ * Reads every message of the dead-letter queue without consuming it (the DLQ tool's
+ * `MessageHold`: receive, then make them visible again), so `dlq list` still finds them.
+ */
+async function peekDeadLetterQueue(sqs: SQSClient, queueUrl: string): Promise<DeadLetterSnapshot[]> {
+  const hold = new MessageHold(sqs, queueUrl);
+  try {
+    const records = await hold.scan({ visibilityTimeoutSeconds: 30, waitTimeSeconds: 0 });
+    return records.map((record) => ({
+      messageId: record.messageId,
+      body: record.body,
+      failureReason: record.failureReason,
+      originalMessageId: record.originalMessageId ?? record.messageId,
+    }));
+  } finally {
+    await hold.release();
   }
 }
 
