@@ -30,6 +30,11 @@ export const DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES = 16_384;
  *   source (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html)
  * - the inbox keeps its rows at least as long as a message can come back (source retention +
  *   dead-letter retention), else a redriven duplicate would be applied twice.
+ * - Kafka: retries finite (0 to 10,000; AWS's -1 means infinite), record age -1 or 60 to
+ *   604,800 s, batch size 1 to 10,000, provisioned pollers 1 to 200 / 1 to 2,000 with
+ *   minimum ≤ maximum, a legal topic name
+ *   (https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html,
+ *   https://docs.aws.amazon.com/lambda/latest/api/API_ProvisionedPollerConfig.html)
  */
 export function settingsProblems(settings: ConsumerSettings): string[] {
   const problems: string[] = [];
@@ -110,8 +115,38 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
   if (retryBackoff.maxSeconds > 43_200) {
     problems.push(`retry backoff maxSeconds ${retryBackoff.maxSeconds} exceeds the SQS visibility maximum of 43200 s`);
   }
+  problems.push(...kafkaSettingsProblems(settings));
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(settings.consumerName)) {
     problems.push(`consumer name "${settings.consumerName}" must be 1 to 64 letters, digits, '-' or '_'`);
+  }
+  return problems;
+}
+
+/** The Kafka event source mapping's rules (see {@link settingsProblems}). */
+function kafkaSettingsProblems(settings: ConsumerSettings): string[] {
+  const problems: string[] = [];
+  const kafka = settings.kafka;
+  const isInteger = (value: number, min: number, max: number) => Number.isInteger(value) && value >= min && value <= max;
+  if (!isInteger(kafka.retryAttempts, 0, 10_000)) {
+    problems.push(
+      `Kafka retry attempts ${kafka.retryAttempts} must be an integer from 0 to 10000 ` +
+        `(rule: Kafka retries must be finite, so a failing record cannot block its partition; AWS's -1 means infinite)`,
+    );
+  }
+  if (kafka.maxRecordAgeSeconds !== -1 && !isInteger(kafka.maxRecordAgeSeconds, 60, 604_800)) {
+    problems.push(`Kafka maximum record age ${kafka.maxRecordAgeSeconds} s must be -1 (no limit) or an integer from 60 to 604800 s`);
+  }
+  if (!isInteger(kafka.batchSize, 1, 10_000)) {
+    problems.push(`Kafka batch size ${kafka.batchSize} must be an integer from 1 to 10000`);
+  }
+  if (!isInteger(kafka.minimumPollers, 1, 200) || !isInteger(kafka.maximumPollers, 1, 2000) || kafka.minimumPollers > kafka.maximumPollers) {
+    problems.push(
+      `Kafka provisioned pollers must be integers with 1 ≤ minimum (${kafka.minimumPollers}) ≤ 200, ` +
+        `1 ≤ maximum (${kafka.maximumPollers}) ≤ 2000 and minimum ≤ maximum`,
+    );
+  }
+  if (!/^[A-Za-z0-9._-]{1,249}$/.test(kafka.topic) || kafka.topic === '.' || kafka.topic === '..') {
+    problems.push(`Kafka topic "${kafka.topic}" must be 1 to 249 letters, digits, '.', '_' or '-' (Kafka's rule)`);
   }
   return problems;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { environmentVariables as env } from '../../config/settings.js';
+import { defaultSettings, environmentVariables as env, kafkaMaxAttempts } from '../../config/settings.js';
 
 /** The consumer's configuration at run time, read from the Lambda environment. */
 export interface RuntimeConfig {
@@ -22,6 +22,12 @@ export interface RuntimeConfig {
   readonly retryBackoffMaxSeconds: number;
   /** The dead-letter queue's maximum message size, in bytes. */
   readonly deadLetterMaxMessageSizeBytes: number;
+  /**
+   * Kafka only: the attempt on which a retryable failure is dead-lettered as `RetriesExhausted`
+   * (the event source mapping's `MaximumRetryAttempts` + 1). Defaults to the shipped settings'
+   * value when `KAFKA_MAX_ATTEMPTS` is not set, so an SQS-only environment needs no change.
+   */
+  readonly kafkaMaxAttempts: number;
 }
 
 const text = z.string().min(1);
@@ -39,6 +45,7 @@ const schema = z.object({
   [env.retryBackoffBaseSeconds]: seconds,
   [env.retryBackoffMaxSeconds]: seconds,
   [env.deadLetterMaxMessageSizeBytes]: z.coerce.number().int().min(1024),
+  [env.kafkaMaxAttempts]: z.coerce.number().int().min(1).default(kafkaMaxAttempts(defaultSettings)),
 });
 
 /**
@@ -68,5 +75,6 @@ export function readRuntimeConfig(environment: Readonly<Record<string, string | 
     retryBackoffBaseSeconds: Number(values[env.retryBackoffBaseSeconds]),
     retryBackoffMaxSeconds: Number(values[env.retryBackoffMaxSeconds]),
     deadLetterMaxMessageSizeBytes: Number(values[env.deadLetterMaxMessageSizeBytes]),
+    kafkaMaxAttempts: Number(values[env.kafkaMaxAttempts]),
   };
 }

@@ -10,6 +10,20 @@ export interface Delivery {
   readonly attempt: AttemptInfo | undefined;
   /** How to dead-letter it: its source, coordinates, FIFO group and original attributes. */
   readonly deadLetter: Omit<DeadLetterContext, 'body' | 'failure' | 'failedAt' | 'originalMessageId'>;
+  /**
+   * A failure known before processing (e.g. a Kafka value that is not UTF-8). When set, the
+   * processor is not called: this error is classified as if the processor had thrown it.
+   */
+  readonly rejection?: Error;
+  /**
+   * For a source that does not count deliveries itself (Kafka records have no receive count):
+   * records this failed attempt and resolves with where the message now stands. The failure is
+   * then classified again with that attempt, so the attempt that reaches `maxAttempts` is
+   * dead-lettered as `RetriesExhausted`, and the dead-letter message carries the count.
+   * Called once per failure, before the verdict is carried out. If it rejects, the verdict
+   * stands as first classified (the source's own retry limit remains the safety net).
+   */
+  readonly recordFailedAttempt?: (failure: Classification) => Promise<AttemptInfo>;
 }
 
 /** Anything that can put a message in the dead-letter queue (the `DeadLetterQueue` class). */
@@ -53,6 +67,11 @@ export class RetryableFailure extends Error {
  *
  * If the send to the dead-letter queue fails, it rejects with {@link RetryableFailure} too, so
  * the message is retried rather than lost.
+ *
+ * A source without a receive count (Kafka) sets `Delivery.recordFailedAttempt`: each failure
+ * is counted before the verdict, so the attempt that reaches the maximum is dead-lettered as
+ * `RetriesExhausted` here too. A failure known before processing (`Delivery.rejection`) skips
+ * the processor and is classified like any other error.
  */
 export class MessageConsumer {
   readonly #deps: MessageConsumerDeps;
@@ -69,7 +88,8 @@ export class MessageConsumer {
    */
   async consume(delivery: Delivery): Promise<Outcome> {
     const started = performance.now();
-    const { message, attempt } = delivery;
+    const { message } = delivery;
+    let attempt = delivery.attempt;
     const observe = (outcome: Outcome, failure?: Pick<Classification, 'reason' | 'errorType' | 'errorMessage'>): Outcome => {
       this.#deps.observer.onOutcome({
         outcome,
@@ -85,11 +105,18 @@ export class MessageConsumer {
     };
 
     let verdict: Classification;
+    let counted: AttemptInfo | undefined;
     try {
+      if (delivery.rejection !== undefined) throw delivery.rejection;
       const result = await this.#deps.processor.process(message);
       return observe(result.outcome === 'applied' ? Outcome.Applied : Outcome.Duplicate);
     } catch (error) {
       verdict = classify(error, attempt);
+      counted = await recordFailedAttempt(delivery, verdict);
+      if (counted !== undefined) {
+        attempt = counted;
+        verdict = classify(error, counted);
+      }
       if (verdict.disposition === Disposition.Retry) {
         observe(Outcome.Retried, verdict);
         throw new RetryableFailure(message.messageId, error);
@@ -98,6 +125,7 @@ export class MessageConsumer {
     try {
       await this.#deps.deadLetterQueue.send({
         ...delivery.deadLetter,
+        ...(counted !== undefined ? { attempts: counted.attempt } : {}),
         body: message.body,
         originalMessageId: message.messageId,
         failure: verdict,
@@ -108,6 +136,16 @@ export class MessageConsumer {
       throw new RetryableFailure(message.messageId, error);
     }
     return observe(Outcome.DeadLettered, verdict);
+  }
+}
+
+/** The delivery's own failure count, or `undefined` when it keeps none or could not record it. */
+async function recordFailedAttempt(delivery: Delivery, failure: Classification): Promise<AttemptInfo | undefined> {
+  if (delivery.recordFailedAttempt === undefined) return undefined;
+  try {
+    return await delivery.recordFailedAttempt(failure);
+  } catch {
+    return undefined;
   }
 }
 

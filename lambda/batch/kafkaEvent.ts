@@ -1,0 +1,52 @@
+import type { MSKEvent, Record as PowertoolsKafkaRecord, RecordHeader } from '@aws-lambda-powertools/kafka/types';
+
+/**
+ * The shapes of the event that a Kafka event source mapping sends to the function, for Amazon
+ * MSK (`eventSource: "aws:kafka"`, with `eventSourceArn`) and self-managed Apache Kafka
+ * (`eventSource: "SelfManagedKafka"`, no ARN). Based on Powertools' `MSKEvent` types
+ * (`@aws-lambda-powertools/kafka/types`).
+ *
+ * - `records` groups the records by `"<topic>-<partition>"` (e.g. `"orders-0"`), each group in
+ *   offset order.
+ * - `key` and `value` are base64; either may be absent or `null` (a record without a key, a
+ *   tombstone).
+ * - `headers` is a list of one-entry objects, header name → value as an array of bytes
+ *   (`[{ "traceparent": [48, 48, 45, ...] }]`); names may repeat.
+ * - `timestamp` is in milliseconds since the epoch.
+ *
+ * Sources: https://docs.aws.amazon.com/lambda/latest/dg/with-msk.html,
+ * https://docs.aws.amazon.com/lambda/latest/dg/with-kafka.html
+ *
+ * @module
+ */
+
+/** One Kafka record header: its name → its value's bytes. */
+export type KafkaRecordHeader = RecordHeader;
+
+/**
+ * One record of a Kafka event. Powertools' record type, with the schema-registry metadata
+ * optional (the mapping adds it only when a schema registry is configured).
+ */
+export type KafkaRecord = Omit<PowertoolsKafkaRecord, 'valueSchemaMetadata' | 'keySchemaMetadata'> &
+  Partial<Pick<PowertoolsKafkaRecord, 'valueSchemaMetadata' | 'keySchemaMetadata'>>;
+
+/** The event of an Amazon MSK or a self-managed Apache Kafka event source mapping. */
+export interface KafkaEvent {
+  /** `aws:kafka` (Amazon MSK) or `SelfManagedKafka`. */
+  readonly eventSource: MSKEvent['eventSource'] | 'SelfManagedKafka';
+  /** The MSK cluster's ARN; absent for self-managed Kafka. */
+  readonly eventSourceArn?: string;
+  /** The brokers, comma-separated (`host:port,host:port`). */
+  readonly bootstrapServers: string;
+  /** The records, grouped by `"<topic>-<partition>"`. */
+  readonly records: Readonly<Record<string, readonly KafkaRecord[]>>;
+}
+
+/**
+ * Where a record came from, for the dead-letter queue's `source` attribute and the attempt log:
+ * the MSK cluster ARN, or `SelfManagedKafka:<bootstrapServers>` for self-managed Kafka.
+ */
+export function kafkaEventSource(event: Pick<KafkaEvent, 'eventSource' | 'eventSourceArn' | 'bootstrapServers'>): string {
+  if (event.eventSourceArn !== undefined && event.eventSourceArn !== '') return event.eventSourceArn;
+  return `${event.eventSource}:${event.bootstrapServers}`;
+}
