@@ -98,29 +98,19 @@ async function main(): Promise<number> {
       }
     : undefined;
 
-  let report: RunReport;
-  if (options.source === 'kafka') {
-    const { runLocalKafka } = await import('./kafka/runLocalKafka.js');
-    report = await runLocalKafka({
-      input,
-      settings,
-      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
-      transientFailureRate: options.transientFailureRate,
-      ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
-      ...(beforeStop === undefined ? {} : { beforeStop }),
-      onProgress,
-    });
-  } else {
-    report = await runLocal({
-      input,
-      settings,
-      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
-      transientFailureRate: options.transientFailureRate,
-      ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
-      ...(beforeStop === undefined ? {} : { beforeStop }),
-      onProgress,
-    });
-  }
+  const runOptions = {
+    input,
+    settings,
+    ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+    transientFailureRate: options.transientFailureRate,
+    ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
+    ...(beforeStop === undefined ? {} : { beforeStop }),
+    onProgress,
+  };
+  const report =
+    options.source === 'kafka'
+      ? await (await import('./kafka/runLocalKafka.js')).runLocalKafka(runOptions)
+      : await runLocal(runOptions);
   print(report);
   return report.check.ok ? 0 : 1;
 }

@@ -150,7 +150,7 @@ export function buildReport(inputs: ReportInputs): RunReport {
   const appliedTwice = [...appliedPerKey].filter(([, n]) => n > 1).map(([key]) => key);
   if (appliedTwice.length > 0) problems.push(`applied more than once: ${appliedTwice.slice(0, 10).join(', ')}`);
 
-  for (const [orderId, entries] of inputs.effects.ledgerEntries) {
+  for (const orderId of inputs.effects.ledgerEntries.keys()) {
     const sent = inputs.effects.notifications.get(orderId) ?? 0;
     if (sent !== 1) problems.push(`order ${orderId} has a ledger entry and ${sent} notifications (expected 1)`);
   }

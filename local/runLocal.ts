@@ -8,7 +8,7 @@ import { MessageHold } from '../cli/dlq/queueInspector.js';
 import { type ConsumerSettings, lambdaEnvironment, METRICS_NAMESPACE } from '../config/settings.js';
 import { assertValidSettings } from '../config/validateSettings.js';
 import { readRuntimeConfig, type RuntimeConfig } from '../lambda/config/runtimeConfig.js';
-import { createConsumer } from '../lambda/createConsumer.js';
+import { type Consumer, createConsumer } from '../lambda/createConsumer.js';
 import { createSqsHandler } from '../lambda/handlers/createSqsHandler.js';
 import { LEDGER_SK_PREFIX, ORDER_STATE_SK } from '../lambda/inbox/DynamoDBInbox.js';
 import { LogObserver } from '../lambda/observability/LogObserver.js';
@@ -67,18 +67,30 @@ export interface RunningLocalRuntime {
   readonly resources: LocalResources;
 }
 
+/** What a source runner gets: the run's options plus the provisioned resources and clients. */
+export interface SourceRun extends LocalRunOptions {
+  readonly config: RuntimeConfig;
+  readonly resources: LocalResources;
+  readonly dynamoDb: DynamoDBClient;
+  readonly sqs: SQSClient;
+}
+
+/** Runs one event source over provisioned resources and reports (`runSqsSource`, `runKafkaSource`). */
+export type SourceRunner = (run: SourceRun) => Promise<RunReport>;
+
 /**
  * The local runtime's main job: starts DynamoDB Local and the SQS server (unless `endpoints` are
- * given), creates the tables and queues with the stack's settings, sends the input to the source
- * queue, runs the SQS event source poller with the real handler until the queue is drained, then
- * reads the dead-letter queue and the business table and builds the report with its
- * exactly-once check. The emulators are stopped at the end, also on errors.
+ * given), creates the tables and queues with the stack's settings, then lets the event source
+ * run (`runSqsSource` by default: sends the input to the source queue and drives the SQS event
+ * source poller with the real handler until the queue is drained; `runKafkaSource` for Kafka),
+ * and returns the report with its exactly-once check. The emulators are stopped at the end,
+ * also on errors.
  *
  * @throws InvalidSettingsError when the settings break an AWS rule
  * @throws the emulators' start errors (e.g. no Java), and `PollerIdleTimeoutError` when the
- *   queue does not drain within `timeoutMs`
+ *   source does not drain within `timeoutMs`
  */
-export async function runLocal(options: LocalRunOptions): Promise<RunReport> {
+export async function runLocal(options: LocalRunOptions, runSource: SourceRunner = runSqsSource): Promise<RunReport> {
   const settings = assertValidSettings(options.settings);
   const emulators =
     options.endpoints === undefined
@@ -91,7 +103,7 @@ export async function runLocal(options: LocalRunOptions): Promise<RunReport> {
     const resources = await provisionResources({ dynamoDb, sqs, settings, prefix: options.endpoints?.prefix ?? '' });
     options.onReady?.(resources);
     const config = readRuntimeConfig(lambdaEnvironment(settings, resources));
-    const report = await runSqsSource({ ...options, settings, config, resources, dynamoDb, sqs });
+    const report = await runSource({ ...options, settings, config, resources, dynamoDb, sqs });
     await options.beforeStop?.(report, { dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, resources });
     return report;
   } finally {
@@ -101,19 +113,41 @@ export async function runLocal(options: LocalRunOptions): Promise<RunReport> {
   }
 }
 
-interface SqsRunContext extends LocalRunOptions {
-  readonly config: RuntimeConfig;
-  readonly resources: LocalResources;
-  readonly dynamoDb: DynamoDBClient;
-  readonly sqs: SQSClient;
+/** One execution environment of a local run, as after a cold start. */
+export interface LocalExecutionEnvironment {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly consumer: Consumer;
 }
 
-async function runSqsSource(run: SqsRunContext): Promise<RunReport> {
-  const started = performance.now();
-  const outcomes: OutcomeRecord[] = [];
-  const collector: OutcomeObserver = { onOutcome: (record) => outcomes.push(record) };
+/**
+ * Returns a factory of execution environments for a run: each has its own logger, metrics and
+ * consumer; all report their outcomes to `observer` and share the run's fault injection.
+ */
+export function executionEnvironments(run: SourceRun, observer: OutcomeObserver): () => LocalExecutionEnvironment {
   const faults = transientFailures(run.transientFailureRate ?? 0);
   const logLevel = run.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR';
+  return () => {
+    const logger = new Logger({ serviceName: run.config.consumerName, logLevel: logLevel as 'ERROR' });
+    const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: run.config.consumerName });
+    const consumer = createConsumer(
+      run.config,
+      { dynamoDb: run.dynamoDb, sqs: run.sqs },
+      { observer: combineObservers(new LogObserver(logger), new MetricsObserver(metrics), observer), wrapProcessor: faults },
+    );
+    return { logger, metrics, consumer };
+  };
+}
+
+/**
+ * The SQS run on provisioned resources: sends the input to the source queue, drives the SQS
+ * event source poller with the real handler until the queue is drained, then reports.
+ */
+export async function runSqsSource(run: SourceRun): Promise<RunReport> {
+  const started = performance.now();
+  const startedAt = new Date();
+  const outcomes: OutcomeRecord[] = [];
+  const environments = executionEnvironments(run, { onOutcome: (record) => outcomes.push(record) });
   let invocations = 0;
 
   const capture = new MetricsCapture();
@@ -140,14 +174,7 @@ async function runSqsSource(run: SqsRunContext): Promise<RunReport> {
       queueArn: run.resources.queueArn,
       ...pollerOptionsFromSettings(run.settings),
       createHandler: () => {
-        // One execution environment: its own logger, metrics and consumer, as after a cold start.
-        const logger = new Logger({ serviceName: run.config.consumerName, logLevel: logLevel as 'ERROR' });
-        const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: run.config.consumerName });
-        const consumer = createConsumer(
-          run.config,
-          { dynamoDb: run.dynamoDb, sqs: run.sqs },
-          { observer: combineObservers(new LogObserver(logger), new MetricsObserver(metrics), collector), wrapProcessor: faults },
-        );
+        const { consumer, logger, metrics } = environments();
         return createSqsHandler(consumer, { logger, metrics });
       },
       onInvocation: () => {
@@ -166,7 +193,7 @@ async function runSqsSource(run: SqsRunContext): Promise<RunReport> {
   run.onProgress?.(progressOf());
 
   const [deadLetters, effects, remaining] = await Promise.all([
-    peekDeadLetterQueue(run.sqs, run.resources.deadLetterQueueUrl),
+    peekDeadLetterQueue(run.sqs, run.resources.deadLetterQueueUrl, startedAt),
     countEffects(run.dynamoDb, run.resources.ordersTable),
     queueDepth(run.sqs, run.resources.queueUrl),
   ]);
@@ -230,19 +257,22 @@ export async function sendInput(
 }
 
 /**
- * Reads every message of the dead-letter queue without consuming it (the DLQ tool's
- * `MessageHold`: receive, then make them visible again), so `dlq list` still finds them.
+ * Reads the messages that entered the dead-letter queue since `since` without consuming them
+ * (the DLQ tool's `MessageHold`: receive, then make them visible again), so `dlq list` still
+ * finds them and earlier runs' messages on a kept queue do not count.
  */
-async function peekDeadLetterQueue(sqs: SQSClient, queueUrl: string): Promise<DeadLetterSnapshot[]> {
+export async function peekDeadLetterQueue(sqs: SQSClient, queueUrl: string, since: Date): Promise<DeadLetterSnapshot[]> {
   const hold = new MessageHold(sqs, queueUrl);
   try {
     const records = await hold.scan({ visibilityTimeoutSeconds: 30, waitTimeSeconds: 0 });
-    return records.map((record) => ({
-      messageId: record.messageId,
-      body: record.body,
-      failureReason: record.failureReason,
-      originalMessageId: record.originalMessageId ?? record.messageId,
-    }));
+    return records
+      .filter((record) => (record.failedAt ?? record.sentAt ?? since).getTime() >= since.getTime())
+      .map((record) => ({
+        messageId: record.messageId,
+        body: record.body,
+        failureReason: record.failureReason,
+        originalMessageId: record.originalMessageId ?? record.messageId,
+      }));
   } finally {
     await hold.release();
   }
