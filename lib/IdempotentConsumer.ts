@@ -12,26 +12,29 @@ import { Construct } from 'constructs';
 import {
   defaultSettings,
   lambdaEnvironment,
+  METRICS_NAMESPACE,
   resourceNames,
   tableKeys,
+  withOverrides,
   type ConsumerSettings,
 } from '../config/settings.js';
-import { assertValidSettings } from '../config/validateSettings.js';
+import { InvalidSettingsError, settingsProblems } from '../config/validateSettings.js';
+import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
 
 /** The repository root: the bundler's project root and where the lock file lives. */
 const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The SQS handler's source file; it exports `handler`. */
-const sqsHandlerEntry = join(projectRoot, 'lambda', 'handlers', 'sqs.ts');
+/**
+ * The function's entry: it exports `handler`, which dispatches SQS and Kafka events by their
+ * shape, so one function serves both event source mappings.
+ */
+const handlerEntry = join(projectRoot, 'lambda', 'handlers', 'index.ts');
 
 /**
  * The Lambda runtime. Node.js 22 is the runtime this project builds (`target: node22`) and
  * supports; moving to a newer one is a change here and in the bundling target.
  */
 const functionRuntime = Runtime.NODEJS_22_X;
-
-/** The CloudWatch metrics namespace the consumer's Powertools metrics are published under. */
-export const metricsNamespace = 'IdempotentConsumer';
 
 /** SQS's longest queue name, in characters, `.fifo` suffix included. */
 const MAX_QUEUE_NAME_LENGTH = 80;
@@ -53,20 +56,34 @@ export interface IdempotentConsumerProps {
    * @default RetentionDays.ONE_MONTH
    */
   readonly logRetention?: RetentionDays;
+
+  /**
+   * An Amazon MSK or self-managed Kafka event source on the same function, beside the SQS
+   * queue (see {@link KafkaSource}). Its topic, when given, replaces `settings.kafka.topic`.
+   *
+   * @default - no Kafka event source
+   */
+  readonly kafka?: KafkaSourceOptions;
 }
 
 /**
  * An idempotent SQS consumer on AWS Lambda: a source queue (standard or FIFO) with a
  * dead-letter queue, the DynamoDB inbox, business (orders) and Powertools idempotency tables,
  * the consumer function, and the SQS event source mapping that drives it with batches and
- * partial batch responses.
+ * partial batch responses. With `kafka`, the same function also reads a Kafka topic (Amazon MSK
+ * or self-managed) through a second event source mapping ({@link KafkaSource}).
  *
  * Decisions worth knowing:
  * - **Settings are checked first.** The constructor throws `InvalidSettingsError` (its message
  *   lists every broken rule, with the values involved) before it creates any resource, so
  *   `cdk synth` fails on, for example, a visibility timeout below 6 × function timeout +
  *   batching window
- *   (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html).
+ *   (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html), infinite Kafka
+ *   retries, or Kafka options that name both an MSK cluster and bootstrap servers.
+ * - **One function, two sources.** The entry `lambda/handlers/index.ts` tells an SQS event
+ *   from a Kafka event; the Kafka path counts attempts in the inbox table and dead-letters to
+ *   the same queue, so it needs no permission or environment variable beyond the SQS path's
+ *   (`KAFKA_MAX_ATTEMPTS` is always set by `lambdaEnvironment()`).
  * - **The source queue has a name** generated from this construct's path (unique per stack):
  *   the dead-letter queue's redrive-allow policy must name the source queue's ARN, and
  *   referencing the queue's `Arn` attribute would make a cycle with the source queue's
@@ -81,9 +98,11 @@ export interface IdempotentConsumerProps {
  *   would also need `xray:Put*` on `*`. Turn it on with `Tracing.ACTIVE` when you add it.
  * - **Least privilege.** The function's role has no AWS managed policy: it may write to its
  *   own log group, read and write the three tables, send to the dead-letter queue, and
- *   consume (receive, delete, change the visibility of) the source queue's messages.
+ *   consume (receive, delete, change the visibility of) the source queue's messages. With
+ *   Kafka, it may also read the cluster, topic and consumer group named in the options, and
+ *   manage the pollers' network interfaces (see {@link KafkaSource}).
  *
- * @throws InvalidSettingsError when the settings break an AWS rule
+ * @throws InvalidSettingsError when the settings or the Kafka options break a rule
  *
  * @example
  * const consumer = new IdempotentConsumer(this, 'Consumer', {
@@ -104,19 +123,26 @@ export class IdempotentConsumer extends Construct {
   public readonly ordersTable: Table;
   /** The Powertools idempotency table guarding side effects (`id`, TTL attribute `expiration`). */
   public readonly idempotencyTable: Table;
-  /** The consumer function (handler `lambda/handlers/sqs.ts`, export `handler`). */
+  /** The consumer function (entry `lambda/handlers/index.ts`, export `handler`: SQS and Kafka events). */
   public readonly function: NodejsFunction;
   /** The function's log group. */
   public readonly logGroup: LogGroup;
   /** The SQS event source; its `eventSourceMappingId` and `eventSourceMappingArn` name the mapping. */
   public readonly eventSource: SqsEventSource;
+  /** The Kafka event source mapping, when the `kafka` prop was given. */
+  public readonly kafkaSource?: KafkaSource;
 
   /**
-   * @throws InvalidSettingsError when `props.settings` break an AWS rule; nothing is created
+   * @throws InvalidSettingsError when `props.settings` or `props.kafka` break a rule; nothing is
+   * created
    */
   constructor(scope: Construct, id: string, props: IdempotentConsumerProps = {}) {
     super(scope, id);
-    const settings = assertValidSettings(props.settings ?? defaultSettings);
+    const base = props.settings ?? defaultSettings;
+    const topic = props.kafka?.topic;
+    const settings = topic === undefined ? base : withOverrides({ kafka: { topic } }, base);
+    const problems = [...settingsProblems(settings), ...(props.kafka === undefined ? [] : kafkaSourceProblems(props.kafka, settings))];
+    if (problems.length > 0) throw new InvalidSettingsError(problems);
     this.settings = settings;
 
     const queues = this.createQueues(settings);
@@ -146,7 +172,7 @@ export class IdempotentConsumer extends Construct {
     this.logGroup.grantWrite(role);
 
     this.function = new NodejsFunction(this, 'Function', {
-      entry: sqsHandlerEntry,
+      entry: handlerEntry,
       handler: 'handler',
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
@@ -157,7 +183,9 @@ export class IdempotentConsumer extends Construct {
       role,
       logGroup: this.logGroup,
       tracing: Tracing.DISABLED,
-      description: `Idempotent consumer ${settings.consumerName} (SQS ${settings.queue.fifo ? 'FIFO' : 'standard'})`,
+      description:
+        `Idempotent consumer ${settings.consumerName} (SQS ${settings.queue.fifo ? 'FIFO' : 'standard'}` +
+        `${props.kafka === undefined ? '' : `, Kafka topic ${settings.kafka.topic}`})`,
       environment: {
         ...lambdaEnvironment(settings, {
           inboxTable: this.inboxTable.tableName,
@@ -166,7 +194,7 @@ export class IdempotentConsumer extends Construct {
           deadLetterQueueUrl: this.deadLetterQueue.queueUrl,
         }),
         POWERTOOLS_SERVICE_NAME: settings.consumerName,
-        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         POWERTOOLS_LOG_LEVEL: 'INFO',
         NODE_OPTIONS: '--enable-source-maps',
       },
@@ -211,6 +239,15 @@ export class IdempotentConsumer extends Construct {
       reportBatchItemFailures: true,
     });
     this.function.addEventSource(this.eventSource);
+
+    if (props.kafka !== undefined) {
+      this.kafkaSource = new KafkaSource(this, 'KafkaSource', {
+        ...props.kafka,
+        function: this.function,
+        deadLetterQueue: this.deadLetterQueue,
+        settings,
+      });
+    }
   }
 
   /**

@@ -1,5 +1,7 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { CfnElement } from 'aws-cdk-lib';
+import { AssetStaging, type CfnElement } from 'aws-cdk-lib';
 import type { CfnQueue } from 'aws-cdk-lib/aws-sqs';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
@@ -207,6 +209,15 @@ describe('ConsumerStack (default settings): function', () => {
       SOURCE_QUEUE_FIFO: 'false',
       MAX_RECEIVE_COUNT: '5',
     });
+  });
+
+  it('bundles lambda/handlers/index.ts, the entry that dispatches both SQS and Kafka events', () => {
+    const staging = stack.consumer.function.node.findAll().find((c): c is AssetStaging => c instanceof AssetStaging);
+    const bundle = readdirSync(staging!.absoluteStagedPath).find((file) => /^index\.m?js$/.test(file));
+    const code = readFileSync(join(staging!.absoluteStagedPath, bundle!), 'utf8');
+
+    expect(code).toContain('SelfManagedKafka');
+    expect(code).toContain('aws:kafka');
   });
 
   it('logs to its own log group, kept one month', () => {

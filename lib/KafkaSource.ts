@@ -1,0 +1,429 @@
+import { Duration, Fn, Names, Stack, Token, Validations } from 'aws-cdk-lib';
+import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
+import { Policy, PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
+import {
+  type CfnEventSourceMapping,
+  type EventSourceMapping,
+  type IFunction,
+  MetricType,
+  SourceAccessConfigurationType,
+  StartingPosition,
+} from 'aws-cdk-lib/aws-lambda';
+import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import type { ConsumerSettings } from '../config/settings.js';
+
+/**
+ * How a self-managed Kafka cluster authenticates the event source mapping with the secret
+ * (`SourceAccessConfigurations` type).
+ */
+export const KafkaAuthentication = {
+  SASL_SCRAM_512: 'SASL_SCRAM_512_AUTH',
+  SASL_SCRAM_256: 'SASL_SCRAM_256_AUTH',
+  /** SASL/PLAIN. */
+  BASIC: 'BASIC_AUTH',
+  /** mTLS: the secret holds the client certificate and key. */
+  CLIENT_CERTIFICATE_TLS: 'CLIENT_CERTIFICATE_TLS_AUTH',
+} as const;
+export type KafkaAuthentication = (typeof KafkaAuthentication)[keyof typeof KafkaAuthentication];
+
+/**
+ * Where a self-managed Kafka cluster's brokers are reachable only inside a VPC. Lambda's event
+ * pollers then create network interfaces in these subnets, with this security group.
+ */
+export interface KafkaVpcPlacement {
+  readonly vpc: IVpc;
+  /** Subnets that reach the brokers (private subnets with a route to them). */
+  readonly subnets: SubnetSelection;
+  /** Security group of the pollers' network interfaces; the brokers must accept it. */
+  readonly securityGroup: ISecurityGroup;
+}
+
+/**
+ * Which Kafka cluster and topic the consumer's function reads, beside its SQS queue. Give
+ * exactly one of `clusterArn` (Amazon MSK) or `bootstrapServers` (self-managed Apache Kafka).
+ *
+ * Everything else about the mapping (batch size, starting position, retries, record age,
+ * split batch, provisioned pollers) comes from `settings.kafka` in `config/settings.ts`.
+ */
+export interface KafkaSourceOptions {
+  /**
+   * ARN of the Amazon MSK cluster (provisioned or serverless), e.g.
+   * `arn:aws:kafka:us-east-1:123456789012:cluster/demo/abcd1234-...`. Without `secretArn`,
+   * Lambda uses IAM authentication when the cluster has it on, else no authentication.
+   *
+   * @default - not MSK (then `bootstrapServers` is required)
+   */
+  readonly clusterArn?: string;
+  /**
+   * Self-managed Apache Kafka: the bootstrap brokers, each `host:port`.
+   *
+   * @default - not self-managed (then `clusterArn` is required)
+   */
+  readonly bootstrapServers?: readonly string[];
+  /**
+   * Complete ARN (with its 6-character suffix) of the Secrets Manager secret holding the
+   * Kafka credentials. MSK: SASL/SCRAM-512 user name and password. Self-managed: the
+   * credentials of `authenticationMethod`; required when the brokers are reached over the
+   * internet (no `vpc`). The function's role may read this secret. A secret encrypted with a
+   * customer managed KMS key also needs `kms:Decrypt` on that key, which this construct does
+   * not grant.
+   *
+   * @default - no secret (MSK: IAM or unauthenticated access)
+   */
+  readonly secretArn?: string;
+  /**
+   * The Kafka consumer group the mapping joins (1 to 200 of `[a-zA-Z0-9-/*:_+=.@]`). It must
+   * be unique among the cluster's Lambda event sources, and changing it replaces the mapping,
+   * which then starts again from `settings.kafka.startingPosition` (the inbox absorbs the
+   * duplicates).
+   *
+   * @default `<consumerName>-<a hash of this construct's path>`, stable and unique per stack, so the
+   * IAM policy can name the group
+   */
+  readonly consumerGroupId?: string;
+  /**
+   * The topic. It replaces `settings.kafka.topic` in the settings the consumer is built with,
+   * so the local runtime and the stack cannot disagree within one settings object.
+   *
+   * @default settings.kafka.topic
+   */
+  readonly topic?: string;
+  /**
+   * Self-managed only: how the brokers authenticate the mapping with `secretArn`.
+   *
+   * @default KafkaAuthentication.SASL_SCRAM_512
+   */
+  readonly authenticationMethod?: KafkaAuthentication;
+  /**
+   * Self-managed only: the VPC placement of brokers that are not reachable over the internet.
+   *
+   * @default - brokers reachable over the internet (then `secretArn` is required)
+   */
+  readonly vpc?: KafkaVpcPlacement;
+}
+
+/** Properties of a {@link KafkaSource}. */
+export interface KafkaSourceProps extends KafkaSourceOptions {
+  /** The consumer function (its entry dispatches SQS and Kafka events). */
+  readonly function: IFunction;
+  /** The dead-letter queue: the mapping's on-failure destination. Must be a standard queue. */
+  readonly deadLetterQueue: IQueue;
+  /** The consumer's validated settings; `kafka` and `consumerName` are used here. */
+  readonly settings: ConsumerSettings;
+}
+
+const CLUSTER_ARN = /^arn:aws[a-z-]*:kafka:[a-z0-9-]+:\d{12}:cluster\/[^/\s]+\/[^/\s]+$/;
+const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:\S+$/;
+const BOOTSTRAP_SERVER = /^[A-Za-z0-9.-]+:\d{1,5}$/;
+const CONSUMER_GROUP_ID = /^[a-zA-Z0-9\-/*:_+=.@]{1,200}$/;
+
+/**
+ * Checks the Kafka source options against the rules the mapping needs and returns one
+ * sentence per broken rule (empty when all hold). The Kafka settings themselves (finite
+ * retries, record age, pollers, topic name) are checked by `settingsProblems`.
+ *
+ * Rules:
+ * - exactly one of `clusterArn` (MSK) or `bootstrapServers` (self-managed);
+ * - a cluster ARN, secret ARN and broker addresses of the right form (values that are CDK tokens
+ *   are not checked);
+ * - a self-managed cluster without a VPC placement needs a secret (AWS: brokers reached over
+ *   the internet require authentication); `vpc` and `authenticationMethod` apply to
+ *   self-managed Kafka only;
+ * - a legal consumer group id;
+ * - the on-failure destination is the dead-letter queue, so the queue must be standard: Lambda
+ *   cannot deliver on-failure records to a FIFO queue (they carry no message group id).
+ *
+ * @param options - the Kafka source options
+ * @param settings - the settings the consumer is built with (topic already applied)
+ */
+export function kafkaSourceProblems(options: KafkaSourceOptions, settings: ConsumerSettings): string[] {
+  const problems: string[] = [];
+  const { clusterArn, bootstrapServers, secretArn, consumerGroupId } = options;
+  const isMsk = clusterArn !== undefined;
+  const isSelfManaged = bootstrapServers !== undefined;
+  if (isMsk === isSelfManaged) {
+    problems.push(
+      `Kafka event source: give exactly one of a cluster ARN (Amazon MSK) or bootstrap servers (self-managed Kafka), ` +
+        `got ${isMsk ? 'both' : 'neither'}`,
+    );
+  }
+  if (isMsk && !Token.isUnresolved(clusterArn) && !CLUSTER_ARN.test(clusterArn)) {
+    problems.push(
+      `Kafka cluster ARN "${clusterArn}" is not an Amazon MSK cluster ARN (arn:aws:kafka:<region>:<account>:cluster/<name>/<uuid>)`,
+    );
+  }
+  if (isSelfManaged) {
+    const literal = bootstrapServers.filter((server) => !Token.isUnresolved(server));
+    if (bootstrapServers.length === 0) problems.push('Kafka bootstrap servers must list at least one broker (host:port)');
+    const malformed = literal.filter((server) => !BOOTSTRAP_SERVER.test(server));
+    if (malformed.length > 0) {
+      problems.push(`Kafka bootstrap servers must each be host:port, got ${malformed.map((s) => JSON.stringify(s)).join(', ')}`);
+    }
+    if (options.vpc === undefined && secretArn === undefined) {
+      problems.push(
+        'self-managed Kafka reached over the internet needs a secret ARN with the credentials (AWS rule); ' +
+          'give a secret, or a VPC placement when the brokers are private',
+      );
+    }
+  }
+  if (isMsk && options.vpc !== undefined) {
+    problems.push('a VPC placement applies to self-managed Kafka only: an MSK mapping uses the cluster\'s own subnets and security groups');
+  }
+  if (options.authenticationMethod !== undefined && (!isSelfManaged || secretArn === undefined)) {
+    problems.push('a Kafka authentication method applies to self-managed Kafka with a secret ARN only (MSK uses SASL/SCRAM-512 with a secret)');
+  }
+  if (secretArn !== undefined && !Token.isUnresolved(secretArn) && !SECRET_ARN.test(secretArn)) {
+    problems.push(`Kafka secret ARN "${secretArn}" is not a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<suffix>)`);
+  }
+  if (consumerGroupId !== undefined && !Token.isUnresolved(consumerGroupId) && !CONSUMER_GROUP_ID.test(consumerGroupId)) {
+    problems.push(`Kafka consumer group id "${consumerGroupId}" must be 1 to 200 of a-z, A-Z, 0-9 and - / * : _ + = . @ (AWS rule)`);
+  }
+  if (settings.queue.fifo) {
+    problems.push(
+      'a Kafka event source needs a standard dead-letter queue: the mapping\'s on-failure destination is the DLQ, and Lambda ' +
+        'cannot send on-failure records to a FIFO queue (rule: Kafka retries finite with an on-failure destination); use fifo=false',
+    );
+  }
+  return problems;
+}
+
+/** The `MetricsConfig` of the mapping: event counts, error counts and Kafka consumer metrics (offset lag). */
+export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUNT, MetricType.ERROR_COUNT, MetricType.KAFKA_METRICS];
+
+/**
+ * The consumer function's Kafka event source mapping (Amazon MSK or self-managed Apache
+ * Kafka), with AWS's error handling controls set so that a poison record cannot block its
+ * partition (case C8):
+ *
+ * - `FunctionResponseTypes: [ReportBatchItemFailures]`: the handler reports the first failed
+ *   record of each partition; Lambda resumes the partition there.
+ * - `MaximumRetryAttempts` = `settings.kafka.retryAttempts` (finite),
+ *   `BisectBatchOnFunctionError` and `MaximumRecordAgeInSeconds` (-1: no limit) from the settings.
+ * - `DestinationConfig.OnFailure` = the dead-letter queue: records that Lambda gives up on
+ *   (retries exhausted by function errors or timeouts, records older than the maximum age) are
+ *   sent there. For an SQS destination Lambda sends **metadata only** (topic, partition, offsets,
+ *   the error), not the record: replay those from the topic. The consumer dead-letters the
+ *   records it rejects itself, with their bodies and reasons, before Lambda ever gives up. The
+ *   destination must be reachable from the cluster's VPC (an SQS VPC endpoint or a NAT route,
+ *   https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html).
+ * - `ProvisionedPollerConfig` from the settings: the error handling controls above require
+ *   provisioned mode (https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html).
+ * - `MetricsConfig`: `EventCount`, `ErrorCount` and `KafkaMetrics` (billed as CloudWatch
+ *   metrics); the offset lag alarm itself uses the function's `OffsetLag` metric.
+ *
+ * **IAM, stated explicitly.** The mapping is created with the `EventSourceMapping` L2
+ * (`function.addEventSourceMapping`) that `ManagedKafkaEventSource` and
+ * `SelfManagedKafkaEventSource` wrap, with the same properties: `ManagedKafkaEventSource` also
+ * attaches the AWS managed policy `AWSLambdaMSKExecutionRole` (kafka, EC2 and CloudWatch Logs
+ * actions on `*`), and the consumer's role has no AWS managed policy; one code path serves both
+ * kinds of cluster. The role gets
+ * (https://docs.aws.amazon.com/lambda/latest/dg/with-msk-permissions.html):
+ * - MSK: `kafka:DescribeClusterV2` and `kafka:GetBootstrapBrokers` on the cluster; for IAM
+ *   authentication `kafka-cluster:Connect` and `kafka-cluster:DescribeClusterDynamicConfiguration`
+ *   on the cluster, `kafka-cluster:DescribeTopic` and `kafka-cluster:ReadData` on the topic,
+ *   `kafka-cluster:DescribeGroup` and `kafka-cluster:AlterGroup` on the consumer group;
+ * - MSK, or self-managed in a VPC: the six EC2 network interface actions the pollers need in
+ *   the cluster's VPC, on `*` (in a separate policy, acknowledged for cdk-nag with its reason);
+ * - `secretsmanager:GetSecretValue` and `DescribeSecret` on the secret, when there is one;
+ * - `sqs:SendMessage` on the dead-letter queue (the on-failure destination; the consumer has it
+ *   already).
+ *
+ * **Checked at synth.** The options are checked before anything is built (see
+ * {@link kafkaSourceProblems}; the caller throws), and the built mapping is validated when the
+ * app synthesizes: it must have finite retries, an on-failure destination, partial batch
+ * responses and provisioned pollers. An escape hatch that removes one of these fails `cdk synth`.
+ */
+export class KafkaSource extends Construct {
+  /** The event source mapping; `eventSourceMappingId` and `eventSourceMappingArn` name it. */
+  public readonly mapping: EventSourceMapping;
+  /** Amazon MSK or self-managed Apache Kafka. */
+  public readonly kind: 'msk' | 'self-managed';
+  /** The topic the mapping reads. */
+  public readonly topic: string;
+  /** The consumer group the mapping joins. */
+  public readonly consumerGroupId: string;
+
+  /**
+   * @throws Error when the function has no role (the construct must grant the mapping's IAM)
+   */
+  constructor(scope: Construct, id: string, props: KafkaSourceProps) {
+    super(scope, id);
+    const { settings } = props;
+    const kafka = settings.kafka;
+    const role = props.function.role;
+    if (role === undefined) throw new Error('KafkaSource needs a function with an execution role');
+
+    this.kind = props.clusterArn !== undefined ? 'msk' : 'self-managed';
+    this.topic = props.topic ?? kafka.topic;
+    this.consumerGroupId =
+      props.consumerGroupId ??
+      `${settings.consumerName}-${Names.uniqueResourceName(this, { maxLength: 60, separator: '-' })}`;
+
+    const secret =
+      props.secretArn === undefined ? undefined : Secret.fromSecretCompleteArn(this, 'Secret', props.secretArn);
+    const common = {
+      kafkaTopic: this.topic,
+      kafkaConsumerGroupId: this.consumerGroupId,
+      startingPosition: kafka.startingPosition === 'LATEST' ? StartingPosition.LATEST : StartingPosition.TRIM_HORIZON,
+      batchSize: kafka.batchSize,
+      reportBatchItemFailures: true,
+      retryAttempts: kafka.retryAttempts,
+      bisectBatchOnError: kafka.bisectBatchOnError,
+      maxRecordAge: kafka.maxRecordAgeSeconds === -1 ? undefined : Duration.seconds(kafka.maxRecordAgeSeconds),
+      onFailure: new SqsDlq(props.deadLetterQueue),
+      provisionedPollerConfig: { minimumPollers: kafka.minimumPollers, maximumPollers: kafka.maximumPollers },
+      metricsConfig: { metrics: [...kafkaMappingMetrics] },
+    };
+
+    if (props.clusterArn !== undefined) {
+      this.mapping = props.function.addEventSourceMapping('KafkaEventSource', {
+        ...common,
+        eventSourceArn: props.clusterArn,
+        sourceAccessConfigurations:
+          secret === undefined ? undefined : [{ type: SourceAccessConfigurationType.SASL_SCRAM_512_AUTH, uri: secret.secretArn }],
+      });
+      this.grantMskAccess(role, props.clusterArn);
+    } else {
+      const placement = props.vpc;
+      const authentication = SourceAccessConfigurationType.of(props.authenticationMethod ?? KafkaAuthentication.SASL_SCRAM_512);
+      this.mapping = props.function.addEventSourceMapping('KafkaEventSource', {
+        ...common,
+        kafkaBootstrapServers: [...(props.bootstrapServers ?? [])],
+        sourceAccessConfigurations: [
+          ...(secret === undefined ? [] : [{ type: authentication, uri: secret.secretArn }]),
+          ...(placement === undefined
+            ? []
+            : [
+                { type: SourceAccessConfigurationType.VPC_SECURITY_GROUP, uri: placement.securityGroup.securityGroupId },
+                ...placement.vpc
+                  .selectSubnets(placement.subnets)
+                  .subnetIds.map((subnetId) => ({ type: SourceAccessConfigurationType.VPC_SUBNET, uri: subnetId })),
+              ]),
+        ],
+      });
+    }
+    if (this.kind === 'msk' || props.vpc !== undefined) this.grantNetworkInterfaces(role);
+    secret?.grantRead(props.function);
+
+    if (kafka.maxRecordAgeSeconds === -1) {
+      // The L2 leaves the property out for "no limit"; state AWS's default in the template.
+      this.cfnMapping.maximumRecordAgeInSeconds = -1;
+    }
+    this.node.addValidation({ validate: () => this.mappingProblems() });
+  }
+
+  /** The mapping's CloudFormation resource (escape hatch; the synth-time validation reads it). */
+  public get cfnMapping(): CfnEventSourceMapping {
+    return this.mapping.node.defaultChild as CfnEventSourceMapping;
+  }
+
+  /** The MSK cluster, topic and group permissions (see the class comment). */
+  private grantMskAccess(role: IRole, clusterArn: string): void {
+    const arns = mskResourceArns(clusterArn, this.topic, this.consumerGroupId);
+    const statements = [
+      new PolicyStatement({
+        sid: 'KafkaClusterDiscovery',
+        actions: ['kafka:DescribeClusterV2', 'kafka:GetBootstrapBrokers'],
+        resources: [clusterArn],
+      }),
+      new PolicyStatement({
+        sid: 'KafkaClusterConnect',
+        actions: ['kafka-cluster:Connect', 'kafka-cluster:DescribeClusterDynamicConfiguration'],
+        resources: [clusterArn],
+      }),
+      new PolicyStatement({
+        sid: 'KafkaTopicRead',
+        actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'],
+        resources: [arns.topic],
+      }),
+      new PolicyStatement({
+        sid: 'KafkaConsumerGroup',
+        actions: ['kafka-cluster:DescribeGroup', 'kafka-cluster:AlterGroup'],
+        resources: [arns.group],
+      }),
+    ];
+    for (const statement of statements) role.addToPrincipalPolicy(statement);
+  }
+
+  /**
+   * The EC2 network interface actions of the event pollers in the cluster's VPC, in a policy
+   * of their own so that the wildcard acknowledgement covers these actions only. The mapping
+   * depends on the policy: Lambda checks the role's permissions when it creates the mapping.
+   */
+  private grantNetworkInterfaces(role: IRole): void {
+    const policy = new Policy(this, 'NetworkInterfacePolicy', {
+      roles: [role],
+      statements: [
+        new PolicyStatement({
+          sid: 'KafkaPollerNetworkInterfaces',
+          actions: [
+            'ec2:CreateNetworkInterface',
+            'ec2:DescribeNetworkInterfaces',
+            'ec2:DescribeVpcs',
+            'ec2:DeleteNetworkInterface',
+            'ec2:DescribeSubnets',
+            'ec2:DescribeSecurityGroups',
+          ],
+          resources: ['*'],
+        }),
+      ],
+    });
+    this.mapping.node.addDependency(policy);
+    Validations.of(policy).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'The Kafka event pollers create, describe and delete network interfaces in the cluster\'s VPC ' +
+        '(https://docs.aws.amazon.com/lambda/latest/dg/with-msk-permissions.html). The ec2:Describe* actions support no ' +
+        'resource-level permissions, and the subnets and security groups of CreateNetworkInterface belong to the cluster, ' +
+        'which this stack does not know; these six actions are those of AWSLambdaMSKExecutionRole, in a policy of their own.',
+    });
+  }
+
+  /** The rules the built mapping must keep (see the class comment). */
+  private mappingProblems(): string[] {
+    const stack = Stack.of(this);
+    const cfn = this.cfnMapping;
+    const problems: string[] = [];
+    const rule = 'rule: Kafka retries finite with an on-failure destination';
+    const retries = stack.resolve(cfn.maximumRetryAttempts) as unknown;
+    if (typeof retries !== 'number' || !Number.isInteger(retries) || retries < 0 || retries > 10_000) {
+      problems.push(
+        `Kafka event source mapping has MaximumRetryAttempts ${JSON.stringify(retries)}: it must be 0 to 10000 (${rule}; ` +
+          'unset or -1 retries a failing batch until its records expire and blocks their partitions)',
+      );
+    }
+    const destination = (stack.resolve(cfn.destinationConfig) as { onFailure?: { destination?: unknown } } | undefined)?.onFailure
+      ?.destination;
+    if (destination === undefined) {
+      problems.push(`Kafka event source mapping has no on-failure destination (DestinationConfig.OnFailure) (${rule})`);
+    }
+    const responseTypes = stack.resolve(cfn.functionResponseTypes) as unknown;
+    if (!Array.isArray(responseTypes) || !responseTypes.includes('ReportBatchItemFailures')) {
+      problems.push('Kafka event source mapping must report batch item failures (FunctionResponseTypes: [ReportBatchItemFailures])');
+    }
+    if (stack.resolve(cfn.provisionedPollerConfig) === undefined) {
+      problems.push('Kafka event source mapping needs provisioned pollers (ProvisionedPollerConfig): its error handling controls require provisioned mode');
+    }
+    return problems;
+  }
+}
+
+/**
+ * The ARNs of an MSK cluster's topic and consumer group, built from the cluster ARN
+ * `arn:<partition>:kafka:<region>:<account>:cluster/<name>/<uuid>`:
+ * `...:topic/<name>/<uuid>/<topic>` and `...:group/<name>/<uuid>/<group>`
+ * (https://docs.aws.amazon.com/msk/latest/developerguide/kafka-actions.html). Works for a token
+ * (e.g. an imported value) as well as a literal ARN.
+ */
+export function mskResourceArns(clusterArn: string, topic: string, consumerGroupId: string): { topic: string; group: string } {
+  const [, partition, , region, account, resource] = Fn.split(':', clusterArn, 6);
+  const [, clusterName, clusterUuid] = Fn.split('/', resource ?? '', 3);
+  const prefix = `arn:${partition}:kafka:${region}:${account}`;
+  return {
+    topic: `${prefix}:topic/${clusterName}/${clusterUuid}/${topic}`,
+    group: `${prefix}:group/${clusterName}/${clusterUuid}/${consumerGroupId}`,
+  };
+}

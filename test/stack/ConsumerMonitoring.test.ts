@@ -1,0 +1,267 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { CfnElement } from 'aws-cdk-lib';
+import { Match, type Template } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
+import type { ConsumerAlarms } from '../../lib/ConsumerMonitoring.js';
+import { ConsumerStack } from '../../lib/ConsumerStack.js';
+import { acknowledgedRules, awsSolutionsViolations, newApp, skipBundling, synthConsumerStack } from './synthConsumerStack.js';
+
+// Alarms and dashboard do not depend on the handler's code: these stacks skip bundling.
+const clusterArn = 'arn:aws:kafka:us-east-1:123456789012:cluster/demo/abc';
+
+/** What an alarm must watch and when it must fire. */
+interface ExpectedAlarm {
+  readonly alarm: keyof ConsumerAlarms;
+  readonly namespace: string;
+  readonly metricName: string;
+  readonly dimensions: (stack: ConsumerStack) => unknown[];
+  readonly statistic: string;
+  /** Seconds. */
+  readonly period: number;
+  readonly threshold: number;
+  readonly evaluationPeriods: number;
+  readonly treatMissingData: string;
+}
+
+const logicalId = (stack: ConsumerStack, construct: IConstruct) => stack.getLogicalId(construct.node.defaultChild as CfnElement);
+
+/** The alarms of the default stack, with the default thresholds. */
+const defaultAlarms: readonly ExpectedAlarm[] = [
+  {
+    alarm: 'deadLetterQueueNotEmpty',
+    namespace: 'AWS/SQS',
+    metricName: 'ApproximateNumberOfMessagesVisible',
+    dimensions: (s) => [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(s, s.consumer.deadLetterQueue), 'QueueName'] } }],
+    statistic: 'Maximum',
+    period: 60,
+    threshold: 0,
+    evaluationPeriods: 1,
+    treatMissingData: 'ignore',
+  },
+  {
+    alarm: 'oldestMessageAge',
+    namespace: 'AWS/SQS',
+    metricName: 'ApproximateAgeOfOldestMessage',
+    dimensions: (s) => [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(s, s.consumer.queue), 'QueueName'] } }],
+    statistic: 'Maximum',
+    period: 60,
+    threshold: 300,
+    evaluationPeriods: 1,
+    treatMissingData: 'notBreaching',
+  },
+  {
+    alarm: 'functionErrors',
+    namespace: 'AWS/Lambda',
+    metricName: 'Errors',
+    dimensions: (s) => [{ Name: 'FunctionName', Value: { Ref: logicalId(s, s.consumer.function) } }],
+    statistic: 'Sum',
+    period: 300,
+    threshold: 0,
+    evaluationPeriods: 1,
+    treatMissingData: 'notBreaching',
+  },
+  {
+    alarm: 'functionThrottles',
+    namespace: 'AWS/Lambda',
+    metricName: 'Throttles',
+    dimensions: (s) => [{ Name: 'FunctionName', Value: { Ref: logicalId(s, s.consumer.function) } }],
+    statistic: 'Sum',
+    period: 300,
+    threshold: 0,
+    evaluationPeriods: 1,
+    treatMissingData: 'notBreaching',
+  },
+  {
+    alarm: 'deadLettered',
+    namespace: 'IdempotentConsumer',
+    metricName: 'DeadLettered',
+    dimensions: () => [{ Name: 'service', Value: 'cafe-orders' }],
+    statistic: 'Sum',
+    period: 300,
+    threshold: 0,
+    evaluationPeriods: 1,
+    treatMissingData: 'notBreaching',
+  },
+];
+
+/** The properties of the alarm `name` in the template. */
+function alarmProperties(stack: ConsumerStack, template: Template, name: keyof ConsumerAlarms): Record<string, unknown> {
+  const alarm = stack.monitoring.alarms[name];
+  if (alarm === undefined) throw new Error(`no alarm ${name}`);
+  return (template.toJSON().Resources as Record<string, { Properties: Record<string, unknown> }>)[logicalId(stack, alarm)]!.Properties;
+}
+
+/** Checks one alarm's metric, threshold, comparison, periods, missing-data rule and actions. */
+function expectAlarm(stack: ConsumerStack, template: Template, expected: ExpectedAlarm): void {
+  const properties = alarmProperties(stack, template, expected.alarm);
+  const topic = { Ref: logicalId(stack, stack.monitoring.topic) };
+
+  expect(properties).toMatchObject({
+    Namespace: expected.namespace,
+    MetricName: expected.metricName,
+    Dimensions: expected.dimensions(stack),
+    Statistic: expected.statistic,
+    Period: expected.period,
+    Threshold: expected.threshold,
+    ComparisonOperator: 'GreaterThanThreshold',
+    EvaluationPeriods: expected.evaluationPeriods,
+    DatapointsToAlarm: expected.evaluationPeriods,
+    TreatMissingData: expected.treatMissingData,
+    AlarmActions: [topic],
+    OKActions: [topic],
+  });
+  expect(properties.AlarmDescription).toMatch(/^cafe-orders: .{80,}/);
+}
+
+/** The dashboard's body with its tokens resolved to their CloudFormation form, as text. */
+function dashboardBody(template: Template): string {
+  const dashboards = Object.values(template.findResources('AWS::CloudWatch::Dashboard'));
+  expect(dashboards).toHaveLength(1);
+  return JSON.stringify(dashboards[0]!.Properties.DashboardBody);
+}
+
+describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
+  let stack: ConsumerStack;
+  let template: Template;
+
+  beforeAll(() => {
+    ({ stack, template } = synthConsumerStack({ context: skipBundling }));
+  });
+
+  it('creates exactly the five SQS and Lambda alarms', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
+    expect(stack.monitoring.alarms.kafkaOffsetLag).toBeUndefined();
+  });
+
+  it.each(defaultAlarms)('$alarm: $namespace $metricName ($statistic, $period s) > $threshold, notifying the topic', (expected) => {
+    expectAlarm(stack, template, expected);
+  });
+
+  it('encrypts the alarm topic with a rotated key that CloudWatch may use, and denies requests without TLS', () => {
+    const key = logicalId(stack, stack.monitoring.node.findChild('AlarmTopicKey'));
+
+    template.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      KeyPolicy: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Allow',
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+          }),
+        ]),
+      },
+    });
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: { 'Fn::GetAtt': [key, 'Arn'] } });
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [{ Ref: logicalId(stack, stack.monitoring.topic) }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+
+  it('subscribes no email address when none is given', () => {
+    template.resourceCountIs('AWS::SNS::Subscription', 0);
+  });
+
+  it('outputs the alarm topic and the dashboard', () => {
+    template.hasOutput('AlarmTopicArn', { Value: { Ref: logicalId(stack, stack.monitoring.topic) } });
+    template.hasOutput('DashboardName', { Value: { Ref: logicalId(stack, stack.monitoring.dashboard) } });
+  });
+
+  it('shows throughput, duplicates, failures by reason, DLQ depth, oldest message age, latency percentiles and the function', () => {
+    const body = dashboardBody(template);
+
+    for (const text of [
+      'MessagesApplied',
+      'DuplicatesAcknowledged',
+      'RetryableFailures',
+      'DeadLettered',
+      "SEARCH('{IdempotentConsumer,failureReason,service} MetricName=\\\\\\\"DeadLettered\\\\\\\" service=\\\\\\\"cafe-orders\\\\\\\"'",
+      'ApproximateNumberOfMessagesVisible',
+      'ApproximateAgeOfOldestMessage',
+      'ProcessingLatency',
+      '\\"stat\\":\\"p50\\"',
+      '\\"stat\\":\\"p90\\"',
+      '\\"stat\\":\\"p99\\"',
+      '\\"Errors\\"',
+      '\\"Throttles\\"',
+      '\\"Duration\\"',
+      'ConcurrentExecutions',
+    ]) {
+      expect(body).toContain(text);
+    }
+    expect(body).not.toContain('OffsetLag');
+  });
+
+  it('reports no cdk-nag finding that is not acknowledged, and acknowledges nothing for the monitoring', () => {
+    expect(awsSolutionsViolations(stack)).toEqual([]);
+    expect([...acknowledgedRules(stack.monitoring).keys()]).toEqual([]);
+  });
+});
+
+describe('ConsumerMonitoring with Kafka, an email address and custom thresholds', () => {
+  let stack: ConsumerStack;
+  let template: Template;
+
+  beforeAll(() => {
+    ({ stack, template } = synthConsumerStack({
+      context: { ...skipBundling, kafkaClusterArn: clusterArn, alarmEmail: 'ops@example.com' },
+      monitoring: { oldestMessageAgeThresholdSeconds: 600, kafkaOffsetLagThreshold: 5000 },
+    }));
+  });
+
+  it('adds the Kafka offset lag alarm: AWS/Lambda OffsetLag of the function, Maximum over 5 min, > 5000 records 3 periods in a row', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 6);
+    expectAlarm(stack, template, {
+      alarm: 'kafkaOffsetLag',
+      namespace: 'AWS/Lambda',
+      metricName: 'OffsetLag',
+      dimensions: (s) => [{ Name: 'FunctionName', Value: { Ref: logicalId(s, s.consumer.function) } }],
+      statistic: 'Maximum',
+      period: 300,
+      threshold: 5000,
+      evaluationPeriods: 3,
+      treatMissingData: 'notBreaching',
+    });
+  });
+
+  it('uses the oldest-message-age threshold given, in seconds', () => {
+    expectAlarm(stack, template, { ...defaultAlarms.find((a) => a.alarm === 'oldestMessageAge')!, threshold: 600 });
+    expect(alarmProperties(stack, template, 'oldestMessageAge').AlarmDescription).toContain('older than 600 s');
+  });
+
+  it('subscribes the email address from -c alarmEmail to the alarm topic', () => {
+    template.resourceCountIs('AWS::SNS::Subscription', 1);
+    template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'ops@example.com',
+      TopicArn: { Ref: logicalId(stack, stack.monitoring.topic) },
+    });
+  });
+
+  it('shows the Kafka offset lag on the dashboard', () => {
+    expect(dashboardBody(template)).toContain('\\"AWS/Lambda\\",\\"OffsetLag\\",\\"FunctionName\\"');
+  });
+
+  it('reports no cdk-nag finding that is not acknowledged', () => {
+    expect(awsSolutionsViolations(stack)).toEqual([]);
+  });
+});
+
+describe('ConsumerMonitoring options', () => {
+  it('refuses an alarm email that is not an address before building anything', () => {
+    expect(() => new ConsumerStack(newApp({ alarmEmail: 'ops-at-example' }), 'BadEmail')).toThrow(
+      'alarm email "ops-at-example" is not an email address',
+    );
+  });
+
+  it('refuses a threshold that is not a positive whole number', () => {
+    expect(() => new ConsumerStack(newApp(), 'BadAge', { monitoring: { oldestMessageAgeThresholdSeconds: 0 } })).toThrow(
+      'oldest message age threshold 0 s must be a positive whole number of seconds',
+    );
+  });
+});
