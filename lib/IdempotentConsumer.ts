@@ -270,6 +270,8 @@ export class IdempotentConsumer extends Construct {
       maxMessageSizeBytes: q.deadLetterMaxMessageSizeBytes,
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
+      // Stateful: it holds the messages nobody could process. Deleting the stack keeps it.
+      removalPolicy: RemovalPolicy.RETAIN,
       redriveAllowPolicy: {
         sourceQueues: [Queue.fromQueueAttributes(this, 'SourceQueueReference', { queueArn: sourceQueueArn, queueName })],
       },

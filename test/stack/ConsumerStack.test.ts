@@ -94,6 +94,14 @@ describe('ConsumerStack (default settings): dead-letter queue', () => {
     });
   });
 
+  it('is retained when the stack is deleted: it holds the messages nobody could process', () => {
+    template.hasResource('AWS::SQS::Queue', {
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+      Properties: { MaximumMessageSize: 1_048_576 },
+    });
+  });
+
   it('allows only the source queue to use it as a dead-letter queue', () => {
     const sourceQueueName = (stack.consumer.queue.node.defaultChild as CfnQueue).queueName;
     template.hasResourceProperties('AWS::SQS::Queue', {
