@@ -96,6 +96,3 @@ export class PredecessorNotApplied extends RetryableError {}
  * condition of the transaction failed), or DynamoDB reported a transaction conflict.
  */
 export class TransactionConflict extends RetryableError {}
-
-/** Thrown by the record handler when a retryable failure is reported as a batch item failure. */
-export class RetryLater extends RetryableError {}
