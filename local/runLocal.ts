@@ -18,7 +18,7 @@ import { NOTIFICATION_SK_PREFIX } from '../lambda/sideEffects/Notifier.js';
 import { localClientConfig, startEmulators } from './emulators.js';
 import { transientFailures } from './faultInjection.js';
 import type { InputMessage } from './inputFile.js';
-import { MetricsCapture } from './metricsCapture.js';
+import { MetricsCapture, type MetricTotals } from './metricsCapture.js';
 import { type LocalResources, provisionResources } from './provision.js';
 import { buildReport, type DeadLetterSnapshot, type EffectCounts, type RunReport, type SentMessage } from './report.js';
 import { pollerOptionsFromSettings, SqsEventSourcePoller } from './sqsEventSourcePoller.js';
@@ -32,6 +32,19 @@ export interface Progress {
   readonly deadLettered: number;
   readonly invocations: number;
   readonly elapsedMs: number;
+}
+
+/** The progress figures from the metric totals so far; `started` is a `performance.now()` value. */
+export function progress(totals: MetricTotals, sent: number, invocations: number, started: number): Progress {
+  return {
+    sent,
+    applied: totals.applied,
+    duplicates: totals.duplicates,
+    retried: totals.retried,
+    deadLettered: totals.deadLettered,
+    invocations,
+    elapsedMs: performance.now() - started,
+  };
 }
 
 /** Options of {@link runLocal}. */
@@ -153,18 +166,7 @@ export async function runSqsSource(run: SourceRun): Promise<RunReport> {
   const capture = new MetricsCapture();
   capture.start();
   const progressTimer = setInterval(() => run.onProgress?.(progressOf()), 1000);
-  const progressOf = (): Progress => {
-    const totals = capture.totals();
-    return {
-      sent: run.input.length,
-      applied: totals.applied,
-      duplicates: totals.duplicates,
-      retried: totals.retried,
-      deadLettered: totals.deadLettered,
-      invocations,
-      elapsedMs: performance.now() - started,
-    };
-  };
+  const progressOf = () => progress(capture.totals(), run.input.length, invocations, started);
   let sent: SentMessage[] = [];
   try {
     sent = await sendInput(run.sqs, run.resources.queueUrl, run.input, run.settings.queue.fifo);

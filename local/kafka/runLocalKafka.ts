@@ -13,7 +13,7 @@ import { type OutcomeRecord, peekIds } from '../../lambda/observability/outcomes
 import type { InputMessage } from '../inputFile.js';
 import { MetricsCapture } from '../metricsCapture.js';
 import { buildReport, type RunReport, type SentMessage } from '../report.js';
-import { countEffects, executionEnvironments, type LocalRunOptions, peekDeadLetterQueue, type Progress, runLocal, type SourceRun } from '../runLocal.js';
+import { countEffects, executionEnvironments, type LocalRunOptions, peekDeadLetterQueue, progress, runLocal, type SourceRun } from '../runLocal.js';
 import {
   KafkaEventSourcePoller,
   type KafkaInvocationReport,
@@ -78,18 +78,7 @@ export async function runKafkaSource(run: KafkaSourceRun): Promise<RunReport> {
 
   const capture = new MetricsCapture();
   capture.start();
-  const progressOf = (): Progress => {
-    const totals = capture.totals();
-    return {
-      sent: run.input.length,
-      applied: totals.applied,
-      duplicates: totals.duplicates,
-      retried: totals.retried,
-      deadLettered: totals.deadLettered,
-      invocations: poller.invocations,
-      elapsedMs: performance.now() - started,
-    };
-  };
+  const progressOf = () => progress(capture.totals(), run.input.length, poller.invocations, started);
   const poller = new KafkaEventSourcePoller({
     log,
     ...kafkaPollerOptionsFromSettings(run.settings),
