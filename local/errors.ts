@@ -35,3 +35,6 @@ export class ProvisioningError extends LocalRuntimeError {}
 
 /** `runUntilIdle` gave up: the queue or the poller was still busy when its timeout ran out. */
 export class PollerIdleTimeoutError extends LocalRuntimeError {}
+
+/** The `--data-dir` cannot be used: not a directory, or another run holds it. */
+export class DataDirError extends LocalRuntimeError {}

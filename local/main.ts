@@ -15,9 +15,13 @@ import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { defaultSettings, withOverrides } from '../config/settings.js';
 import { InvalidSettingsError } from '../config/validateSettings.js';
+import { DataDirError } from './errors.js';
 import { InputFileError, readInputFile } from './inputFile.js';
 import { formatReport, type RunReport } from './report.js';
 import { type Progress, type RunningLocalRuntime, runLocal } from './runLocal.js';
+
+/** A combination of flags that cannot run. */
+class UsageError extends Error {}
 
 const sample = fileURLToPath(new URL('../samples/orders.jsonl', import.meta.url));
 
@@ -55,6 +59,10 @@ async function main(): Promise<number> {
     logLevel?: string;
   }>();
 
+  if (options.source === 'kafka' && options.fifo) {
+    // As the stack refuses it: Lambda cannot send Kafka on-failure records to a FIFO queue.
+    throw new UsageError('--source kafka cannot run with --fifo: a Kafka event source needs a standard dead-letter queue (its on-failure destination)');
+  }
   const input = await readInputFile(options.input);
   const settings = withOverrides({ queue: { fifo: options.fifo } }, defaultSettings);
   const tty = process.stderr.isTTY === true;
@@ -120,7 +128,7 @@ main().then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof InputFileError || error instanceof InvalidSettingsError) {
+    if (error instanceof InputFileError || error instanceof InvalidSettingsError || error instanceof DataDirError || error instanceof UsageError) {
       process.stderr.write(`error: ${error.message}\n`);
       process.exitCode = 2;
       return;

@@ -5,6 +5,7 @@ import { DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { MessageHold } from '../cli/dlq/queueInspector.js';
+import { DeadLetterAttribute } from '../lambda/dlq/deadLetterMessage.js';
 import { type ConsumerSettings, lambdaEnvironment, METRICS_NAMESPACE } from '../config/settings.js';
 import { assertValidSettings } from '../config/validateSettings.js';
 import { readRuntimeConfig, type RuntimeConfig } from '../lambda/config/runtimeConfig.js';
@@ -15,9 +16,11 @@ import { LogObserver } from '../lambda/observability/LogObserver.js';
 import { MetricsObserver } from '../lambda/observability/MetricsObserver.js';
 import { combineObservers, type OutcomeObserver, type OutcomeRecord, peekIds } from '../lambda/observability/outcomes.js';
 import { NOTIFICATION_SK_PREFIX } from '../lambda/sideEffects/Notifier.js';
-import { localClientConfig, startEmulators } from './emulators.js';
+import { lockDataDir } from './dataDirLock.js';
+import { type Emulators, localClientConfig, startEmulators } from './emulators.js';
 import { transientFailures } from './faultInjection.js';
 import type { InputMessage } from './inputFile.js';
+import { inProducerOrder } from './producerOrder.js';
 import { MetricsCapture, type MetricTotals } from './metricsCapture.js';
 import { type LocalResources, provisionResources } from './provision.js';
 import { buildReport, type DeadLetterSnapshot, type EffectCounts, type RunReport, type SentMessage } from './report.js';
@@ -86,6 +89,8 @@ export interface SourceRun extends LocalRunOptions {
   readonly resources: LocalResources;
   readonly dynamoDb: DynamoDBClient;
   readonly sqs: SQSClient;
+  /** The SQS server's base URL. */
+  readonly sqsEndpoint: string;
 }
 
 /** Runs one event source over provisioned resources and reports (`runSqsSource`, `runKafkaSource`). */
@@ -100,15 +105,23 @@ export type SourceRunner = (run: SourceRun) => Promise<RunReport>;
  * also on errors.
  *
  * @throws InvalidSettingsError when the settings break an AWS rule
+ * @throws DataDirError when `dataDir` is not a directory or another run holds it
  * @throws the emulators' start errors (e.g. no Java), and `PollerIdleTimeoutError` when the
  *   source does not drain within `timeoutMs`
  */
 export async function runLocal(options: LocalRunOptions, runSource: SourceRunner = runSqsSource): Promise<RunReport> {
   const settings = assertValidSettings(options.settings);
-  const emulators =
-    options.endpoints === undefined
-      ? await startEmulators(options.dataDir === undefined ? {} : { dataDir: options.dataDir })
-      : undefined;
+  const unlock = options.dataDir === undefined ? undefined : await lockDataDir(options.dataDir);
+  let emulators: Emulators | undefined;
+  try {
+    emulators =
+      options.endpoints === undefined
+        ? await startEmulators(options.dataDir === undefined ? {} : { dataDir: options.dataDir })
+        : undefined;
+  } catch (error) {
+    await unlock?.();
+    throw error;
+  }
   const endpoints = emulators === undefined ? options.endpoints! : { dynamoDb: emulators.dynamoDbEndpoint, sqs: emulators.sqsEndpoint };
   const dynamoDb = new DynamoDBClient(localClientConfig(endpoints.dynamoDb));
   const sqs = new SQSClient(localClientConfig(endpoints.sqs));
@@ -116,13 +129,14 @@ export async function runLocal(options: LocalRunOptions, runSource: SourceRunner
     const resources = await provisionResources({ dynamoDb, sqs, settings, prefix: options.endpoints?.prefix ?? '' });
     options.onReady?.(resources);
     const config = readRuntimeConfig(lambdaEnvironment(settings, resources));
-    const report = await runSource({ ...options, settings, config, resources, dynamoDb, sqs });
+    const report = await runSource({ ...options, settings, config, resources, dynamoDb, sqs, sqsEndpoint: endpoints.sqs });
     await options.beforeStop?.(report, { dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, resources });
     return report;
   } finally {
     dynamoDb.destroy();
     sqs.destroy();
     await emulators?.stop();
+    await unlock?.();
   }
 }
 
@@ -169,7 +183,9 @@ export async function runSqsSource(run: SourceRun): Promise<RunReport> {
   const progressOf = () => progress(capture.totals(), run.input.length, invocations, started);
   let sent: SentMessage[] = [];
   try {
-    sent = await sendInput(run.sqs, run.resources.queueUrl, run.input, run.settings.queue.fifo);
+    // A FIFO producer sends each message group in order; the sample's out-of-order lines model a standard queue.
+    const input = run.settings.queue.fifo ? inProducerOrder(run.input) : run.input;
+    sent = await sendInput(run.sqs, run.resources.queueUrl, input, run.settings.queue.fifo);
     const poller = new SqsEventSourcePoller({
       sqs: run.sqs,
       queueUrl: run.resources.queueUrl,
@@ -195,7 +211,7 @@ export async function runSqsSource(run: SourceRun): Promise<RunReport> {
   run.onProgress?.(progressOf());
 
   const [deadLetters, effects, remaining] = await Promise.all([
-    peekDeadLetterQueue(run.sqs, run.resources.deadLetterQueueUrl, startedAt),
+    readDeadLetterQueue(run, startedAt),
     countEffects(run.dynamoDb, run.resources.ordersTable),
     queueDepth(run.sqs, run.resources.queueUrl),
   ]);
@@ -256,6 +272,43 @@ export async function sendInput(
     }
   }
   return sent;
+}
+
+/**
+ * The dead-letter messages of this run, without consuming them. SQS shows a FIFO queue's
+ * messages only one group head at a time, so the run asks the embedded server's inspection
+ * endpoint (fauxqs: `GET /_fauxqs/queues/<name>`, read-only), which lists every message; on
+ * another server it falls back to {@link peekDeadLetterQueue}.
+ */
+export async function readDeadLetterQueue(run: SourceRun, since: Date): Promise<DeadLetterSnapshot[]> {
+  const queueUrl = run.resources.deadLetterQueueUrl;
+  const name = queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
+  try {
+    const response = await fetch(`${run.sqsEndpoint}/_fauxqs/queues/${encodeURIComponent(name)}`);
+    if (response.ok) {
+      const state = (await response.json()) as { messages: Record<'ready' | 'delayed' | 'inflight', unknown[]> };
+      const { ready, delayed, inflight } = state.messages;
+      const messages = [...ready, ...delayed, ...inflight.map((entry) => (entry as { message: unknown }).message)] as InspectedMessage[];
+      return messages
+        .filter((m) => Date.parse(m.messageAttributes?.[DeadLetterAttribute.failedAt]?.StringValue ?? '') >= since.getTime() || (m.sentTimestamp ?? 0) >= since.getTime())
+        .map((m) => ({
+          messageId: m.messageId,
+          body: m.body,
+          failureReason: m.messageAttributes?.[DeadLetterAttribute.failureReason]?.StringValue,
+          originalMessageId: m.messageAttributes?.[DeadLetterAttribute.originalMessageId]?.StringValue ?? m.messageId,
+        }));
+    }
+  } catch {
+    // not the embedded server: read it through the SQS API
+  }
+  return peekDeadLetterQueue(run.sqs, queueUrl, since);
+}
+
+interface InspectedMessage {
+  readonly messageId: string;
+  readonly body: string;
+  readonly sentTimestamp?: number;
+  readonly messageAttributes?: Readonly<Record<string, { readonly StringValue?: string }>>;
 }
 
 /**

@@ -13,7 +13,7 @@ import { type OutcomeRecord, peekIds } from '../../lambda/observability/outcomes
 import type { InputMessage } from '../inputFile.js';
 import { MetricsCapture } from '../metricsCapture.js';
 import { buildReport, type RunReport, type SentMessage } from '../report.js';
-import { countEffects, executionEnvironments, type LocalRunOptions, peekDeadLetterQueue, progress, runLocal, type SourceRun } from '../runLocal.js';
+import { countEffects, executionEnvironments, type LocalRunOptions, progress, readDeadLetterQueue, runLocal, type SourceRun } from '../runLocal.js';
 import {
   KafkaEventSourcePoller,
   type KafkaInvocationReport,
@@ -21,6 +21,7 @@ import {
   kafkaPollerOptionsFromSettings,
 } from './KafkaEventSourcePoller.js';
 import { PartitionedLog } from './PartitionedLog.js';
+import { inProducerOrder } from '../producerOrder.js';
 
 /** Partitions of the local topic when the run does not say. */
 export const DEFAULT_LOCAL_PARTITIONS = 3;
@@ -102,7 +103,7 @@ export async function runKafkaSource(run: KafkaSourceRun): Promise<RunReport> {
   run.onProgress?.(progressOf());
 
   const [deadLetters, effects] = await Promise.all([
-    peekDeadLetterQueue(run.sqs, run.resources.deadLetterQueueUrl, startedAt),
+    readDeadLetterQueue(run, startedAt),
     countEffects(run.dynamoDb, run.resources.ordersTable),
   ]);
   const report = buildReport({
@@ -129,47 +130,6 @@ export async function runKafkaSource(run: KafkaSourceRun): Promise<RunReport> {
   };
 }
 
-/**
- * The input as a Kafka producer would have written it: each order's events (same `orderId`) in
- * the order they occurred (`occurredAt`, stable for equal or unreadable times, which keep the
- * place of the event before them), every message keeping its line and the file's interleaving
- * of orders unchanged. Messages without an `orderId` stay where they are.
- *
- * Why: the sample file models what an SQS standard queue delivers, successors before
- * predecessors included. A Kafka partition cannot reorder one key's records, so a producer that
- * emitted a valid sequence leaves it in the log in that order. Appended literally instead, a
- * successor ahead of its predecessor blocks its partition until it is dead-lettered as
- * `RetriesExhausted`, and a second run would then apply it (its predecessor is there by then).
- */
-export function inProducerOrder(input: readonly InputMessage[]): InputMessage[] {
-  const byOrder = new Map<string, { message: InputMessage; at: number }[]>();
-  for (const message of input) {
-    const orderId = peekIds(message.body).orderId;
-    if (orderId === undefined) continue;
-    const events = byOrder.get(orderId) ?? [];
-    const at = occurredAtOf(message.body);
-    events.push({ message, at: Number.isNaN(at) ? (events[events.length - 1]?.at ?? Number.NEGATIVE_INFINITY) : at });
-    byOrder.set(orderId, events);
-  }
-  const sorted = new Map([...byOrder].map(([orderId, events]) => [orderId, events.sort((a, b) => a.at - b.at).map((e) => e.message)]));
-  const taken = new Map<string, number>();
-  return input.map((message) => {
-    const orderId = peekIds(message.body).orderId;
-    if (orderId === undefined) return message;
-    const index = taken.get(orderId) ?? 0;
-    taken.set(orderId, index + 1);
-    return sorted.get(orderId)?.[index] ?? message;
-  });
-}
-
-function occurredAtOf(body: string): number {
-  try {
-    const value = (JSON.parse(body) as { occurredAt?: unknown } | null)?.occurredAt;
-    return typeof value === 'string' ? Date.parse(value) : Number.NaN;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 /**
  * Appends each input body to the log as a producer would: UTF-8 value, key = the body's

@@ -110,6 +110,38 @@ describe('npm start (the local runtime)', () => {
     expect(run.stdout).toBe('');
   });
 
+  it('FIFO: counts every dead letter of a message group, and sends each group in producer order', async () => {
+    const input = join(dir, 'fifo.jsonl');
+    const lines = [
+      body.paid('e-2', 'G-1', 10, 1), // written before its predecessor: a FIFO producer sends it after
+      body.placed('e-1', 'G-1', 0),
+      body.paid('e-3', 'G-1', 'ten', 2),
+      body.paid('e-4', 'G-1', 'eleven', 3),
+    ].map((b) => JSON.stringify(b));
+    await writeFile(input, `${lines.join('\n')}\n`);
+
+    const run = await npmStart(['--input', input, '--fifo', '--json', '--transient-failure-rate', '0']);
+
+    expect(run.code, run.stderr.slice(-3000)).toBe(0);
+    const report = lastJsonLine(run.stdout);
+    expect(report).toMatchObject({ applied: 2, deadLettered: 2, retried: 0, check: { ok: true } });
+    expect(report.deadLetteredByReason).toEqual({ ValidationError: 2 });
+  });
+
+  it('refuses --source kafka with --fifo, as the stack does, with exit code 2', async () => {
+    const run = await npmStart(['--source', 'kafka', '--fifo']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/standard dead-letter queue/);
+  });
+
+  it('refuses a --data-dir that is a file, with exit code 2', async () => {
+    const file = join(dir, 'not-a-dir');
+    await writeFile(file, 'x');
+    const run = await npmStart(['--data-dir', file]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/is not a directory/);
+  });
+
   it('refuses a bad flag with exit code 2', async () => {
     const run = await npmStart(['--transient-failure-rate', 'lots']);
     expect(run.code).toBe(2);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { appendInput, inProducerOrder } from '../../local/kafka/runLocalKafka.js';
+import { appendInput } from '../../local/kafka/runLocalKafka.js';
+import { inProducerOrder } from '../../local/producerOrder.js';
 import { PartitionedLog } from '../../local/kafka/PartitionedLog.js';
 
 const event = (eventId: string, orderId: string, minute: number) =>
