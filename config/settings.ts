@@ -96,8 +96,11 @@ export interface IdempotencySettings {
   readonly inboxTtlSeconds: number;
   /**
    * How long Powertools idempotency keeps the result of a guarded side effect, in seconds
-   * (`IdempotencyConfig.expiresAfterSeconds`).
-   * @default 3600 (1 hour)
+   * (`IdempotencyConfig.expiresAfterSeconds`). The side effect runs before the inbox commit, so
+   * if that commit then fails for good and the message is redriven later, only this record stops
+   * a second send: the window must cover the source queue's retention plus the dead-letter
+   * queue's, like the inbox's (the stack checks that).
+   * @default 2592000 (30 days)
    */
   readonly sideEffectTtlSeconds: number;
 }
@@ -192,7 +195,7 @@ export const defaultSettings: ConsumerSettings = {
   retryBackoff: { baseSeconds: 2, maxSeconds: 60 },
   idempotency: {
     inboxTtlSeconds: 30 * 24 * 3600,
-    sideEffectTtlSeconds: 3600,
+    sideEffectTtlSeconds: 30 * 24 * 3600,
   },
   kafka: {
     topic: 'orders',

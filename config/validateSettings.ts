@@ -28,8 +28,9 @@ export const DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES = 16_384;
  *   (https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html)
  * - retention 60 s to 14 days; the dead-letter queue keeps messages at least as long as the
  *   source (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html)
- * - the inbox keeps its rows at least as long as a message can come back (source retention +
- *   dead-letter retention), else a redriven duplicate would be applied twice.
+ * - the inbox keeps its rows, and the side-effect guard its records, at least as long as a
+ *   message can come back (source retention + dead-letter retention), else a redriven
+ *   duplicate would be applied, or its side effect sent, twice.
  * - Kafka: retries finite (0 to 10,000; AWS's -1 means infinite), record age -1 or 60 to
  *   604,800 s, batch size 1 to 10,000, provisioned pollers 1 to 200 / 1 to 2,000 with
  *   minimum ≤ maximum, a legal topic name
@@ -106,8 +107,11 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
         `a redriven duplicate could arrive after its inbox row expired and be applied twice`,
     );
   }
-  if (idempotency.sideEffectTtlSeconds < fn.timeoutSeconds) {
-    problems.push(`side-effect idempotency TTL ${idempotency.sideEffectTtlSeconds} s is shorter than the function timeout ${fn.timeoutSeconds} s`);
+  if (idempotency.sideEffectTtlSeconds < window) {
+    problems.push(
+      `side-effect idempotency window ${idempotency.sideEffectTtlSeconds} s is shorter than source retention + dead-letter retention = ${window} s: ` +
+        `a message redriven after it expired could send its side effect again`,
+    );
   }
   if (retryBackoff.baseSeconds < 0 || retryBackoff.maxSeconds < retryBackoff.baseSeconds) {
     problems.push(`retry backoff must have 0 ≤ baseSeconds (${retryBackoff.baseSeconds}) ≤ maxSeconds (${retryBackoff.maxSeconds})`);

@@ -29,6 +29,7 @@ describe('settingsProblems', () => {
     ['a FIFO batch above 10', { queue: { fifo: true }, function: { batchSize: 20, maxBatchingWindowSeconds: 1 } }, /FIFO/],
     ['maximum concurrency 1', { function: { maxConcurrency: 1 } }, /maximum concurrency 1/],
     ['an inbox TTL shorter than the time a message can come back', { idempotency: { inboxTtlSeconds: 3600 } }, /inbox TTL 3600 s/],
+    ['a side-effect window shorter than the time a message can come back', { idempotency: { sideEffectTtlSeconds: 3600 } }, /side-effect idempotency window 3600 s/],
     ['a DLQ retention shorter than the source', { queue: { deadLetterRetentionPeriodSeconds: 60 } }, /dead-letter queue retention 60 s/],
     ['a DLQ too small for the largest body', { queue: { deadLetterMaxMessageSizeBytes: 262_144 } }, /maximum message size/],
   ])('rejects %s', (_what, overrides, message) => {
