@@ -1,4 +1,6 @@
 import { readFile } from 'node:fs/promises';
+import { defaultSettings } from '../config/settings.js';
+import { isSqsSafeText } from '../lambda/dlq/deadLetterMessage.js';
 
 /** One message to send, read from an input file. */
 export interface InputMessage {
@@ -26,22 +28,34 @@ export class InputFileError extends Error {
  * - A line holding a JSON object or array is sent as it is written, byte for byte.
  * - A line holding a JSON string is sent as the string's content, so a body that is not JSON
  *   can be written too: `"not-json"` sends the five bytes `not-json`, `""` an empty body.
- * - Blank lines are skipped. Any other line (not JSON, or a number, boolean or null) is an error.
+ * - Blank lines are skipped. Any other line (not JSON, or a number, boolean or null) is an error,
+ *   and so is a body SQS would refuse: a character outside SQS's set (`isSqsSafeText`), or more
+ *   than `maxBodyBytes`. A file that is not UTF-8 is an error too.
  *
  * The whole file is checked before anything is sent, so a bad line stops the run before a
  * single message is processed.
  *
  * @param file - path of the file (UTF-8)
+ * @param maxBodyBytes - the largest body, in bytes (the source queue's maximum message size)
  * @throws InputFileError when the file cannot be read, is empty, or a line is not valid
  */
-export async function readInputFile(file: string): Promise<InputMessage[]> {
-  let text: string;
+export async function readInputFile(
+  file: string,
+  maxBodyBytes: number = defaultSettings.queue.maxMessageSizeBytes,
+): Promise<InputMessage[]> {
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory, not a file' : (error as Error).message;
     throw new InputFileError(`cannot read the input file (${why})`, file);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new InputFileError('the file is not UTF-8', file);
   }
   const messages: InputMessage[] = [];
   const lines = text.split(/\r?\n/);
@@ -59,9 +73,18 @@ export async function readInputFile(file: string): Promise<InputMessage[]> {
         line,
       );
     }
-    if (typeof value === 'string') messages.push({ line, body: value });
-    else if (typeof value === 'object' && value !== null) messages.push({ line, body: trimmed });
+    let body: string;
+    if (typeof value === 'string') body = value;
+    else if (typeof value === 'object' && value !== null) body = trimmed;
     else throw new InputFileError(`expected a JSON object (a message body) or a JSON string, got ${String(value)}`, file, line);
+    if (!isSqsSafeText(body)) {
+      throw new InputFileError('the body has a character SQS refuses (allowed: tab, newline, carriage return, U+0020 to U+D7FF, U+E000 to U+FFFD, U+10000 and above)', file, line);
+    }
+    const size = Buffer.byteLength(body, 'utf8');
+    if (size > maxBodyBytes) {
+      throw new InputFileError(`the body is ${size} bytes; the source queue takes at most ${maxBodyBytes}`, file, line);
+    }
+    messages.push({ line, body });
   }
   if (messages.length === 0) throw new InputFileError('the input file holds no messages', file);
   return messages;

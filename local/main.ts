@@ -63,8 +63,8 @@ async function main(): Promise<number> {
     // As the stack refuses it: Lambda cannot send Kafka on-failure records to a FIFO queue.
     throw new UsageError('--source kafka cannot run with --fifo: a Kafka event source needs a standard dead-letter queue (its on-failure destination)');
   }
-  const input = await readInputFile(options.input);
   const settings = withOverrides({ queue: { fifo: options.fifo } }, defaultSettings);
+  const input = await readInputFile(options.input, settings.queue.maxMessageSizeBytes);
   const tty = process.stderr.isTTY === true;
   const say = (text: string) => process.stderr.write(`${text}\n`);
   say(`Running ${input.length} messages from ${options.input} through the ${options.source.toUpperCase()}${options.fifo ? ' FIFO' : ''} consumer…`);

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
+import { isSqsSafeText } from '../dlq/deadLetterMessage.js';
 import { ValidationError } from '../errors.js';
 import type { KafkaAttemptLog } from '../inbox/KafkaAttemptLog.js';
 import { peekIds } from '../observability/outcomes.js';
@@ -36,16 +38,20 @@ export function kafkaMessageId(record: Pick<KafkaRecord, 'topic' | 'partition' |
  * Turns a record of a Kafka event into a source-neutral {@link Delivery}.
  *
  * - **Body**: the value, base64-decoded and then decoded as UTF-8, strictly: bytes that are not
- *   UTF-8 are not replaced. A value that is not UTF-8 is not processed: it is dead-lettered as
- *   `ValidationError`, its body being the value in base64 with the dead-letter attribute
- *   `bodyEncoding: base64`. A record without a value (`null`, a tombstone, or empty) is
+ *   UTF-8 are not replaced. A value that is not UTF-8, or whose text holds a character SQS
+ *   refuses (NUL and most other C0 controls, U+FFFE, U+FFFF: see `isSqsSafeText`), is not
+ *   processed: it is dead-lettered as `ValidationError`, its body being the value in base64 with
+ *   the dead-letter attribute `bodyEncoding: base64` (sent as text, SQS would refuse it and the
+ *   record would be lost after the mapping's retries). A record without a value (`null`, a tombstone, or empty) is
  *   dead-lettered as `ValidationError` with an empty body, which the dead-letter writer sends
  *   as its placeholder with `bodyEncoding: empty` (SQS refuses empty bodies).
  * - **Attempt**: Kafka has no receive count. The delivery's `recordFailedAttempt` counts each
- *   failure in the attempt log by coordinates; the failure that reaches `maxAttempts` is
+ *   failure in the attempt log by coordinates, with the record's identity
+ *   ({@link kafkaRecordIdentity}) so a count left by another record at the same coordinates
+ *   is not reused; the failure that reaches `maxAttempts` is
  *   dead-lettered as `RetriesExhausted` (see `MessageConsumer`).
  * - **Dead-letter context**: `source`; coordinates `{topic, partition, offset, timestamp
- *   (epoch milliseconds), timestampType, key}` (`key` as UTF-8 text, else base64 with
+ *   (epoch milliseconds), timestampType, key}` (`key` as UTF-8 text SQS accepts, else base64 with
  *   `"keyEncoding":"base64"`, `null` when absent; cut to 512 characters); the message group of a
  *   FIFO dead-letter queue: the record key, else the body's `orderId`, else
  *   `<topic>-<partition>`; the record headers as original attributes where SQS allows them.
@@ -93,6 +99,7 @@ export function kafkaDelivery(record: KafkaRecord, options: KafkaDeliveryOptions
                 topic: record.topic,
                 partition: record.partition,
                 offset: record.offset,
+                recordIdentity: kafkaRecordIdentity(record),
                 source: options.source,
                 errorType: failure.errorType,
                 errorMessage: failure.errorMessage,
@@ -107,6 +114,18 @@ export function kafkaDelivery(record: KafkaRecord, options: KafkaDeliveryOptions
         }
       : {}),
   } satisfies Delivery;
+}
+
+/**
+ * What tells two records at the same coordinates apart (a topic recreated on AWS; a fresh local
+ * log that starts again at offset 0): `<timestamp in ms>:<SHA-256 of key and value, hex>`, e.g.
+ * `1767268800012:9f86d0…`. The same record redelivered always has the same identity.
+ */
+export function kafkaRecordIdentity(record: Pick<KafkaRecord, 'timestamp' | 'key' | 'value'>): string {
+  const hash = createHash('sha256')
+    .update(JSON.stringify([record.key ?? null, record.value ?? null]))
+    .digest('hex');
+  return `${record.timestamp}:${hash}`;
 }
 
 /** Decodes base64 bytes as UTF-8; `undefined` when they are not valid UTF-8. A BOM is kept. */
@@ -142,11 +161,20 @@ function decodeValue(value: string | null | undefined): DecodedValue {
       rejection: new ValidationError('the record value is not valid UTF-8; the dead-letter body holds it in base64'),
     };
   }
+  if (!isSqsSafeText(text)) {
+    return {
+      body: value,
+      encoding: 'base64',
+      rejection: new ValidationError(
+        'the record value holds a character SQS does not allow (e.g. NUL, U+FFFE); the dead-letter body holds it in base64',
+      ),
+    };
+  }
   return { body: text, encoding: undefined, rejection: undefined };
 }
 
 interface DecodedKey {
-  /** The key as text, when it has one and it is UTF-8. */
+  /** The key as text, when it has one, it is UTF-8 and SQS accepts it. */
   readonly text: string | undefined;
   readonly coordinate: string | null;
   readonly encoding: 'base64' | undefined;
@@ -154,7 +182,8 @@ interface DecodedKey {
 
 function decodeKey(key: string | null | undefined): DecodedKey {
   if (key === null || key === undefined || key === '') return { text: undefined, coordinate: null, encoding: undefined };
-  const text = decodeUtf8(key);
+  const decoded = decodeUtf8(key);
+  const text = decoded !== undefined && isSqsSafeText(decoded) ? decoded : undefined;
   const cut = (s: string) => (s.length <= MAX_COORDINATE_KEY_LENGTH ? s : `${s.slice(0, MAX_COORDINATE_KEY_LENGTH - 1)}…`);
   return text === undefined
     ? { text: undefined, coordinate: cut(key), encoding: 'base64' }
@@ -176,7 +205,7 @@ const attributeNamePattern = /^(?!\.)(?!.*\.\.)(?!.*\.$)(?!(?:aws|amazon)\.)[A-Z
 
 /**
  * Kafka record headers in SQS `SendMessage` form, to keep in the dead-letter message's
- * `originalAttributes`: a UTF-8 value as `String`, any other as `Binary`. SQS's rules decide
+ * `originalAttributes`: a UTF-8 value SQS accepts as text as `String`, any other as `Binary`. SQS's rules decide
  * what is kept: at most 10 headers, names SQS accepts, non-empty values, the first of
  * repeated names.
  */
@@ -192,7 +221,7 @@ export function kafkaHeadersAsAttributes(
       }
       const buffer = Buffer.from(bytes);
       const text = decodeUtf8(buffer.toString('base64'));
-      attributes[name] = text !== undefined ? { DataType: 'String', StringValue: text } : { DataType: 'Binary', BinaryValue: buffer };
+      attributes[name] = text !== undefined && isSqsSafeText(text) ? { DataType: 'String', StringValue: text } : { DataType: 'Binary', BinaryValue: buffer };
     }
   }
   return attributes;

@@ -28,13 +28,52 @@ export const DeadLetterAttribute = {
   /**
    * Present only when the body could not be sent as it was: `empty` (SQS refuses an empty body,
    * so {@link EMPTY_BODY_PLACEHOLDER} stands in its place) or `base64` (a Kafka value that is
-   * not UTF-8, sent in base64).
+   * not UTF-8, or is text holding a character SQS refuses (see {@link isSqsSafeText}), sent in
+   * base64).
    */
   bodyEncoding: 'bodyEncoding',
 } as const;
 
 /** The body sent in place of an empty one (SQS requires at least one character). */
 export const EMPTY_BODY_PLACEHOLDER = '(empty body)';
+
+/**
+ * A character SQS does not allow in a message body or a `String` attribute value. SQS allows only
+ * `#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF` (XML 1.0's
+ * `Char`); anything else, e.g. NUL, most C0 controls, U+FFFE, U+FFFF or
+ * a lone surrogate, makes `SendMessage` fail with `InvalidMessageContents`.
+ *
+ * @see https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html
+ */
+const sqsDisallowedCharacter = /[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
+/**
+ * Whether SQS accepts `text` as a message body or a `String` message attribute value: every
+ * character is one of `#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to
+ * #x10FFFF`, as listed in the SQS `SendMessage` API reference
+ * (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html).
+ * A lone surrogate (a string that is not well-formed UTF-16) is refused too. The empty string is
+ * "safe" here; that SQS refuses an empty body is a separate rule.
+ *
+ * This is the one place that rule lives: the Kafka path base64-encodes a value that fails it
+ * (`bodyEncoding: base64`), and the local runtime's input reader is to check its input with it.
+ *
+ * @example
+ * isSqsSafeText('{"eventId":"e-1"} 🎉'); // true
+ * isSqsSafeText('\u0000nul body');        // false
+ * isSqsSafeText('\uFFFE');               // false
+ */
+export function isSqsSafeText(text: string): boolean {
+  return !sqsDisallowedCharacter.test(text);
+}
+
+/**
+ * `text` with every character SQS refuses (see {@link isSqsSafeText}) replaced by U+FFFD, for
+ * diagnostic attribute values (error messages) that must not make the dead-letter send fail.
+ */
+export function toSqsSafeText(text: string): string {
+  return isSqsSafeText(text) ? text : text.replace(new RegExp(sqsDisallowedCharacter.source, 'gu'), '\uFFFD');
+}
 
 /** Every attribute name the consumer adds; the DLQ tool strips these on redrive. */
 export const deadLetterAttributeNames: readonly string[] = Object.values(DeadLetterAttribute);
@@ -46,7 +85,7 @@ export const MAX_ERROR_MESSAGE_LENGTH = 1024;
 export interface DeadLetterContext {
   /** The original body, sent byte for byte (an empty one as {@link EMPTY_BODY_PLACEHOLDER}). */
   readonly body: string;
-  /** `base64` when `body` holds a binary value in base64. */
+  /** `base64` when `body` holds, in base64, a value SQS could not take as text. */
   readonly bodyEncoding?: 'base64';
   readonly failure: Classification;
   /** Deliveries so far, from 1. */
@@ -93,7 +132,7 @@ export function buildDeadLetterMessage(
   const attributes: Record<string, MessageAttributeValue> = {
     [DeadLetterAttribute.failureReason]: str(context.failure.reason ?? 'Unknown'),
     [DeadLetterAttribute.errorType]: str(nonEmpty(context.failure.errorType)),
-    [DeadLetterAttribute.errorMessage]: str(nonEmpty(truncate(context.failure.errorMessage, MAX_ERROR_MESSAGE_LENGTH))),
+    [DeadLetterAttribute.errorMessage]: str(nonEmpty(toSqsSafeText(truncate(context.failure.errorMessage, MAX_ERROR_MESSAGE_LENGTH)))),
     [DeadLetterAttribute.failedAt]: str(context.failedAt.toISOString()),
     [DeadLetterAttribute.attempts]: { DataType: 'Number', StringValue: String(context.attempts) },
     [DeadLetterAttribute.source]: str(nonEmpty(context.source)),
@@ -114,7 +153,7 @@ export function buildDeadLetterMessage(
     delete attributes[DeadLetterAttribute.originalAttributes];
   }
   if (bodyBytes + attributesSize(attributes) > options.maxMessageSizeBytes) {
-    attributes[DeadLetterAttribute.errorMessage] = str(nonEmpty(truncate(context.failure.errorMessage, 128)));
+    attributes[DeadLetterAttribute.errorMessage] = str(nonEmpty(toSqsSafeText(truncate(context.failure.errorMessage, 128))));
   }
 
   const input: SendMessageCommandInput = { QueueUrl: queueUrl, MessageBody: body, MessageAttributes: attributes };

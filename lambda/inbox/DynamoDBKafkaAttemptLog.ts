@@ -42,8 +42,20 @@ export interface DynamoDBKafkaAttemptLogOptions {
  * UPDATED_NEW`), so the count is atomic and needs no read. Nothing is written for a record
  * that succeeds, so the happy path costs nothing.
  *
+ * The count belongs to one record: the item keeps the record's identity (`recordIdentity`:
+ * its Kafka timestamp and a hash of key and value), because the same coordinates can later hold
+ * another record (a recreated topic; every local run's fresh log starts at offset 0) while the
+ * item lives on for the inbox TTL. The `UpdateItem` is conditional
+ * (`attribute_not_exists(pk) OR recordIdentity = :identity`): the first failure of a record and
+ * every later one take that one round trip. When the condition fails (the item holds another
+ * record's count, or one written before identities were kept), a second `UpdateItem`
+ * overwrites the item with `attempts = 1` and this record's identity and error, so such a
+ * record starts at attempt 1 rather than being dead-lettered as `RetriesExhausted` on its first
+ * delivery. Should that reset lose a race to a writer of this same record, the conditional count
+ * is tried once more.
+ *
  * Item: `pk` ({@link kafkaAttemptKey}), `kind = "kafka-attempt"`, `consumer`, `topic`,
- * `partition`, `offset`, `source`, `attempts`, `lastErrorType`, `lastErrorMessage`,
+ * `partition`, `offset`, `recordIdentity`, `source`, `attempts`, `lastErrorType`, `lastErrorMessage`,
  * `lastFailureReason` (when non-retryable), `lastFailedAt` (ISO 8601) and `expiresAt` (epoch
  * seconds, TTL). To read it as an operator:
  *
@@ -76,50 +88,92 @@ export class DynamoDBKafkaAttemptLog implements KafkaAttemptLog {
   }
 
   async recordFailure(failure: KafkaRecordFailure): Promise<number> {
-    const { client, table, consumerName, ttlSeconds } = this.#options;
     const now = this.#now();
-    const output = await client.send(
+    // Two rounds at most: a reset can lose a race with another writer of this record's identity.
+    for (let round = 0; ; round += 1) {
+      try {
+        return await this.#count(failure, now);
+      } catch (error) {
+        if (!isConditionalCheckFailed(error)) throw error;
+      }
+      try {
+        return await this.#restart(failure, now);
+      } catch (error) {
+        if (!isConditionalCheckFailed(error) || round >= 1) throw error;
+      }
+    }
+  }
+
+  /** `ADD attempts 1` when the item is absent or holds this record's count; else ConditionalCheckFailed. */
+  async #count(failure: KafkaRecordFailure, now: Date): Promise<number> {
+    const update = this.#update(failure, now, 'ADD #attempts :one SET ');
+    const output = await this.#options.client.send(
       new UpdateCommand({
-        TableName: table,
-        Key: { [tableKeys.inbox.partitionKey]: kafkaAttemptKey(consumerName, failure) },
-        UpdateExpression:
-          'ADD #attempts :one SET #kind = :kind, #consumer = :consumer, #topic = :topic, #partition = :partition, ' +
-          '#offset = :offset, #source = :source, #lastErrorType = :errorType, #lastErrorMessage = :errorMessage, ' +
-          '#lastFailedAt = :failedAt, #expiresAt = :expiresAt' +
-          (failure.reason !== undefined ? ', #lastFailureReason = :reason' : '') +
-          (failure.reason === undefined ? ' REMOVE #lastFailureReason' : ''),
-        ExpressionAttributeNames: {
-          '#attempts': 'attempts',
-          '#kind': 'kind',
-          '#consumer': 'consumer',
-          '#topic': 'topic',
-          '#partition': 'partition',
-          '#offset': 'offset',
-          '#source': 'source',
-          '#lastErrorType': 'lastErrorType',
-          '#lastErrorMessage': 'lastErrorMessage',
-          '#lastFailureReason': 'lastFailureReason',
-          '#lastFailedAt': 'lastFailedAt',
-          '#expiresAt': tableKeys.inbox.ttlAttribute,
-        },
-        ExpressionAttributeValues: {
-          ':one': 1,
-          ':kind': KAFKA_ATTEMPT_KEY_MARKER,
-          ':consumer': consumerName,
-          ':topic': failure.topic,
-          ':partition': failure.partition,
-          ':offset': failure.offset,
-          ':source': failure.source,
-          ':errorType': failure.errorType || 'Error',
-          ':errorMessage': truncate(failure.errorMessage, MAX_ERROR_MESSAGE_LENGTH),
-          ':failedAt': now.toISOString(),
-          ':expiresAt': Math.floor(now.getTime() / 1000) + ttlSeconds,
-          ...(failure.reason !== undefined ? { ':reason': failure.reason } : {}),
-        },
+        ...update,
+        ConditionExpression: 'attribute_not_exists(#pk) OR #recordIdentity = :recordIdentity',
         ReturnValues: 'UPDATED_NEW',
       }),
     );
     return Number(output.Attributes?.attempts ?? 1);
+  }
+
+  /** `SET attempts = 1` when the item holds another record's count; else ConditionalCheckFailed. */
+  async #restart(failure: KafkaRecordFailure, now: Date): Promise<number> {
+    const update = this.#update(failure, now, 'SET #attempts = :one, ');
+    await this.#options.client.send(
+      new UpdateCommand({
+        ...update,
+        ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#recordIdentity) OR #recordIdentity <> :recordIdentity)',
+      }),
+    );
+    return 1;
+  }
+
+  /** The key, the `SET` of every attribute but `attempts` (after `prefix`), names and values. */
+  #update(failure: KafkaRecordFailure, now: Date, prefix: string) {
+    const { table, consumerName, ttlSeconds } = this.#options;
+    return {
+      TableName: table,
+      Key: { [tableKeys.inbox.partitionKey]: kafkaAttemptKey(consumerName, failure) },
+      UpdateExpression:
+        prefix +
+        '#kind = :kind, #consumer = :consumer, #topic = :topic, #partition = :partition, ' +
+        '#offset = :offset, #recordIdentity = :recordIdentity, #source = :source, #lastErrorType = :errorType, ' +
+        '#lastErrorMessage = :errorMessage, #lastFailedAt = :failedAt, #expiresAt = :expiresAt' +
+        (failure.reason !== undefined ? ', #lastFailureReason = :reason' : '') +
+        (failure.reason === undefined ? ' REMOVE #lastFailureReason' : ''),
+      ExpressionAttributeNames: {
+        '#pk': tableKeys.inbox.partitionKey,
+        '#attempts': 'attempts',
+        '#kind': 'kind',
+        '#consumer': 'consumer',
+        '#topic': 'topic',
+        '#partition': 'partition',
+        '#offset': 'offset',
+        '#recordIdentity': 'recordIdentity',
+        '#source': 'source',
+        '#lastErrorType': 'lastErrorType',
+        '#lastErrorMessage': 'lastErrorMessage',
+        '#lastFailureReason': 'lastFailureReason',
+        '#lastFailedAt': 'lastFailedAt',
+        '#expiresAt': tableKeys.inbox.ttlAttribute,
+      },
+      ExpressionAttributeValues: {
+        ':one': 1,
+        ':kind': KAFKA_ATTEMPT_KEY_MARKER,
+        ':consumer': consumerName,
+        ':topic': failure.topic,
+        ':partition': failure.partition,
+        ':offset': failure.offset,
+        ':recordIdentity': failure.recordIdentity,
+        ':source': failure.source,
+        ':errorType': failure.errorType || 'Error',
+        ':errorMessage': truncate(failure.errorMessage, MAX_ERROR_MESSAGE_LENGTH),
+        ':failedAt': now.toISOString(),
+        ':expiresAt': Math.floor(now.getTime() / 1000) + ttlSeconds,
+        ...(failure.reason !== undefined ? { ':reason': failure.reason } : {}),
+      },
+    };
   }
 
   async read(coordinates: KafkaCoordinates): Promise<KafkaFailedAttempts | undefined> {
@@ -138,6 +192,7 @@ export class DynamoDBKafkaAttemptLog implements KafkaAttemptLog {
       partition: Number(item.partition),
       offset: Number(item.offset),
       source: String(item.source),
+      recordIdentity: typeof item.recordIdentity === 'string' ? item.recordIdentity : undefined,
       attempts: Number(item.attempts),
       lastErrorType: String(item.lastErrorType),
       lastErrorMessage: String(item.lastErrorMessage),
@@ -145,6 +200,10 @@ export class DynamoDBKafkaAttemptLog implements KafkaAttemptLog {
       lastFailedAt: String(item.lastFailedAt),
     };
   }
+}
+
+function isConditionalCheckFailed(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ConditionalCheckFailedException';
 }
 
 function truncate(text: string, max: number): string {

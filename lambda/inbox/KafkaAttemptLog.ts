@@ -7,6 +7,8 @@ import type { KafkaCoordinates } from '../batch/kafkaBatchResponse.js';
 export interface KafkaFailedAttempts extends KafkaCoordinates {
   /** Where the record came from: the MSK cluster ARN, or `SelfManagedKafka:<bootstrapServers>`. */
   readonly source: string;
+  /** The identity of the record the count belongs to (see `KafkaRecordFailure.recordIdentity`). */
+  readonly recordIdentity: string | undefined;
   /** Failed attempts recorded so far (from 1). */
   readonly attempts: number;
   /** The `name` of the last error, e.g. `PredecessorNotApplied`, `ValidationError`. */
@@ -21,6 +23,12 @@ export interface KafkaFailedAttempts extends KafkaCoordinates {
 
 /** One failure to record. */
 export interface KafkaRecordFailure extends KafkaCoordinates {
+  /**
+   * The record's identity (`kafkaRecordIdentity`: its timestamp and a hash of key and value).
+   * Coordinates can later hold another record (a recreated topic; a fresh local log): a failure
+   * whose identity differs from the stored one restarts the count at 1.
+   */
+  readonly recordIdentity: string;
   readonly source: string;
   readonly errorType: string;
   readonly errorMessage: string;
@@ -38,9 +46,11 @@ export interface KafkaRecordFailure extends KafkaCoordinates {
  */
 export interface KafkaAttemptLog {
   /**
-   * Records one failed attempt atomically.
+   * Records one failed attempt atomically. When the coordinates' stored count belongs to another
+   * record (a different `recordIdentity`), the count restarts at 1 for this record.
    *
-   * @returns the number of failed attempts recorded for these coordinates, this one included
+   * @returns the number of failed attempts recorded for this record at these coordinates, this
+   *   one included
    * @throws the store's error when the write fails
    */
   recordFailure(failure: KafkaRecordFailure): Promise<number>;

@@ -13,7 +13,9 @@ import { readRuntimeConfig, type RuntimeConfig } from '../../lambda/config/runti
 import { createConsumer } from '../../lambda/createConsumer.js';
 import { DeadLetterAttribute } from '../../lambda/dlq/deadLetterMessage.js';
 import { createKafkaHandler } from '../../lambda/handlers/createKafkaHandler.js';
+import { kafkaRecordIdentity } from '../../lambda/batch/kafkaDelivery.js';
 import { DynamoDBKafkaAttemptLog } from '../../lambda/inbox/DynamoDBKafkaAttemptLog.js';
+import type { KafkaRecordFailure } from '../../lambda/inbox/KafkaAttemptLog.js';
 import { LEDGER_SK_PREFIX } from '../../lambda/inbox/DynamoDBInbox.js';
 import { type OutcomeRecord, peekIds } from '../../lambda/observability/outcomes.js';
 import type { OrderEventProcessor } from '../../lambda/processing/OrderEventProcessor.js';
@@ -260,6 +262,70 @@ describe('Kafka handler: retries exhausted', () => {
       lastErrorMessage: 'DynamoDB throttled e-7',
     });
     expect(await h.effects('O-7')).toEqual({ ledger: 0, notifications: 0 });
+  });
+});
+
+describe('Kafka attempt log: the count belongs to one record', () => {
+  it('restarts at attempt 1 when the same coordinates hold a different record (a recreated topic, a fresh local log)', async () => {
+    const h = await harness('kafka-attempt-identity');
+    const coordinates = { topic: 'orders', partition: 4, offset: 0 };
+    const first = kafkaRecord('orders', 4, 0, body.paid('e-old', 'O-old'), { timestamp: 1_000 });
+    const other = kafkaRecord('orders', 4, 0, body.paid('e-new', 'O-new'), { timestamp: 2_000 });
+    const failure = (record: KafkaRecord, errorType: string, reason?: string): KafkaRecordFailure => ({
+      ...coordinates,
+      recordIdentity: kafkaRecordIdentity(record),
+      source: MSK_CLUSTER_ARN,
+      errorType,
+      errorMessage: `${errorType} of ${record.timestamp}`,
+      reason,
+    });
+
+    const counts = [];
+    for (let i = 0; i < 3; i += 1) counts.push(await h.attemptLog.recordFailure(failure(first, 'ProvisionedThroughputExceededException', 'x')));
+    expect(counts).toEqual([1, 2, 3]);
+
+    expect(await h.attemptLog.recordFailure(failure(other, 'PredecessorNotApplied'))).toBe(1);
+    expect(await h.attemptLog.read(coordinates)).toMatchObject({
+      attempts: 1,
+      recordIdentity: kafkaRecordIdentity(other),
+      lastErrorType: 'PredecessorNotApplied',
+      lastErrorMessage: 'PredecessorNotApplied of 2000',
+      lastFailureReason: undefined,
+    });
+    expect(await h.attemptLog.recordFailure(failure(other, 'PredecessorNotApplied'))).toBe(2);
+
+    // The first record again (e.g. a replay of the old topic): its old count is gone, it starts over.
+    expect(await h.attemptLog.recordFailure(failure(first, 'ProvisionedThroughputExceededException'))).toBe(1);
+  });
+
+  it('does not dead-letter a record as RetriesExhausted on its first delivery when its coordinates held another record', async () => {
+    const h = await harness('kafka-reused-offset', { kafka: { retryAttempts: 2 } });
+    await placeOrders(h, 'O-30');
+    const handler = h.handler(alwaysFail('e-30', 'e-31'));
+    const old = mskEvent(kafkaRecord('orders', 5, 0, body.paid('e-30', 'O-30'), { timestamp: 1_000 }));
+    for (let attempt = 1; attempt <= 3; attempt += 1) await handler(old, lambdaContext());
+    expect((await h.deadLetters()).map((m) => attribute(m, DeadLetterAttribute.failureReason))).toEqual(['RetriesExhausted']);
+
+    // The topic is recreated: offset 0 now holds another record.
+    const fresh = mskEvent(kafkaRecord('orders', 5, 0, body.paid('e-31', 'O-30'), { timestamp: 9_000 }));
+    expect(await handler(fresh, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: { partition: 'orders-5', offset: 0 } }] });
+    expect(await h.attemptLog.read({ topic: 'orders', partition: 5, offset: 0 })).toMatchObject({ attempts: 1 });
+  });
+});
+
+describe('Kafka handler: a value SQS refuses as text', () => {
+  it('dead-letters a value holding NUL with the value in base64 and bodyEncoding base64, on its first delivery', async () => {
+    const h = await harness('kafka-nul');
+    const bytes = Buffer.from('\u0000nul body', 'utf8');
+    const record = { ...kafkaRecord('orders', 6, 0, null, { key: 'O-40' }), value: bytes.toString('base64') };
+
+    expect(await h.handler()(mskEvent(record), lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    const [deadLetter, ...rest] = await h.deadLetters();
+    expect(rest).toHaveLength(0);
+    expect(attribute(deadLetter, DeadLetterAttribute.failureReason)).toBe('ValidationError');
+    expect(attribute(deadLetter, DeadLetterAttribute.bodyEncoding)).toBe('base64');
+    expect(Buffer.from(deadLetter?.Body ?? '', 'base64')).toEqual(bytes);
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { kafkaDelivery, kafkaHeadersAsAttributes, kafkaMessageId } from '../../lambda/batch/kafkaDelivery.js';
-import { buildDeadLetterMessage, EMPTY_BODY_PLACEHOLDER } from '../../lambda/dlq/deadLetterMessage.js';
+import { kafkaDelivery, kafkaHeadersAsAttributes, kafkaMessageId, kafkaRecordIdentity } from '../../lambda/batch/kafkaDelivery.js';
+import { buildDeadLetterMessage, EMPTY_BODY_PLACEHOLDER, isSqsSafeText, toSqsSafeText } from '../../lambda/dlq/deadLetterMessage.js';
 import { kafkaEventSource } from '../../lambda/batch/kafkaEvent.js';
 import { ValidationError } from '../../lambda/errors.js';
 import { MSK_CLUSTER_ARN, base64, kafkaRecord } from '../support/kafkaEvents.js';
@@ -64,6 +64,42 @@ describe('kafkaDelivery', () => {
   });
 
   it.each([
+    ['NUL', Buffer.from('\u0000nul body', 'utf8')],
+    ['a lone surrogate (UTF-8 bytes ED A0 80)', Buffer.from([0x7b, 0xed, 0xa0, 0x80, 0x7d])],
+    ['U+FFFE', Buffer.from('{"note":"\uFFFE"}', 'utf8')],
+    ['U+FFFF', Buffer.from('\uFFFF', 'utf8')],
+    ['a C0 control (U+0001)', Buffer.from('a\u0001b', 'utf8')],
+  ])('dead-letters a value SQS would refuse as text (%s): ValidationError, the value in base64, bodyEncoding base64', (_, bytes) => {
+    const value = bytes.toString('base64');
+    const delivery = kafkaDelivery({ ...kafkaRecord('orders', 0, 6, null, { key: 'O-6' }), value }, options);
+
+    expect(delivery.rejection).toBeInstanceOf(ValidationError);
+    expect(delivery.rejection?.message).toMatch(/base64/);
+    expect(delivery.message.body).toBe(value);
+    const message = deadLetterOf(delivery);
+    expect(message.MessageBody).toBe(value);
+    expect(isSqsSafeText(message.MessageBody ?? '')).toBe(true);
+    expect(message.MessageAttributes?.bodyEncoding?.StringValue).toBe('base64');
+    expect(Buffer.from(message.MessageBody ?? '', 'base64')).toEqual(bytes);
+  });
+
+  it('keeps a value with characters outside the BMP (an emoji), tabs and newlines as it is', () => {
+    const text = '{"eventId":"e-1","note":"🎉 café\t\r\n\uE000\uFFFD"}';
+    const delivery = kafkaDelivery({ ...kafkaRecord('orders', 0, 7, null), value: base64(text) }, options);
+
+    expect(delivery.rejection).toBeUndefined();
+    expect(delivery.message.body).toBe(text);
+    expect(delivery.deadLetter.bodyEncoding).toBeUndefined();
+  });
+
+  it('writes a key SQS would refuse as text in base64', () => {
+    const key = Buffer.from('O-\u0000', 'utf8').toString('base64');
+    const delivery = kafkaDelivery({ ...kafkaRecord('orders', 0, 8, body.paid('e-8', 'O-8')), key }, options);
+    expect(delivery.deadLetter.coordinates).toMatchObject({ key, keyEncoding: 'base64' });
+    expect(delivery.deadLetter.messageGroupId).toBe('O-8');
+  });
+
+  it.each([
     ['null (a tombstone)', null, /tombstone/],
     ['empty', '', /empty/],
   ])('does not process a value that is %s: ValidationError, sent to the DLQ as the marked placeholder', (_, value, why) => {
@@ -96,9 +132,51 @@ describe('kafkaDelivery', () => {
 
     expect(attempt).toEqual({ attempt: 3, maxAttempts: 5 });
     expect(recorded).toEqual([
-      { topic: 'orders', partition: 1, offset: 9, source: MSK_CLUSTER_ARN, errorType: 'PredecessorNotApplied', errorMessage: 'later', reason: undefined },
+      {
+        topic: 'orders',
+        partition: 1,
+        offset: 9,
+        recordIdentity: kafkaRecordIdentity(kafkaRecord('orders', 1, 9, body.paid('e-9', 'O-9'))),
+        source: MSK_CLUSTER_ARN,
+        errorType: 'PredecessorNotApplied',
+        errorMessage: 'later',
+        reason: undefined,
+      },
     ]);
     expect(kafkaDelivery(kafkaRecord('orders', 1, 9, 'x'), options).recordFailedAttempt).toBeUndefined();
+  });
+});
+
+describe('kafkaRecordIdentity', () => {
+  it('is the timestamp and a hash of key and value: the same for a redelivery, different for another record', () => {
+    const record = kafkaRecord('orders', 0, 0, body.paid('e-1', 'O-1'), { key: 'O-1', timestamp: 1_000 });
+    expect(kafkaRecordIdentity(record)).toMatch(/^1000:[0-9a-f]{64}$/);
+    expect(kafkaRecordIdentity({ ...record })).toBe(kafkaRecordIdentity(record));
+    expect(kafkaRecordIdentity({ ...record, timestamp: 1_001 })).not.toBe(kafkaRecordIdentity(record));
+    expect(kafkaRecordIdentity({ ...record, value: base64('other') })).not.toBe(kafkaRecordIdentity(record));
+    expect(kafkaRecordIdentity({ ...record, key: null })).not.toBe(kafkaRecordIdentity(record));
+  });
+});
+
+describe('isSqsSafeText', () => {
+  it.each([
+    ['NUL', '\u0000nul body', false],
+    ['a C0 control', 'a\u001Fb', false],
+    ['a lone high surrogate', 'a\uD800b', false],
+    ['a lone low surrogate', '\uDC00', false],
+    ['U+FFFE', '\uFFFE', false],
+    ['U+FFFF', '\uFFFF', false],
+    ['an emoji (a surrogate pair)', 'paid 🎉', true],
+    ['tab, LF, CR', '\t\n\r', true],
+    ['the edges of the ranges', '\u0020\uD7FF\uE000\uFFFD\u{10000}\u{10FFFF}', true],
+    ['empty', '', true],
+  ])('%s: %s', (_, text, safe) => {
+    expect(isSqsSafeText(text)).toBe(safe);
+  });
+
+  it('toSqsSafeText replaces only the refused characters, with U+FFFD', () => {
+    expect(toSqsSafeText('a\u0000b\uD800c🎉')).toBe('a\uFFFDb\uFFFDc🎉');
+    expect(toSqsSafeText('ok')).toBe('ok');
   });
 });
 
@@ -111,10 +189,12 @@ describe('kafkaHeadersAsAttributes', () => {
       { 'AWS.reserved': [...Buffer.from('x')] },
       { 'has space': [...Buffer.from('x')] },
       { empty: [] },
+      { nul: [0x61, 0x00] },
     ]);
     expect(attributes).toEqual({
       traceparent: { DataType: 'String', StringValue: '00-abc-01' },
       blob: { DataType: 'Binary', BinaryValue: Buffer.from([0xff, 0x00]) },
+      nul: { DataType: 'Binary', BinaryValue: Buffer.from([0x61, 0x00]) }, // UTF-8, but SQS refuses NUL as text
     });
   });
 
