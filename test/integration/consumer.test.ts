@@ -221,6 +221,58 @@ describe('case C6: retries run out', () => {
   });
 });
 
+describe('case C10: FIFO order holds end to end in the local runtime', () => {
+  let env: TestResources;
+  beforeAll(async () => {
+    env = await testResources('c10', { queue: { fifo: true } });
+  });
+  afterAll(() => env.dispose());
+
+  it('applies a group in order, with at most one batch of the group in flight', async () => {
+    const events = [
+      body.placed('e-1', 'O-1', 0),
+      body.paid('e-2', 'O-1', 25, 1),
+      body.shipped('e-3', 'O-1', 2),
+      body.delivered('e-4', 'O-1', 3),
+      body.delivered('e-4', 'O-1', 3), // e-5: the producer sends e-4 again
+    ].map((b) => JSON.stringify(b));
+    await sendMessages(env.sqs, env.resources.queueUrl, events, {
+      messageGroupId: 'O-1',
+      deduplicationIds: ['e-1', 'e-2', 'e-3', 'e-4', 'e-5'],
+    });
+    const invocations: { start: number; end: number }[] = [];
+    const seen: string[] = [];
+    const poller = new SqsEventSourcePoller({
+      sqs: env.sqs,
+      queueUrl: env.resources.queueUrl,
+      queueArn: env.resources.queueArn,
+      ...pollerOptionsFromSettings(env.settings),
+      concurrency: 3,
+      createHandler: () =>
+        executionEnvironment(env, {
+          wrapProcessor: (processor) => ({
+            process: async (message) => {
+              await new Promise((resolve) => setTimeout(resolve, 100)); // each call takes a noticeable time
+              const result = await processor.process(message);
+              seen.push(`${result.event.eventId}:${result.outcome}`);
+              return result;
+            },
+          }),
+        }).handler,
+      onInvocation: (report) => invocations.push({ start: report.startedAt, end: report.startedAt + report.durationMs }),
+    });
+
+    await poller.runUntilIdle({ idleMs: 1000, timeoutMs: 30_000 });
+    await poller.stop();
+
+    expect(seen).toEqual(['e-1:applied', 'e-2:applied', 'e-3:applied', 'e-4:applied', 'e-4:duplicate']);
+    expect((await orderState(env, 'O-1'))?.history.map((h) => h.status)).toEqual(['Created', 'Paid', 'Shipped', 'Delivered']);
+    const byStart = [...invocations].sort((a, b) => a.start - b.start);
+    byStart.slice(1).forEach((call, index) => expect(call.start).toBeGreaterThanOrEqual(byStart[index]?.end ?? 0));
+    expect(await deadLetters(env)).toEqual([]);
+  });
+});
+
 describe('case C7: a poison message goes to the DLQ at once, with why', () => {
   let env: TestResources;
   beforeAll(async () => {
