@@ -6,6 +6,7 @@ import { RetryBackoff } from './batch/retryBackoff.js';
 import type { RuntimeConfig } from './config/runtimeConfig.js';
 import { DeadLetterQueue } from './dlq/DeadLetterQueue.js';
 import { DynamoDBInbox } from './inbox/DynamoDBInbox.js';
+import type { Inbox } from './inbox/Inbox.js';
 import type { OutcomeObserver } from './observability/outcomes.js';
 import { MessageConsumer } from './processing/MessageConsumer.js';
 import { OrderEventProcessor } from './processing/OrderEventProcessor.js';
@@ -21,6 +22,8 @@ export interface ConsumerClients {
 /** Everything an event source handler needs, built once at cold start. */
 export interface Consumer {
   readonly config: RuntimeConfig;
+  /** The inbox, for the handlers' batch prefetch (`prefetch` / `forget`). */
+  readonly inbox: Pick<Inbox, 'prefetch' | 'forget'>;
   readonly messageConsumer: MessageConsumer;
   /** Call `registerLambdaContext` at the start of every invocation. */
   readonly notifier: GuardedNotifier;
@@ -77,5 +80,5 @@ export function createConsumer(config: RuntimeConfig, clients: ConsumerClients, 
     baseSeconds: config.retryBackoffBaseSeconds,
     maxSeconds: config.retryBackoffMaxSeconds,
   });
-  return { config, messageConsumer, notifier, retryBackoff };
+  return { config, inbox, messageConsumer, notifier, retryBackoff };
 }

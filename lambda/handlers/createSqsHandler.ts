@@ -32,6 +32,9 @@ export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatch
  *   failure of a message group stops that group; it and every later message of the group are
  *   reported, not run; other groups go on.
  *
+ * Before the records run, the inbox reads the batch's inbox rows and order states in one
+ * request (`prefetch`); a failure there only means each record reads for itself.
+ *
  * It returns exactly AWS's contract, `{"batchItemFailures":[{"itemIdentifier":"<messageId>"}]}`
  * (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html), and does not
  * throw when the whole batch fails (`throwOnFullBatchFailure: false`): every record is
@@ -39,33 +42,37 @@ export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatch
  * (see `RetryBackoff`); an error there is logged, never thrown.
  */
 export function createSqsHandler(consumer: Consumer, observability: SqsHandlerObservability = {}): SqsHandler {
-  const { config, messageConsumer, notifier, retryBackoff } = consumer;
+  const { config, inbox, messageConsumer, notifier, retryBackoff } = consumer;
   const { logger, metrics } = observability;
   const processor = config.fifo ? new SqsFifoPartialProcessorAsync() : new BatchProcessor(EventType.SQS);
 
   return async (event, context) => {
     notifier.registerLambdaContext(context);
     logger?.addContext(context);
+    await prefetch(inbox, event.Records, logger);
     const consume = (record: SQSRecord) => messageConsumer.consume(sqsDelivery(record, config.maxReceiveCount));
 
     let response: SQSBatchResponse;
-    if (config.fifo) {
-      response = await processPartialResponse(event, consume, processor as SqsFifoPartialProcessorAsync, {
-        context,
-        skipGroupOnError: true,
-        throwOnFullBatchFailure: false,
-      });
-    } else {
-      const inOrderOf = serializeByKey();
-      const orderKey = (record: SQSRecord) => peekIds(record.body).orderId ?? `message:${record.messageId}`;
-      response = await processPartialResponse(
-        event,
-        (record: SQSRecord) => inOrderOf(orderKey(record), () => consume(record)),
-        processor as BatchProcessor,
-        { context, processInParallel: true, throwOnFullBatchFailure: false },
-      );
+    try {
+      if (config.fifo) {
+        response = await processPartialResponse(event, consume, processor as SqsFifoPartialProcessorAsync, {
+          context,
+          skipGroupOnError: true,
+          throwOnFullBatchFailure: false,
+        });
+      } else {
+        const inOrderOf = serializeByKey();
+        const orderKey = (record: SQSRecord) => peekIds(record.body).orderId ?? `message:${record.messageId}`;
+        response = await processPartialResponse(
+          event,
+          (record: SQSRecord) => inOrderOf(orderKey(record), () => consume(record)),
+          processor as BatchProcessor,
+          { context, processInParallel: true, throwOnFullBatchFailure: false },
+        );
+      }
+    } finally {
+      inbox.forget?.();
     }
-
     const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
     if (failed.size > 0) {
       try {
@@ -80,4 +87,20 @@ export function createSqsHandler(consumer: Consumer, observability: SqsHandlerOb
     }
     return { batchItemFailures: response.batchItemFailures.map(({ itemIdentifier }) => ({ itemIdentifier })) };
   };
+}
+
+/** Reads ahead the batch's inbox rows and orders; never throws (records then read one by one). */
+async function prefetch(inbox: Consumer['inbox'], records: readonly SQSRecord[], logger: Logger | undefined): Promise<void> {
+  if (inbox.prefetch === undefined) return;
+  const keys = records.flatMap((record) => {
+    const { eventId, orderId } = peekIds(record.body);
+    return eventId !== undefined && orderId !== undefined && eventId !== '' && orderId !== '' ? [{ idempotencyKey: eventId, orderId }] : [];
+  });
+  if (keys.length === 0) return;
+  try {
+    await inbox.prefetch(keys);
+  } catch (error) {
+    inbox.forget?.();
+    logger?.warn('could not read the batch ahead; each record reads for itself', { error });
+  }
 }

@@ -45,6 +45,15 @@ export interface Inbox {
    */
   read(idempotencyKey: string, orderId: string): Promise<StoredState>;
   /**
+   * Reads ahead, in as few requests as it can, what `read` will ask for the messages of one
+   * batch; each prefetched item serves the first `read` of its key only (a later read of the
+   * same key, e.g. after a commit, goes to the store). Optional: an inbox without it reads one
+   * message at a time.
+   */
+  prefetch?(keys: readonly { readonly idempotencyKey: string; readonly orderId: string }[]): Promise<void>;
+  /** Drops whatever `prefetch` read and `read` has not used (call it at the end of a batch). */
+  forget?(): void;
+  /**
    * Commits one unit of work atomically.
    *
    * @throws TransactionConflict when the order changed since it was read (retryable)

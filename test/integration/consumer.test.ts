@@ -396,6 +396,33 @@ describe('the DynamoDB inbox', () => {
     expect(writes).toEqual([]);
   });
 
+  it('reads a whole batch in one request: a batch of duplicates costs one read request and no write', async () => {
+    const requests: string[] = [];
+    const counting = clientHoldingCommitsOf(env, 'never-held');
+    counting.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        requests.push(context.commandName ?? '');
+        return next(args);
+      },
+      { step: 'initialize', name: 'countRequests' },
+    );
+    const { handler, outcomes } = executionEnvironment(env, { dynamoDb: counting.client });
+    const orders = Array.from({ length: 10 }, (_, i) => `B-${i}`);
+    const event = sqsEvent(...orders.map((orderId) => queueRecord(env, `m-${orderId}`, body.placed(`placed-${orderId}`, orderId))));
+
+    await handler(event, lambdaContext());
+    const first = [...requests];
+    requests.length = 0;
+    await handler(event, lambdaContext());
+
+    expect(first.filter((name) => name === 'BatchGetItemCommand')).toHaveLength(1);
+    expect(first.filter((name) => name === 'GetItemCommand')).toHaveLength(0);
+    expect(first.filter((name) => name === 'TransactWriteItemsCommand')).toHaveLength(10);
+    expect(requests).toEqual(['BatchGetItemCommand']);
+    expect(outcomes.filter((o) => o.outcome === 'applied')).toHaveLength(10);
+    expect(outcomes.filter((o) => o.outcome === 'duplicate')).toHaveLength(10);
+  });
+
   it('stores the payload hash and a TTL in epoch seconds, and rejects the same key with another payload', async () => {
     await placeOrders(env, 'O-2');
     const { handler, outcomes } = executionEnvironment(env);

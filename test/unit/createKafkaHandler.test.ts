@@ -47,6 +47,7 @@ function fakeKafkaHandler(behaviour: Behaviour, attemptLog: KafkaAttemptLog = me
   );
   const consumer: Consumer = {
     config,
+    inbox: {},
     notifier: { registerLambdaContext: () => undefined, paymentReceived: async () => undefined },
     retryBackoff: {} as RetryBackoff,
     messageConsumer: new MessageConsumer({

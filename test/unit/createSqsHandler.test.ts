@@ -26,6 +26,7 @@ function fakeConsumer(behaviour: Behaviour, fifo = false) {
   );
   const consumer: Consumer = {
     config,
+    inbox: {},
     notifier: { registerLambdaContext: () => undefined, paymentReceived: async () => undefined },
     retryBackoff: {
       delay: async (records: readonly SQSRecord[]) => {
