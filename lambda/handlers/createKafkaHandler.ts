@@ -7,6 +7,7 @@ import { type KafkaEvent, type KafkaRecord, kafkaEventSource } from '../batch/ka
 import { KafkaPartialBatchProcessor } from '../batch/KafkaPartialBatchProcessor.js';
 import type { Consumer } from '../createConsumer.js';
 import type { KafkaAttemptLog } from '../inbox/KafkaAttemptLog.js';
+import { prefetchBatch } from '../batch/prefetchBatch.js';
 import { MetricName } from '../observability/MetricsObserver.js';
 import { RetryableFailure } from '../processing/MessageConsumer.js';
 
@@ -43,7 +44,7 @@ export type KafkaHandler = (event: KafkaEvent, context: Context) => Promise<Kafk
  * partition fails.
  */
 export function createKafkaHandler(consumer: Consumer, options: KafkaHandlerOptions): KafkaHandler {
-  const { config, messageConsumer, notifier } = consumer;
+  const { config, inbox, messageConsumer, notifier } = consumer;
   const { attemptLog, logger, metrics } = options;
   const processor = new KafkaPartialBatchProcessor<KafkaRecord>({
     onRecordFailure: (record, error) => {
@@ -63,9 +64,16 @@ export function createKafkaHandler(consumer: Consumer, options: KafkaHandlerOpti
     notifier.registerLambdaContext(context);
     logger?.addContext(context);
     const source = kafkaEventSource(event);
-    const response = await processor.process(event.records, (record) =>
-      messageConsumer.consume(kafkaDelivery(record, { source, maxAttempts: config.kafkaMaxAttempts, attemptLog, onAttemptLogError })),
-    );
+    const values = Object.values(event.records ?? {}).flatMap((group) => group.map((record) => Buffer.from(record.value ?? '', 'base64').toString('utf8')));
+    await prefetchBatch(inbox, values, logger);
+    let response: KafkaBatchResponse;
+    try {
+      response = await processor.process(event.records, (record) =>
+        messageConsumer.consume(kafkaDelivery(record, { source, maxAttempts: config.kafkaMaxAttempts, attemptLog, onAttemptLogError })),
+      );
+    } finally {
+      inbox.forget?.();
+    }
     if (metrics !== undefined) {
       const records = Object.values(event.records ?? {}).reduce((sum, group) => sum + group.length, 0);
       metrics.addMetric(MetricName.BatchSize, MetricUnit.Count, records);

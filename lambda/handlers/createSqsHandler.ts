@@ -7,6 +7,7 @@ import {
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { prefetchBatch } from '../batch/prefetchBatch.js';
 import { serializeByKey } from '../batch/serializeByKey.js';
 import { sqsDelivery } from '../batch/sqsDelivery.js';
 import type { Consumer } from '../createConsumer.js';
@@ -49,7 +50,7 @@ export function createSqsHandler(consumer: Consumer, observability: SqsHandlerOb
   return async (event, context) => {
     notifier.registerLambdaContext(context);
     logger?.addContext(context);
-    await prefetch(inbox, event.Records, logger);
+    await prefetchBatch(inbox, event.Records.map((record) => record.body), logger);
     const consume = (record: SQSRecord) => messageConsumer.consume(sqsDelivery(record, config.maxReceiveCount));
 
     let response: SQSBatchResponse;
@@ -89,18 +90,3 @@ export function createSqsHandler(consumer: Consumer, observability: SqsHandlerOb
   };
 }
 
-/** Reads ahead the batch's inbox rows and orders; never throws (records then read one by one). */
-async function prefetch(inbox: Consumer['inbox'], records: readonly SQSRecord[], logger: Logger | undefined): Promise<void> {
-  if (inbox.prefetch === undefined) return;
-  const keys = records.flatMap((record) => {
-    const { eventId, orderId } = peekIds(record.body);
-    return eventId !== undefined && orderId !== undefined && eventId !== '' && orderId !== '' ? [{ idempotencyKey: eventId, orderId }] : [];
-  });
-  if (keys.length === 0) return;
-  try {
-    await inbox.prefetch(keys);
-  } catch (error) {
-    inbox.forget?.();
-    logger?.warn('could not read the batch ahead; each record reads for itself', { error });
-  }
-}
