@@ -1,4 +1,8 @@
+import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
+
+/** Resolves the package's own entry points (`idempotent-consumer`, `…/cdk`, `…/local`) to their TypeScript sources, as the examples import them. */
+const sourceConditions = ['@idempotent-consumer/source', ...defaultServerConditions];
 
 /**
  * Three projects: `unit` (no servers), `stack` (CDK synth, slow), `integration` (DynamoDB Local
@@ -6,6 +10,8 @@ import { defineConfig } from 'vitest/config';
  * start their own SQS server). `npm test` runs them all; `npx vitest run --project unit` runs one.
  */
 export default defineConfig({
+  resolve: { conditions: sourceConditions },
+  ssr: { resolve: { conditions: sourceConditions, externalConditions: ['@idempotent-consumer/source'] } },
   test: {
     testTimeout: 60_000,
     hookTimeout: 120_000,

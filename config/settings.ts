@@ -1,11 +1,13 @@
 /**
- * The one source of the consumer's settings.
+ * The one source of a consumer's settings.
  *
- * The CDK stack (`lib/`), the Lambda's environment (`lambda/config/runtimeConfig.ts`) and the
- * local runtime (`local/`) all read these values, so what runs on a laptop is what
- * `cdk deploy` creates. Change a value here and every one of them follows.
+ * The CDK construct (`lib/`), the Lambda's environment (`lambda/config/runtimeConfig.ts`) and the
+ * local runtime (`local/`) all read these values, so what runs on a laptop is what `cdk deploy`
+ * creates. Change a value here (or pass overrides with {@link withOverrides}) and every one of
+ * them follows.
  *
- * Units are in the property names: `...Seconds` is seconds, `...Mb` is mebibytes.
+ * Units are in the property names: `...Seconds` is seconds, `...Ms` milliseconds, `...Mb`
+ * mebibytes, `...Bytes` bytes.
  *
  * @module
  */
@@ -26,12 +28,16 @@ export interface QueueSettings {
    */
   readonly visibilityTimeoutSeconds: number;
   /**
-   * Receives before SQS moves a message to the dead-letter queue (the redrive policy), and the
-   * attempt on which the consumer itself dead-letters a retryable failure as
-   * `RetriesExhausted`. AWS recommends at least 5 for Lambda consumers.
-   * @default 5
+   * Receives before SQS moves a message to the dead-letter queue (the redrive policy). It is the
+   * safety net for crashes and timeouts, not the retry budget: the consumer counts real attempts
+   * itself ({@link RetrySettings.maxAttempts}) and dead-letters a message with its reason when
+   * they run out. A receive is not always an attempt (a FIFO message skipped behind a failed one
+   * of its group, a retry refused because another invocation holds its side-effect lock), so
+   * this must leave room for those: at least {@link requiredMaxReceiveCount}. Leave it unset to
+   * use exactly that.
+   * @default requiredMaxReceiveCount(settings): maxAttempts + 5 (standard), maxAttempts × batchSize + 5 (FIFO)
    */
-  readonly maxReceiveCount: number;
+  readonly maxReceiveCount?: number;
   /**
    * How long the source queue keeps a message, in seconds (SQS: 60 to 1,209,600).
    * @default 345600 (4 days)
@@ -50,7 +56,8 @@ export interface QueueSettings {
   /**
    * Largest message the dead-letter queue accepts, in bytes. It is larger than the source's so
    * that a body of the source's maximum size still fits beside the reason attributes (SQS has
-   * allowed up to 1 MiB since 2025); the body is never cut.
+   * allowed up to 1 MiB since 2025); the body is never cut. A body that does not fit (a Kafka
+   * record can be larger) is offloaded to the payload bucket.
    * @default 1048576 (1 MiB)
    */
   readonly deadLetterMaxMessageSizeBytes: number;
@@ -58,28 +65,33 @@ export interface QueueSettings {
 
 /** Settings of the Lambda function and of its SQS event source mapping. */
 export interface FunctionSettings {
-  /** Function timeout in seconds. @default 30 */
+  /** Function timeout in seconds (1 to 900). @default 30 */
   readonly timeoutSeconds: number;
   /** Memory in MB. @default 1024 */
   readonly memorySizeMb: number;
-  /** Records per invocation (SQS: 1 to 10,000; above 10 needs a batching window). @default 10 */
+  /** Records per invocation (SQS: 1 to 10,000, 10 for FIFO; above 10 needs a batching window). @default 10 */
   readonly batchSize: number;
-  /** Maximum batching window, in seconds (0 to 300). @default 0 */
+  /** Maximum batching window, in seconds (0 to 300; 0 for FIFO). @default 0 */
   readonly maxBatchingWindowSeconds: number;
   /** Maximum concurrent invocations the SQS event source may drive (2 to 1,000). @default 5 */
   readonly maxConcurrency: number;
 }
 
 /**
- * Backoff of retryable failures. The consumer calls `ChangeMessageVisibility` on a failed
- * record so that it comes back after `min(baseSeconds × 2^(receiveCount − 1), maxSeconds)`
- * seconds instead of after the whole visibility timeout.
+ * Retries of a message that failed with a retryable error.
+ *
+ * The consumer counts each real attempt that failed (an attempt record in the inbox table, written
+ * only when an attempt fails) and dead-letters the message as `RetriesExhausted`, with its last
+ * error, on attempt `maxAttempts`. Between attempts an SQS message is delayed with
+ * `ChangeMessageVisibility`: `min(backoffBaseSeconds × 2^(attempt − 1), backoffMaxSeconds)`.
  */
-export interface RetryBackoffSettings {
-  /** Delay after the first failed receive, in seconds; 0 turns the backoff off. @default 2 */
-  readonly baseSeconds: number;
-  /** Upper bound of the delay, in seconds (must not exceed the visibility timeout). @default 60 */
-  readonly maxSeconds: number;
+export interface RetrySettings {
+  /** Real attempts before a retryable failure is dead-lettered as `RetriesExhausted` (1 to 100). @default 5 */
+  readonly maxAttempts: number;
+  /** Delay after the first failed attempt, in seconds; 0 turns the backoff off. @default 2 */
+  readonly backoffBaseSeconds: number;
+  /** Upper bound of the delay, in seconds (at most the visibility timeout). @default 60 */
+  readonly backoffMaxSeconds: number;
 }
 
 /** Settings of the DynamoDB inbox and of the side-effect guard. */
@@ -88,21 +100,26 @@ export interface IdempotencySettings {
    * How long an inbox row is kept, in seconds, before DynamoDB's TTL removes it. A duplicate
    * that arrives later than this would be applied again, so the window must cover the source
    * queue's retention plus the dead-letter queue's retention (a redrive replays an old
-   * message); the stack checks that. The business table's own conditions (one ledger entry
-   * per order and rule, the order state machine) still stop a late duplicate from awarding
-   * points twice.
+   * message); the stack checks that.
    * @default 2592000 (30 days)
    */
   readonly inboxTtlSeconds: number;
   /**
-   * How long Powertools idempotency keeps the result of a guarded side effect, in seconds
-   * (`IdempotencyConfig.expiresAfterSeconds`). The side effect runs before the inbox commit, so
-   * if that commit then fails for good and the message is redriven later, only this record stops
-   * a second send: the window must cover the source queue's retention plus the dead-letter
-   * queue's, like the inbox's (the stack checks that).
+   * How long Powertools idempotency keeps the result of a guarded inline side effect, in seconds
+   * (`IdempotencyConfig.expiresAfterSeconds`). The effect runs before the inbox commit, so if
+   * that commit fails for good and the message is redriven later, only this record stops a second
+   * run: the window must cover source + dead-letter retention, like the inbox's.
    * @default 2592000 (30 days)
    */
   readonly sideEffectTtlSeconds: number;
+  /**
+   * The least remaining invocation time, in milliseconds, with which an inline side effect may
+   * start. With less, the message is retried instead (its attempt is not counted): the effect's
+   * in-progress lock expires at the invocation's deadline, and an effect that cannot finish
+   * before it would be taken over and run twice.
+   * @default 5000
+   */
+  readonly sideEffectMinRemainingMs: number;
 }
 
 /**
@@ -114,7 +131,7 @@ export interface IdempotencySettings {
  * (https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html).
  */
 export interface KafkaSettings {
-  /** The topic the mapping reads; producers key its records by `orderId`. @default 'orders' */
+  /** The topic the mapping reads. @default 'events' */
   readonly topic: string;
   /** Records per invocation, across partitions (1 to 10,000). @default 100 */
   readonly batchSize: number;
@@ -123,12 +140,13 @@ export interface KafkaSettings {
   /**
    * Retries of a failed batch after the first attempt (`MaximumRetryAttempts`, 0 to 10,000).
    * Must be finite: AWS's default, -1, retries a failing record until it leaves the topic and
-   * blocks its partition meanwhile. The consumer dead-letters a record itself on attempt
-   * `retryAttempts + 1` (see {@link kafkaMaxAttempts}); records AWS gives up on first (e.g.
-   * after timeouts) go to the mapping's on-failure destination.
-   * @default 4 (5 attempts, like the SQS `maxReceiveCount`)
+   * blocks its partition meanwhile. The consumer dead-letters a record itself on its attempt
+   * `retry.maxAttempts`; the records of a partition behind a failed one are reported without
+   * being run, so each retry of the mapping is not an attempt of every record. Leave it unset
+   * for {@link requiredKafkaRetryAttempts}, which leaves room for that.
+   * @default requiredKafkaRetryAttempts(settings): maxAttempts × batchSize − 1, at most 10,000
    */
-  readonly retryAttempts: number;
+  readonly retryAttempts?: number;
   /**
    * Oldest record the mapping still sends to the function, in seconds (60 to 604,800), or -1
    * for no limit (`MaximumRecordAgeInSeconds`). Older records go to the on-failure destination
@@ -144,42 +162,76 @@ export interface KafkaSettings {
   readonly maximumPollers: number;
 }
 
-/** Names of the tables' keys: the stack creates them, the adapters read and write them. */
+/** Names of the keys of the tables the library owns: the stack creates them, the engine reads and writes them. */
 export const tableKeys = {
-  /** Inbox: partition key `pk` = `<consumer>#<idempotency key>`; TTL attribute `expiresAt` (epoch seconds). */
+  /**
+   * Inbox table: partition key `pk` (string); TTL attribute `expiresAt` (epoch seconds). It holds
+   * inbox rows (`<consumer>#key#<idempotency key>`), attempt records (`<consumer>#attempt#…`) and
+   * outbox items (`<consumer>#outbox#…`).
+   */
   inbox: { partitionKey: 'pk', ttlAttribute: 'expiresAt' },
-  /** Business table: order state (`sk = "ORDER"`), ledger (`sk = "LEDGER#<rule>"`), notifications. */
-  orders: { partitionKey: 'orderId', sortKey: 'sk' },
-  /** Powertools idempotency persistence layer's default schema. */
+  /** Powertools idempotency persistence layer's default schema (inline side effects). */
   idempotency: { partitionKey: 'id', ttlAttribute: 'expiration' },
 } as const;
 
-/** The whole of the consumer's settings. */
+/** The whole of a consumer's settings. */
 export interface ConsumerSettings {
-  /** Name of this consumer: part of every inbox key, so two consumers can share an inbox table. */
+  /**
+   * Name of this consumer (1 to 64 letters, digits, `-`, `_`): part of every inbox key, so two
+   * consumers can share an inbox table, and the service name of its logs and metrics.
+   */
   readonly consumerName: string;
   readonly queue: QueueSettings;
   readonly function: FunctionSettings;
-  readonly retryBackoff: RetryBackoffSettings;
+  readonly retry: RetrySettings;
   readonly idempotency: IdempotencySettings;
   readonly kafka: KafkaSettings;
 }
 
 /**
- * The attempt on which the Kafka consumer dead-letters a retryable failure as
- * `RetriesExhausted`: the first attempt plus `retryAttempts` retries.
+ * Receives a source queue message may need without an attempt, beyond those the formula of
+ * {@link requiredMaxReceiveCount} counts: retries refused because another invocation holds the
+ * side-effect lock, receives too close to the deadline to start, invocations that crashed.
  */
-export function kafkaMaxAttempts(settings: ConsumerSettings): number {
-  return settings.kafka.retryAttempts + 1;
+export const RECEIVE_ALLOWANCE = 5;
+
+/**
+ * The least `maxReceiveCount` with which the queue's redrive policy never moves a message that
+ * still has attempts left: `maxAttempts + 5` on a standard queue; on a FIFO queue every message
+ * ahead of it in its group within a batch (up to `batchSize − 1` of them) may fail up to
+ * `maxAttempts` times, each failure skipping it, so `maxAttempts × batchSize + 5`.
+ */
+export function requiredMaxReceiveCount(settings: Pick<ConsumerSettings, 'queue' | 'function' | 'retry'>): number {
+  const { maxAttempts } = settings.retry;
+  return (settings.queue.fifo ? maxAttempts * settings.function.batchSize : maxAttempts) + RECEIVE_ALLOWANCE;
 }
 
-/** The defaults shipped with the café example. */
+/** The redrive policy's `maxReceiveCount`: the setting, or {@link requiredMaxReceiveCount} when unset. */
+export function maxReceiveCount(settings: Pick<ConsumerSettings, 'queue' | 'function' | 'retry'>): number {
+  return settings.queue.maxReceiveCount ?? requiredMaxReceiveCount(settings);
+}
+
+/**
+ * The least Kafka `MaximumRetryAttempts` with which the mapping never gives up on a record that
+ * still has attempts left: each record of a partition may fail `maxAttempts` times, and each
+ * failure is a retry of the batch for the records behind it, so `maxAttempts × batchSize − 1`
+ * (at most 10,000, AWS's limit).
+ */
+export function requiredKafkaRetryAttempts(settings: Pick<ConsumerSettings, 'kafka' | 'retry'>): number {
+  return Math.min(10_000, settings.retry.maxAttempts * settings.kafka.batchSize - 1);
+}
+
+/** The Kafka mapping's `MaximumRetryAttempts`: the setting, or {@link requiredKafkaRetryAttempts} when unset. */
+export function kafkaRetryAttempts(settings: Pick<ConsumerSettings, 'kafka' | 'retry'>): number {
+  return settings.kafka.retryAttempts ?? requiredKafkaRetryAttempts(settings);
+}
+
+/** The defaults. */
 export const defaultSettings: ConsumerSettings = {
-  consumerName: 'cafe-orders',
+  consumerName: 'idempotent-consumer',
   queue: {
     fifo: false,
     visibilityTimeoutSeconds: 180,
-    maxReceiveCount: 5,
     retentionPeriodSeconds: 4 * 24 * 3600,
     deadLetterRetentionPeriodSeconds: 14 * 24 * 3600,
     maxMessageSizeBytes: 262_144,
@@ -192,16 +244,16 @@ export const defaultSettings: ConsumerSettings = {
     maxBatchingWindowSeconds: 0,
     maxConcurrency: 5,
   },
-  retryBackoff: { baseSeconds: 2, maxSeconds: 60 },
+  retry: { maxAttempts: 5, backoffBaseSeconds: 2, backoffMaxSeconds: 60 },
   idempotency: {
     inboxTtlSeconds: 30 * 24 * 3600,
     sideEffectTtlSeconds: 30 * 24 * 3600,
+    sideEffectMinRemainingMs: 5000,
   },
   kafka: {
-    topic: 'orders',
+    topic: 'events',
     batchSize: 100,
     startingPosition: 'TRIM_HORIZON',
-    retryAttempts: 4,
     maxRecordAgeSeconds: -1,
     bisectBatchOnError: false,
     minimumPollers: 1,
@@ -213,72 +265,95 @@ export const defaultSettings: ConsumerSettings = {
 export const METRICS_NAMESPACE = 'IdempotentConsumer';
 
 /**
- * Base names of the resources. CDK uses them as construct ids (it generates the physical
- * names in AWS); the local runtime uses them as the table and queue names.
+ * Base names of the resources the library creates. CDK uses them as construct ids (it generates
+ * the physical names in AWS); the local runtime uses them as the table and queue names.
  */
 export const resourceNames = {
-  queue: 'OrdersQueue',
-  deadLetterQueue: 'OrdersDeadLetterQueue',
+  queue: 'Queue',
+  deadLetterQueue: 'DeadLetterQueue',
   inboxTable: 'Inbox',
-  ordersTable: 'Orders',
   idempotencyTable: 'Idempotency',
+  payloadBucket: 'PayloadBucket',
 } as const;
 
 /**
  * Names of the Lambda environment variables that carry the settings and the resource names.
- * The stack sets them; `lambda/config/runtimeConfig.ts` reads them.
+ * The construct (or the local runtime) sets them with {@link lambdaEnvironment};
+ * `lambda/config/runtimeConfig.ts` reads them.
  */
 export const environmentVariables = {
   consumerName: 'CONSUMER_NAME',
   inboxTable: 'INBOX_TABLE_NAME',
-  ordersTable: 'ORDERS_TABLE_NAME',
   idempotencyTable: 'IDEMPOTENCY_TABLE_NAME',
   deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
+  /** Optional: the S3 bucket for dead-letter bodies too large for the DLQ. */
+  payloadBucket: 'PAYLOAD_BUCKET_NAME',
   fifo: 'SOURCE_QUEUE_FIFO',
-  maxReceiveCount: 'MAX_RECEIVE_COUNT',
+  maxAttempts: 'MAX_ATTEMPTS',
   inboxTtlSeconds: 'INBOX_TTL_SECONDS',
   sideEffectTtlSeconds: 'SIDE_EFFECT_TTL_SECONDS',
+  sideEffectMinRemainingMs: 'SIDE_EFFECT_MIN_REMAINING_MS',
   retryBackoffBaseSeconds: 'RETRY_BACKOFF_BASE_SECONDS',
   retryBackoffMaxSeconds: 'RETRY_BACKOFF_MAX_SECONDS',
   deadLetterMaxMessageSizeBytes: 'DEAD_LETTER_MAX_MESSAGE_SIZE_BYTES',
-  /** Kafka handler only: the attempt on which a retryable failure is dead-lettered ({@link kafkaMaxAttempts}). */
-  kafkaMaxAttempts: 'KAFKA_MAX_ATTEMPTS',
+  /** Prefix of one variable per business table: `TABLE_NAME_<LOGICAL NAME IN UPPER SNAKE CASE>`. */
+  tablePrefix: 'TABLE_NAME_',
 } as const;
+
+/**
+ * The environment variable that carries the physical name of the business table whose logical
+ * name (the key in the consumer's `tables` option) is `logicalName`: `orders` →
+ * `TABLE_NAME_ORDERS`, `stockItems` → `TABLE_NAME_STOCK_ITEMS`.
+ *
+ * @throws Error when `logicalName` is not 1 to 64 letters, digits or `_`, starting with a letter
+ */
+export function tableEnvironmentVariable(logicalName: string): string {
+  if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(logicalName)) {
+    throw new Error(`table name "${logicalName}" must be 1 to 64 letters, digits or '_', starting with a letter`);
+  }
+  const snake = logicalName.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+  return `${environmentVariables.tablePrefix}${snake}`;
+}
 
 /** Resource names known once the resources exist (generated by CDK, or created locally). */
 export interface DeployedResourceNames {
   readonly inboxTable: string;
-  readonly ordersTable: string;
   readonly idempotencyTable: string;
   readonly deadLetterQueueUrl: string;
+  /** The business tables: logical name → physical name. @default {} */
+  readonly tables?: Readonly<Record<string, string>>;
+  /** The bucket for dead-letter bodies too large for the DLQ. @default none: such a body fails its dead-lettering */
+  readonly payloadBucket?: string;
 }
 
 /**
- * The Lambda environment for these settings and resources: the one place both the stack and
+ * The Lambda environment for these settings and resources: the one place both the construct and
  * the local runtime build it from.
  *
  * @returns a map of environment variable name → string value
+ * @throws Error when a business table's logical name is not valid (see {@link tableEnvironmentVariable})
  */
-export function lambdaEnvironment(
-  settings: ConsumerSettings,
-  resources: DeployedResourceNames,
-): Record<string, string> {
+export function lambdaEnvironment(settings: ConsumerSettings, resources: DeployedResourceNames): Record<string, string> {
   const env = environmentVariables;
-  return {
+  const environment: Record<string, string> = {
     [env.consumerName]: settings.consumerName,
     [env.inboxTable]: resources.inboxTable,
-    [env.ordersTable]: resources.ordersTable,
     [env.idempotencyTable]: resources.idempotencyTable,
     [env.deadLetterQueueUrl]: resources.deadLetterQueueUrl,
     [env.fifo]: String(settings.queue.fifo),
-    [env.maxReceiveCount]: String(settings.queue.maxReceiveCount),
+    [env.maxAttempts]: String(settings.retry.maxAttempts),
     [env.inboxTtlSeconds]: String(settings.idempotency.inboxTtlSeconds),
     [env.sideEffectTtlSeconds]: String(settings.idempotency.sideEffectTtlSeconds),
-    [env.retryBackoffBaseSeconds]: String(settings.retryBackoff.baseSeconds),
-    [env.retryBackoffMaxSeconds]: String(settings.retryBackoff.maxSeconds),
+    [env.sideEffectMinRemainingMs]: String(settings.idempotency.sideEffectMinRemainingMs),
+    [env.retryBackoffBaseSeconds]: String(settings.retry.backoffBaseSeconds),
+    [env.retryBackoffMaxSeconds]: String(settings.retry.backoffMaxSeconds),
     [env.deadLetterMaxMessageSizeBytes]: String(settings.queue.deadLetterMaxMessageSizeBytes),
-    [env.kafkaMaxAttempts]: String(kafkaMaxAttempts(settings)),
   };
+  if (resources.payloadBucket !== undefined) environment[env.payloadBucket] = resources.payloadBucket;
+  for (const [logicalName, physicalName] of Object.entries(resources.tables ?? {})) {
+    environment[tableEnvironmentVariable(logicalName)] = physicalName;
+  }
+  return environment;
 }
 
 /** A settings object with some values replaced (nested objects are merged one level deep). */
@@ -286,21 +361,18 @@ export type SettingsOverrides = {
   readonly consumerName?: string;
   readonly queue?: Partial<QueueSettings>;
   readonly function?: Partial<FunctionSettings>;
-  readonly retryBackoff?: Partial<RetryBackoffSettings>;
+  readonly retry?: Partial<RetrySettings>;
   readonly idempotency?: Partial<IdempotencySettings>;
   readonly kafka?: Partial<KafkaSettings>;
 };
 
 /** Returns `base` with `overrides` applied; neither argument is changed. */
-export function withOverrides(
-  overrides: SettingsOverrides = {},
-  base: ConsumerSettings = defaultSettings,
-): ConsumerSettings {
+export function withOverrides(overrides: SettingsOverrides = {}, base: ConsumerSettings = defaultSettings): ConsumerSettings {
   return {
     consumerName: overrides.consumerName ?? base.consumerName,
     queue: { ...base.queue, ...overrides.queue },
     function: { ...base.function, ...overrides.function },
-    retryBackoff: { ...base.retryBackoff, ...overrides.retryBackoff },
+    retry: { ...base.retry, ...overrides.retry },
     idempotency: { ...base.idempotency, ...overrides.idempotency },
     kafka: { ...base.kafka, ...overrides.kafka },
   };

@@ -1,4 +1,4 @@
-import type { ConsumerSettings } from './settings.js';
+import { type ConsumerSettings, kafkaRetryAttempts, maxReceiveCount, requiredKafkaRetryAttempts, requiredMaxReceiveCount } from './settings.js';
 
 /** Thrown when the settings break an AWS rule; `problems` lists every rule broken. */
 export class InvalidSettingsError extends Error {
@@ -39,7 +39,7 @@ export const DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES = 16_384;
  */
 export function settingsProblems(settings: ConsumerSettings): string[] {
   const problems: string[] = [];
-  const { queue, function: fn, retryBackoff, idempotency } = settings;
+  const { queue, function: fn, retry, idempotency } = settings;
 
   const minimumVisibility = 6 * fn.timeoutSeconds + fn.maxBatchingWindowSeconds;
   if (queue.visibilityTimeoutSeconds < minimumVisibility) {
@@ -52,11 +52,26 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
   if (queue.visibilityTimeoutSeconds > 43_200) {
     problems.push(`visibility timeout ${queue.visibilityTimeoutSeconds} s exceeds the SQS maximum of 43200 s (12 hours)`);
   }
-  if (!Number.isInteger(queue.maxReceiveCount) || queue.maxReceiveCount < 5 || queue.maxReceiveCount > 1000) {
+  const receives = maxReceiveCount(settings);
+  const requiredReceives = requiredMaxReceiveCount(settings);
+  if (!Number.isInteger(receives) || receives < 5 || receives > 1000) {
     problems.push(
-      `maxReceiveCount ${queue.maxReceiveCount} must be an integer from 5 to 1000 ` +
+      `maxReceiveCount ${receives} must be an integer from 5 to 1000 ` +
         `(AWS rule: at least 5, so a throttled or briefly failing batch is not dead-lettered)`,
     );
+  } else if (receives < requiredReceives) {
+    problems.push(
+      `maxReceiveCount ${receives} is below ${requiredReceives} = ` +
+        (queue.fifo
+          ? `maxAttempts ${settings.retry.maxAttempts} × batch size ${fn.batchSize} + ${requiredReceives - settings.retry.maxAttempts * fn.batchSize}`
+          : `maxAttempts ${settings.retry.maxAttempts} + ${requiredReceives - settings.retry.maxAttempts}`) +
+        ` (rule: the redrive policy must never move a message that still has attempts left; ` +
+        `${queue.fifo ? 'a FIFO message is received, not run, each time one ahead of it in its group fails, and ' : ''}` +
+        `a receive refused for a side-effect lock or too close to the deadline is not an attempt). Leave maxReceiveCount unset to use ${requiredReceives}`,
+    );
+  }
+  if (!Number.isInteger(settings.retry.maxAttempts) || settings.retry.maxAttempts < 1 || settings.retry.maxAttempts > 100) {
+    problems.push(`maxAttempts ${settings.retry.maxAttempts} must be an integer from 1 to 100`);
   }
   if (!Number.isInteger(fn.timeoutSeconds) || fn.timeoutSeconds < 1 || fn.timeoutSeconds > 900) {
     problems.push(`function timeout ${fn.timeoutSeconds} s must be an integer from 1 to 900 s`);
@@ -113,11 +128,18 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
         `a message redriven after it expired could send its side effect again`,
     );
   }
-  if (retryBackoff.baseSeconds < 0 || retryBackoff.maxSeconds < retryBackoff.baseSeconds) {
-    problems.push(`retry backoff must have 0 ≤ baseSeconds (${retryBackoff.baseSeconds}) ≤ maxSeconds (${retryBackoff.maxSeconds})`);
+  if (retry.backoffBaseSeconds < 0 || retry.backoffMaxSeconds < retry.backoffBaseSeconds) {
+    problems.push(`retry backoff must have 0 ≤ backoffBaseSeconds (${retry.backoffBaseSeconds}) ≤ backoffMaxSeconds (${retry.backoffMaxSeconds})`);
   }
-  if (retryBackoff.maxSeconds > 43_200) {
-    problems.push(`retry backoff maxSeconds ${retryBackoff.maxSeconds} exceeds the SQS visibility maximum of 43200 s`);
+  if (retry.backoffMaxSeconds > 43_200) {
+    problems.push(`retry backoffMaxSeconds ${retry.backoffMaxSeconds} exceeds the SQS visibility maximum of 43200 s`);
+  }
+  const minRemaining = idempotency.sideEffectMinRemainingMs;
+  if (!Number.isInteger(minRemaining) || minRemaining < 1 || minRemaining >= fn.timeoutSeconds * 1000) {
+    problems.push(
+      `sideEffectMinRemainingMs ${minRemaining} ms must be an integer from 1 to below the function timeout (${fn.timeoutSeconds * 1000} ms): ` +
+        `an inline side effect never starts with less time left, so a larger value would never let one start`,
+    );
   }
   problems.push(...kafkaSettingsProblems(settings));
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(settings.consumerName)) {
@@ -131,10 +153,18 @@ function kafkaSettingsProblems(settings: ConsumerSettings): string[] {
   const problems: string[] = [];
   const kafka = settings.kafka;
   const isInteger = (value: number, min: number, max: number) => Number.isInteger(value) && value >= min && value <= max;
-  if (!isInteger(kafka.retryAttempts, 0, 10_000)) {
+  const retries = kafkaRetryAttempts(settings);
+  const requiredRetries = requiredKafkaRetryAttempts(settings);
+  if (!isInteger(retries, 0, 10_000)) {
     problems.push(
-      `Kafka retry attempts ${kafka.retryAttempts} must be an integer from 0 to 10000 ` +
+      `Kafka retry attempts ${retries} must be an integer from 0 to 10000 ` +
         `(rule: Kafka retries must be finite, so a failing record cannot block its partition; AWS's -1 means infinite)`,
+    );
+  } else if (retries < requiredRetries) {
+    problems.push(
+      `Kafka retry attempts ${retries} are below ${requiredRetries} = maxAttempts ${settings.retry.maxAttempts} × batch size ${kafka.batchSize} − 1 ` +
+        `(rule: the mapping must not give up on a record that still has attempts left; records behind a failed one are reported without running). ` +
+        `Leave kafka.retryAttempts unset to use ${requiredRetries}`,
     );
   }
   if (kafka.maxRecordAgeSeconds !== -1 && !isInteger(kafka.maxRecordAgeSeconds, 60, 604_800)) {

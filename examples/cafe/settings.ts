@@ -1,0 +1,16 @@
+/**
+ * The café example's settings and tables: the one source the café's handler, its CDK stack and
+ * its local run read.
+ *
+ * @module
+ */
+import { withOverrides } from 'idempotent-consumer/cdk';
+import type { TableDefinition } from 'idempotent-consumer';
+
+/** The café's business table: order state items (`sk = "ORDER"`) and points ledger entries (`sk = "LEDGER#<rule>"`). */
+export const cafeTables = {
+  orders: { partitionKey: 'orderId', sortKey: 'sk' },
+} as const satisfies Record<string, TableDefinition>;
+
+/** The café consumer's settings: the library's defaults with its own name and Kafka topic. */
+export const cafeSettings = withOverrides({ consumerName: 'cafe-orders', kafka: { topic: 'orders' } });

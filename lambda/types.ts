@@ -1,0 +1,207 @@
+/**
+ * The public types of the runtime API: what a user hands to `createIdempotentConsumer` and what
+ * the engine hands back to the user's pure functions.
+ *
+ * @module
+ */
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import type { NativeAttributeValue } from '@aws-sdk/util-dynamodb';
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+
+/** A DynamoDB attribute value in its JavaScript form (lib-dynamodb's `NativeAttributeValue`). */
+export type AttributeValue = NativeAttributeValue;
+
+/** A DynamoDB item or key in its JavaScript form: attribute name → value. */
+export type Item = Record<string, AttributeValue>;
+
+/**
+ * The key schema of one business table, as the table was created (both keys are strings,
+ * numbers or binary, as DynamoDB allows).
+ *
+ * @example
+ * { partitionKey: 'orderId', sortKey: 'sk' }
+ */
+export interface TableDefinition {
+  /** Name of the partition key attribute. */
+  readonly partitionKey: string;
+  /** Name of the sort key attribute, when the table has one. */
+  readonly sortKey?: string;
+}
+
+/**
+ * Where an item lives: the logical name of a business table (a key of the consumer's `tables`
+ * option, never a physical table name) and the item's primary key.
+ *
+ * @example
+ * { table: 'orders', key: { orderId: 'O-1', sk: 'ORDER' } }
+ */
+export interface ItemKey {
+  readonly table: string;
+  readonly key: Readonly<Item>;
+}
+
+/**
+ * The state a decision is made on: the items that `read` named for this event, as of one
+ * consistent view, with the effects of the earlier events of the same batch already applied
+ * (see "folding" in the README).
+ */
+export interface State {
+  /**
+   * The item of `table` with this primary key, or `undefined` when it does not exist.
+   *
+   * @param table - a logical table name (a key of `tables`)
+   * @param key - the item's primary key
+   * @throws ConsumerDefinitionError when the key was not named by `read(event)`: a decision may
+   *   only depend on what the engine read for it
+   */
+  get<T extends Item = Item>(table: string, key: Readonly<Item>): T | undefined;
+}
+
+/**
+ * One write of a decision, in lib-dynamodb's `TransactWriteItem` shape (`Put`, `Update`,
+ * `Delete` or `ConditionCheck`), with `TableName` set to a **logical** table name. The engine
+ * maps it to the physical name and commits it in one `TransactWriteItems` with the inbox row.
+ *
+ * - A write to an item that `read` named needs no condition: the engine adds one that the item is
+ *   still as it was read (its version attribute, or its absence).
+ * - `Put` and `Delete` of such an item are folded: when several events of one batch touch it,
+ *   each decides on the item as the previous one left it, and the item is written once.
+ * - An `Update`, or a write with a condition of its own, cannot be folded: the next event of the
+ *   batch that reads the item waits for the commit.
+ * - A write to an item that `read` did not name is sent as given ("blind"); if its own condition
+ *   fails, the event is dead-lettered as `ConditionalWriteFailed`.
+ */
+export type Write = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** An inline side effect a decision asks for; it runs, guarded, before the commit. */
+export interface SideEffectRequest {
+  /** A key of the consumer's `sideEffects` option. */
+  readonly name: string;
+  /** What the effect needs, as JSON-serializable data (it is also what Powertools stores). */
+  readonly input?: unknown;
+}
+
+/** What an inline side effect receives beside its input. */
+export interface SideEffectContext {
+  /** The event's idempotency key. */
+  readonly idempotencyKey: string;
+  /**
+   * A key for this one effect, stable across redeliveries and deployments:
+   * `<idempotency key>#<effect name>#<position>`. Pass it downstream so that the receiver can
+   * deduplicate: the library guarantees that the effect *completes* at most once per key, but a
+   * crash between the effect and its completion record makes it run again.
+   */
+  readonly effectKey: string;
+  /** Milliseconds left in this invocation (Lambda's `getRemainingTimeInMillis()`). */
+  readonly remainingTimeMs: () => number;
+}
+
+/** Runs one inline side effect. It should pass `context.effectKey` downstream. */
+export type SideEffectHandler = (input: unknown, context: SideEffectContext) => Promise<unknown>;
+
+/**
+ * A message to publish after the state change commits (the outbox). It is written as an item in
+ * the same `TransactWriteItems` as the inbox row and the writes, and published by the relay.
+ */
+export interface OutgoingMessage {
+  /** The message body: a string as is, anything else as JSON. */
+  readonly body: unknown;
+  /** The destination's logical name, when the relay has several. @default 'default' */
+  readonly destination?: string;
+  /** Message group, for a FIFO destination. @default the event's ordering key */
+  readonly messageGroupId?: string;
+  /** String message attributes. */
+  readonly attributes?: Readonly<Record<string, string>>;
+}
+
+/** What applying an event changes. Every part is optional: an empty decision records only the inbox row. */
+export interface Decision {
+  /** DynamoDB writes, committed with the inbox row in one transaction. */
+  readonly writes?: readonly Write[];
+  /** Inline side effects to run (guarded) before the commit. */
+  readonly sideEffects?: readonly SideEffectRequest[];
+  /** Messages to publish through the outbox once the commit is done. */
+  readonly outbox?: readonly OutgoingMessage[];
+}
+
+/** How a user's own error is to be handled, from {@link IdempotentConsumerOptions.classifyError}. */
+export type ErrorClassification =
+  /** No retry can fix it: dead-letter it with this reason (1 to 64 letters, digits, `_`, `-`, `.`). */
+  | { readonly retryable: false; readonly reason: string }
+  /** A later attempt may succeed. */
+  | { readonly retryable: true };
+
+/** A Standard Schema (zod 4, valibot, arktype, …) whose output is the event type. */
+export type EventSchema<Event> = StandardSchemaV1<unknown, Event>;
+
+/**
+ * The user's pure pieces. Everything else (inbox, batch reads and commits, classification,
+ * dead-letter queue, partial batch responses, backoff, attempt counting, logs, metrics) is the
+ * library's.
+ *
+ * @typeParam Event - the validated event type (the schema's output)
+ */
+export interface IdempotentConsumerOptions<Event> {
+  /**
+   * Validates a message body (parsed as JSON first). Any Standard Schema works; zod 4 schemas are
+   * Standard Schemas. A body that is not JSON, or fails the schema, is dead-lettered as
+   * `ValidationError` with the issues' paths and messages (never the body's values).
+   */
+  readonly schema?: EventSchema<Event>;
+  /**
+   * Instead of `schema`: turns the parsed JSON body into an event, or throws. A thrown
+   * `NonRetryableError` (e.g. `UnknownMessageType`) is dead-lettered with its name as the reason;
+   * anything else as `ValidationError`. Give exactly one of `schema` and `parse`.
+   */
+  readonly parse?: (json: unknown) => Event;
+  /**
+   * The idempotency key: the name of a top-level string field of the body (checked before the
+   * schema, so a missing key is reported as `MissingIdempotencyKey`), or a function of the event.
+   * It must be a non-empty, well-formed Unicode string of at most 1,024 UTF-8 bytes.
+   */
+  readonly idempotencyKey: string | ((event: Event) => string);
+  /**
+   * The ordering key: events with the same key are decided one after another in batch order;
+   * others independently. Use the aggregate's id (the FIFO message group, the Kafka record key).
+   * A field name or a function, like `idempotencyKey`.
+   * @default the idempotency key (no ordering between events)
+   */
+  readonly orderingKey?: string | ((event: Event) => string);
+  /**
+   * Safe fields for logs and for the local report, e.g. `{ type: event.type, orderId: event.orderId }`.
+   * Values are cut to 256 characters; never put personal data here.
+   * @default {}
+   */
+  readonly logFields?: (event: Event) => Readonly<Record<string, string | number | boolean | undefined>>;
+  /** The business tables, by logical name. Their physical names come from the environment (`TABLE_NAME_<NAME>`). @default {} */
+  readonly tables?: Readonly<Record<string, TableDefinition>>;
+  /**
+   * The items a decision about `event` needs. The engine reads them for the whole batch (or
+   * decides on what it already holds and lets the commit's conditions check it) and hands them
+   * to `decide` through {@link State}. Pure.
+   * @default () => []
+   */
+  readonly read?: (event: Event) => readonly ItemKey[];
+  /**
+   * Decides what `event` does, from `state`. Pure: no I/O, no clock, no randomness (the engine
+   * may call it more than once for one delivery, on newer state). Throw a `NonRetryableError`
+   * subclass (its `name` is the dead-letter reason) for an event that can never apply, a
+   * `RetryableError` subclass for one that may apply later (e.g. its predecessor has not arrived).
+   */
+  readonly decide: (event: Event, state: State) => Decision | undefined | void;
+  /** The inline side effects a decision may ask for, by name. @default {} */
+  readonly sideEffects?: Readonly<Record<string, SideEffectHandler>>;
+  /**
+   * Classifies errors that are not the library's own (`NonRetryableError`, `RetryableError` and
+   * their subclasses are classified by their `retryable` flag). Return `undefined` to leave the
+   * default: an unknown error is retryable (a deploy or a dependency may fix it; when attempts
+   * run out it is dead-lettered as `RetriesExhausted` with its type and message).
+   */
+  readonly classifyError?: (error: unknown) => ErrorClassification | undefined;
+  /**
+   * The attribute in which the engine keeps the version of the items it writes (optimistic
+   * concurrency). Do not write it yourself.
+   * @default '_version'
+   */
+  readonly versionAttribute?: string;
+}
