@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { withOverrides } from 'idempotent-consumer/cdk';
+import { withOverrides } from 'idempotent-consumer/settings';
 import type { TableDefinition } from 'idempotent-consumer';
 
 /** The café's business table: order state items (`sk = "ORDER"`) and points ledger entries (`sk = "LEDGER#<rule>"`). */
