@@ -1,70 +1,94 @@
-import { ConsumerError, FailureReason } from './errors.js';
+import { ConsumerError, NonRetryableError, NotAttempted, toFailureReason } from './errors.js';
+import type { ErrorClassification } from './types.js';
 
-/** What the consumer does with a record that failed. */
-export const Disposition = {
-  /** Report it as a batch item failure: the event source redelivers it. */
-  Retry: 'retry',
-  /** Send it to the dead-letter queue with its reason, then acknowledge it. */
-  DeadLetter: 'dead-letter',
-} as const;
-export type Disposition = (typeof Disposition)[keyof typeof Disposition];
+/** Longest error message kept, in characters (logs and the dead-letter attribute). */
+export const MAX_ERROR_MESSAGE_LENGTH = 1024;
 
-/** The verdict on one failed record. */
+/** The verdict on one failure. */
 export interface Classification {
-  readonly disposition: Disposition;
-  /** Why it is dead-lettered; `undefined` when it is retried. */
-  readonly reason: FailureReason | undefined;
-  /** The error's `name` (e.g. `ValidationError`, `ProvisionedThroughputExceededException`). */
+  /** Whether a later attempt may succeed. */
+  readonly retryable: boolean;
+  /** The dead-letter reason when not retryable. */
+  readonly reason: string | undefined;
+  /** The error's `name` (e.g. `ValidationError`, `ProvisionedThroughputExceededException`), at most 128 characters. */
   readonly errorType: string;
-  /** The error's message (not truncated here: the DLQ writer truncates). */
+  /** The error's message, at most {@link MAX_ERROR_MESSAGE_LENGTH} characters. */
   readonly errorMessage: string;
+  /**
+   * Whether this failure used up one of the message's attempts. A delivery that was not
+   * attempted (a side-effect lock held elsewhere, too little time left, an earlier message of
+   * its FIFO group or Kafka partition failed) does not count.
+   */
+  readonly countsAsAttempt: boolean;
+  /** When the message may be tried again, in epoch milliseconds, if known (a side-effect lock's expiry). */
+  readonly retryAt?: number;
 }
 
-/** Where the record stands in its delivery attempts. */
-export interface AttemptInfo {
-  /** This delivery's attempt number, from 1 (SQS `ApproximateReceiveCount`). */
-  readonly attempt: number;
-  /** The attempt after which the event source gives up (SQS `maxReceiveCount`). */
-  readonly maxAttempts: number;
+/** Powertools idempotency's "another invocation holds the lock" error, recognised by name (no import at cold start). */
+interface InProgressError {
+  readonly name: 'IdempotencyAlreadyInProgressError';
+  readonly existingRecord?: { readonly inProgressExpiryTimestamp?: number; readonly expiryTimestamp?: number };
 }
 
 /**
- * The one place that decides what happens to a failed record.
+ * The one place that decides what happens to a failed message.
  *
- * - The consumer's non-retryable errors (`ValidationError`, `MissingIdempotencyKey`,
- *   `IdempotencyConflict`, `UnknownMessageType`, `BusinessRuleViolation`) are dead-lettered at
- *   once with their name as the reason.
- * - Everything else is retryable: the consumer's retryable errors (`PredecessorNotApplied`,
- *   `TransactionConflict`), throttling, timeouts, 5xx and network errors, a side-effect lock
- *   held by another invocation (`IdempotencyAlreadyInProgressError`), and any error the
- *   consumer does not know. An unknown error is retried rather than dead-lettered because a
- *   deploy or a dependency may fix it; if it does not, it reaches the DLQ as
- *   `RetriesExhausted` with its type and message, ready to be redriven once fixed.
- * - A retryable failure on the last attempt (`attempt ≥ maxAttempts`) is dead-lettered as
- *   `RetriesExhausted`, so it reaches the DLQ with the last error attached instead of being
- *   moved there by the redrive policy without one.
+ * - A `NonRetryableError` (the library's `ValidationError`, `MissingIdempotencyKey`,
+ *   `IdempotencyConflict`, `UnknownMessageType`, `BusinessRuleViolation`,
+ *   `ConditionalWriteFailed`, `InvalidWrite`, or a user's subclass) is dead-lettered at once with
+ *   its `reason`.
+ * - A `RetryableError` (`PredecessorNotApplied`, `TransactionConflict`, a user's subclass) is
+ *   retried; `NotAttempted` is retried without counting an attempt.
+ * - Powertools' `IdempotencyAlreadyInProgressError` (another invocation holds a side effect's
+ *   lock) is retried without counting an attempt, not before the lock expires.
+ * - Anything else goes to the user's `classifyError` first, then is retryable by default:
+ *   throttling, timeouts, 5xx, network errors, and errors nobody knows. An unknown error is
+ *   retried rather than dead-lettered because a deploy or a dependency may fix it; if not, it
+ *   reaches the DLQ as `RetriesExhausted` with its type and message.
  *
- * @param error - anything a record handler threw
- * @param attempt - the delivery attempt; omit it for sources without a receive count
+ * @param error - anything that was thrown
+ * @param userClassify - the consumer's `classifyError` option
  */
-export function classify(error: unknown, attempt?: AttemptInfo): Classification {
+export function classify(error: unknown, userClassify?: (error: unknown) => ErrorClassification | undefined): Classification {
   const errorType = errorName(error);
-  const errorMessage = error instanceof Error ? error.message : String(error);
-  if (isNonRetryable(error)) {
-    return { disposition: Disposition.DeadLetter, reason: errorType as FailureReason, errorType, errorMessage };
+  const errorMessage = errorText(error);
+  if (error instanceof NonRetryableError) {
+    return { retryable: false, reason: error.reason, errorType, errorMessage, countsAsAttempt: true };
   }
-  if (attempt !== undefined && attempt.attempt >= attempt.maxAttempts) {
-    return { disposition: Disposition.DeadLetter, reason: FailureReason.RetriesExhausted, errorType, errorMessage };
+  if (error instanceof NotAttempted) {
+    return { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: false, ...(error.retryAt === undefined ? {} : { retryAt: error.retryAt }) };
   }
-  return { disposition: Disposition.Retry, reason: undefined, errorType, errorMessage };
+  if (error instanceof ConsumerError) {
+    return error.retryable
+      ? { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: true }
+      : { retryable: false, reason: toFailureReason(errorType), errorType, errorMessage, countsAsAttempt: true };
+  }
+  if (isInProgress(error)) {
+    const expiry = error.existingRecord?.inProgressExpiryTimestamp;
+    return { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: false, ...(expiry === undefined ? {} : { retryAt: expiry }) };
+  }
+  let verdict: ErrorClassification | undefined;
+  try {
+    verdict = userClassify?.(error);
+  } catch {
+    verdict = undefined;
+  }
+  if (verdict !== undefined && !verdict.retryable) {
+    return { retryable: false, reason: toFailureReason(verdict.reason), errorType, errorMessage, countsAsAttempt: true };
+  }
+  return { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: true };
 }
 
-/** Whether no retry can ever fix this error. */
-export function isNonRetryable(error: unknown): boolean {
-  return error instanceof ConsumerError && !error.retryable;
+function isInProgress(error: unknown): error is InProgressError {
+  return error instanceof Error && error.name === 'IdempotencyAlreadyInProgressError';
 }
 
 function errorName(error: unknown): string {
-  if (error instanceof Error) return error.name || 'Error';
-  return typeof error;
+  const name = error instanceof Error ? error.name || 'Error' : typeof error;
+  return name.slice(0, 128);
+}
+
+function errorText(error: unknown): string {
+  const text = error instanceof Error ? error.message : typeof error === 'string' ? error : `a thrown ${typeof error}`;
+  return text.length <= MAX_ERROR_MESSAGE_LENGTH ? text : `${text.slice(0, MAX_ERROR_MESSAGE_LENGTH - 1)}…`;
 }

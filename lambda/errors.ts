@@ -1,74 +1,122 @@
 /**
- * The consumer's errors. Each has a stable `name`; `lambda/classifier.ts` decides from it
- * whether the record is retried or dead-lettered, and the name of a non-retryable error
- * becomes the dead-letter message's `failureReason`.
+ * The library's errors, and the base classes of the user's own. Each error has a stable `name`;
+ * `classifier.ts` decides from its `retryable` flag whether the message is retried or
+ * dead-lettered, and the `reason` of a non-retryable error becomes the dead-letter message's
+ * failure reason.
+ *
+ * Names are set explicitly, never taken from the class name alone: a minified bundle renames
+ * classes. A user's subclass without an explicit reason uses its class name, so bundle with
+ * esbuild's `keepNames` (the construct does), or pass `reason` to the constructor.
  *
  * @module
  */
 
-/** Reasons a message is dead-lettered: the values of the DLQ's `failureReason` attribute. */
+/**
+ * The failure reasons the library itself gives (the values of the dead-letter attribute
+ * `ic.failureReason`). A user's non-retryable error adds its own reason: the set is open.
+ */
 export const FailureReason = {
-  /** The body is not JSON, or does not match the event schema. */
+  /** The body is not JSON, fails the schema, or an id in it is not well-formed Unicode. */
   ValidationError: 'ValidationError',
-  /** The body has no usable `eventId`. */
+  /** The body has no usable idempotency key. */
   MissingIdempotencyKey: 'MissingIdempotencyKey',
-  /** The inbox already holds this `eventId` with a different payload hash. */
+  /** The inbox already holds this idempotency key with a different payload hash. */
   IdempotencyConflict: 'IdempotencyConflict',
-  /** The `type` is not one the consumer knows. */
+  /** The event's type is not one the consumer knows (thrown by a user's `parse`). */
   UnknownMessageType: 'UnknownMessageType',
-  /** The event can never apply to the order (e.g. `OrderShipped` for a cancelled order). */
+  /** The event can never apply to the stored state (thrown by a user's `decide`). */
   BusinessRuleViolation: 'BusinessRuleViolation',
+  /** A condition the decision put on a write failed at commit time, on a consistent view. */
+  ConditionalWriteFailed: 'ConditionalWriteFailed',
+  /** DynamoDB refused a write of the decision as invalid (e.g. an item over 400 KB). */
+  InvalidWrite: 'InvalidWrite',
   /** A retryable failure happened on the last allowed attempt. */
   RetriesExhausted: 'RetriesExhausted',
 } as const;
 export type FailureReason = (typeof FailureReason)[keyof typeof FailureReason];
 
-/** Every failure reason, for validation of CLI flags and metric dimensions. */
-export const failureReasons: readonly FailureReason[] = Object.values(FailureReason);
+/** A failure reason: 1 to 64 letters, digits, `_`, `-` or `.` (it becomes an SQS attribute value and a metric dimension). */
+export const failureReasonPattern = /^[A-Za-z0-9_.-]{1,64}$/;
 
-/** Base of the consumer's errors: sets `name` to the subclass's name and forwards `cause`. */
+/** `reason` made into a valid failure reason: other characters become `_`, cut to 64. */
+export function toFailureReason(reason: string): string {
+  const cleaned = reason.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64);
+  return cleaned === '' ? 'Unknown' : cleaned;
+}
+
+/** Options of the library's error constructors. */
+export interface ConsumerErrorOptions extends ErrorOptions {
+  /** The dead-letter reason of a non-retryable error. @default the error's `name` */
+  readonly reason?: string;
+}
+
+/** Base of the library's errors and of the user's own: sets `name`, forwards `cause`. */
 export abstract class ConsumerError extends Error {
   /** Whether a later attempt may succeed. */
   abstract readonly retryable: boolean;
 
-  constructor(message: string, options?: ErrorOptions) {
+  constructor(message: string, options?: ConsumerErrorOptions) {
     super(message, options);
     this.name = new.target.name;
   }
 }
 
-/** Base of the errors that no retry can fix. Their `name` is a {@link FailureReason}. */
+/**
+ * Base of errors no retry can fix: the message is dead-lettered at once, with `reason` (by default
+ * the subclass's name) as its failure reason.
+ *
+ * @example
+ * class OutOfStock extends NonRetryableError {}
+ * throw new OutOfStock(`sku ${sku} has ${available} left, ${quantity} asked`);
+ */
 export abstract class NonRetryableError extends ConsumerError {
-  readonly retryable = false;
+  readonly retryable = false as const;
+  /** The dead-letter failure reason. */
+  readonly reason: string;
+
+  constructor(message: string, options?: ConsumerErrorOptions) {
+    super(message, options);
+    this.reason = toFailureReason(options?.reason ?? this.name);
+  }
 }
 
-/** Base of the errors that a later attempt may not meet. */
+/**
+ * Base of errors a later attempt may not meet (e.g. an event whose predecessor has not arrived):
+ * the message is retried, and dead-lettered as `RetriesExhausted` when its attempts run out.
+ */
 export abstract class RetryableError extends ConsumerError {
-  readonly retryable = true;
+  readonly retryable = true as const;
 }
 
-/** The body is not JSON, or fails the schema. `issues` lists what is wrong, field by field. */
+/** The body is not JSON, fails the schema, or an id is not well-formed. `issues` lists what is wrong, path by path (never values). */
 export class ValidationError extends NonRetryableError {
   constructor(
     message: string,
     public readonly issues: readonly string[] = [],
     options?: ErrorOptions,
   ) {
-    super(message, options);
+    super(message, { ...options, reason: FailureReason.ValidationError });
+    this.name = 'ValidationError';
   }
 }
 
-/** The body has no `eventId` (the idempotency key), or it is empty. */
-export class MissingIdempotencyKey extends NonRetryableError {}
+/** The body has no idempotency key, or it is empty, not a string, too long or not well-formed. */
+export class MissingIdempotencyKey extends NonRetryableError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { ...options, reason: FailureReason.MissingIdempotencyKey });
+    this.name = 'MissingIdempotencyKey';
+  }
+}
 
-/** The `type` is not one of the known event types. */
+/** The event's type is not one the consumer knows. Throw it from a `parse` function. */
 export class UnknownMessageType extends NonRetryableError {
-  constructor(public readonly messageType: unknown) {
-    super(`unknown message type ${JSON.stringify(messageType)}`);
+  constructor(messageType: unknown, options?: ErrorOptions) {
+    super(`unknown message type ${describeValue(messageType)}`, { ...options, reason: FailureReason.UnknownMessageType });
+    this.name = 'UnknownMessageType';
   }
 }
 
-/** The inbox holds this idempotency key with a different payload hash. */
+/** The inbox holds this idempotency key with a different payload hash: the producer reused a key for another event. */
 export class IdempotencyConflict extends NonRetryableError {
   constructor(
     public readonly idempotencyKey: string,
@@ -76,23 +124,91 @@ export class IdempotencyConflict extends NonRetryableError {
     public readonly payloadHash: string,
   ) {
     super(
-      `idempotency key ${idempotencyKey} was already processed with payload hash ${storedPayloadHash}; ` +
-        `this message has ${payloadHash}`,
+      `idempotency key ${describeValue(idempotencyKey)} was already applied with payload hash ${storedPayloadHash}; this message has ${payloadHash}`,
+      { reason: FailureReason.IdempotencyConflict },
     );
+    this.name = 'IdempotencyConflict';
   }
 }
 
-/** The event can never apply to the order in its current state. */
-export class BusinessRuleViolation extends NonRetryableError {}
+/** The event can never apply to the stored state. Throw it (or your own `NonRetryableError`) from `decide`. */
+export class BusinessRuleViolation extends NonRetryableError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { ...options, reason: FailureReason.BusinessRuleViolation });
+    this.name = 'BusinessRuleViolation';
+  }
+}
+
+/** A condition a decision put on its own write failed at commit time, seen in the same transaction as the inbox row's absence. */
+export class ConditionalWriteFailed extends NonRetryableError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { ...options, reason: FailureReason.ConditionalWriteFailed });
+    this.name = 'ConditionalWriteFailed';
+  }
+}
+
+/** DynamoDB refused one of the decision's writes as invalid (`ValidationError` cancellation reason). */
+export class InvalidWrite extends NonRetryableError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { ...options, reason: FailureReason.InvalidWrite });
+    this.name = 'InvalidWrite';
+  }
+}
+
+/** The event's predecessor has not been applied yet; it may apply once it has. Throw it from `decide`. */
+export class PredecessorNotApplied extends RetryableError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PredecessorNotApplied';
+  }
+}
+
+/** Another writer changed an item between this decision's view and its commit, and retries within the invocation ran out. */
+export class TransactionConflict extends RetryableError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'TransactionConflict';
+  }
+}
 
 /**
- * The event's predecessor has not been applied yet (e.g. `OrderPaid` before `OrderPlaced` on a
- * standard queue). It may apply once the predecessor arrives, so it is retried.
+ * A delivery that was not attempted: another invocation holds its side-effect lock, too little
+ * time is left to start, or an earlier message of its FIFO group or Kafka partition failed. It
+ * is retried and its attempt is not counted.
  */
-export class PredecessorNotApplied extends RetryableError {}
+export class NotAttempted extends RetryableError {
+  constructor(
+    message: string,
+    /** When it may be tried again, in epoch milliseconds, if known (e.g. a side-effect lock's expiry). */
+    public readonly retryAt?: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'NotAttempted';
+  }
+}
 
 /**
- * Another writer changed the order between this record's read and its write (the version
- * condition of the transaction failed), or DynamoDB reported a transaction conflict.
+ * The consumer's definition is wrong (e.g. `decide` wrote to a table that is not in `tables`, or
+ * read a key that `read` did not name). Classified as an unknown error: retried, so a deploy can
+ * fix it, and dead-lettered as `RetriesExhausted` with this message if it does not.
  */
-export class TransactionConflict extends RetryableError {}
+export class ConsumerDefinitionError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ConsumerDefinitionError';
+  }
+}
+
+/**
+ * A short description of a value taken from a message, safe for logs: an identifier-like string
+ * (at most 64 of `A-Za-z0-9_.:-`) is shown; anything else only by its kind and length, so no free
+ * text from a body (a name, an e-mail address) reaches an error message.
+ */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') {
+    return /^[A-Za-z0-9_.:-]{1,64}$/.test(value) ? JSON.stringify(value) : `(a string of ${value.length} characters)`;
+  }
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
+  return Array.isArray(value) ? `(an array of ${value.length})` : `(${typeof value})`;
+}

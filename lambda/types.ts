@@ -6,7 +6,7 @@
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { NativeAttributeValue } from '@aws-sdk/util-dynamodb';
-import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 
 /** A DynamoDB attribute value in its JavaScript form (lib-dynamodb's `NativeAttributeValue`). */
 export type AttributeValue = NativeAttributeValue;
@@ -94,6 +94,17 @@ export interface SideEffectContext {
   readonly effectKey: string;
   /** Milliseconds left in this invocation (Lambda's `getRemainingTimeInMillis()`). */
   readonly remainingTimeMs: () => number;
+  /**
+   * The consumer's DynamoDB document client, for an effect that records something in DynamoDB
+   * (e.g. a receipt written conditionally on `effectKey`). Using it keeps the effect on the
+   * consumer's configured client (endpoint, retries).
+   */
+  readonly documentClient: DynamoDBDocumentClient;
+  /**
+   * The physical name of one of the consumer's business tables.
+   * @throws ConsumerDefinitionError when `logicalName` is not a key of `tables`
+   */
+  readonly tableName: (logicalName: string) => string;
 }
 
 /** Runs one inline side effect. It should pass `context.effectKey` downstream. */

@@ -1,30 +1,37 @@
 import { ChangeMessageVisibilityBatchCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSRecord } from 'aws-lambda';
 
-/** SQS's largest visibility timeout, in seconds (12 hours). */
-const MAX_VISIBILITY_SECONDS = 43_200;
+/**
+ * SQS's largest visibility timeout, in seconds (12 hours, counted from the receipt: a change
+ * cannot extend a message beyond it), less a margin for the time already spent since.
+ */
+const MAX_VISIBILITY_SECONDS = 43_200 - 900;
+
+/** One failed record to delay. */
+export interface DelayedRecord {
+  readonly receiptHandle: string;
+  /** The source queue's ARN (the SQS record's `eventSourceARN`). */
+  readonly eventSourceARN: string;
+  /** How long it stays invisible, in seconds. */
+  readonly delaySeconds: number;
+}
 
 /**
  * The delay before a failed message comes back, in seconds:
- * `min(baseSeconds × 2^(receiveCount − 1), maxSeconds)`, 0 when `baseSeconds` is 0.
+ * `min(baseSeconds × 2^(attempt − 1), maxSeconds)`, 0 when `baseSeconds` is 0.
  *
- * @param receiveCount - the failed delivery's `ApproximateReceiveCount` (from 1)
+ * @param attempt - the failed delivery's attempt number (from 1)
  * @param baseSeconds - the delay after the first failed receive, in seconds
  * @param maxSeconds - the upper bound, in seconds (capped at SQS's 43,200)
  */
-export function backoffSeconds(receiveCount: number, baseSeconds: number, maxSeconds: number): number {
+export function backoffSeconds(attempt: number, baseSeconds: number, maxSeconds: number): number {
   if (baseSeconds <= 0) return 0;
-  const exponent = Math.max(0, Math.min(receiveCount - 1, 30));
+  const exponent = Math.max(0, Math.min(attempt - 1, 30));
   return Math.min(baseSeconds * 2 ** exponent, maxSeconds, MAX_VISIBILITY_SECONDS);
 }
 
 /** Options of {@link RetryBackoff}. */
 export interface RetryBackoffOptions {
   readonly sqs: SQSClient;
-  /** Delay after the first failed receive, in seconds; 0 turns the backoff off. */
-  readonly baseSeconds: number;
-  /** Upper bound of the delay, in seconds. */
-  readonly maxSeconds: number;
 }
 
 /**
@@ -44,15 +51,15 @@ export class RetryBackoff {
   }
 
   /**
-   * Sets the visibility of each failed record to its backoff delay, 10 records per request.
+   * Sets the visibility of each failed record to its delay, 10 records per request.
    *
    * @returns how many records' visibility was changed
    * @throws the SQS client's error; the caller should log it and carry on (the message then
    *   returns after the visibility timeout: later, but not lost)
    */
-  async delay(records: readonly SQSRecord[]): Promise<number> {
-    const { baseSeconds, maxSeconds, sqs } = this.#options;
-    if (baseSeconds <= 0 || records.length === 0) return 0;
+  async delay(records: readonly DelayedRecord[]): Promise<number> {
+    const { sqs } = this.#options;
+    if (records.length === 0) return 0;
     let changed = 0;
     for (const [queueArn, group] of groupBy(records, (r) => r.eventSourceARN)) {
       const queueUrl = await this.#queueUrl(queueArn);
@@ -64,7 +71,7 @@ export class RetryBackoff {
             Entries: chunk.map((record, index) => ({
               Id: String(index),
               ReceiptHandle: record.receiptHandle,
-              VisibilityTimeout: backoffSeconds(Number(record.attributes.ApproximateReceiveCount), baseSeconds, maxSeconds),
+              VisibilityTimeout: Math.max(0, Math.min(Math.ceil(record.delaySeconds), MAX_VISIBILITY_SECONDS)),
             })),
           }),
         );

@@ -1,7 +1,7 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { Outcome, type OutcomeObserver, type OutcomeRecord } from './outcomes.js';
 
-/** Names of the consumer's CloudWatch metrics; the stack's alarms and dashboard use them. */
+/** Names of the consumer's CloudWatch metrics; the construct's alarms and dashboard use them. */
 export const MetricName = {
   /** Messages whose effects were committed (Count). */
   MessagesApplied: 'MessagesApplied',
@@ -11,19 +11,19 @@ export const MetricName = {
   RetryableFailures: 'RetryableFailures',
   /** Messages sent to the dead-letter queue; also emitted with the `failureReason` dimension (Count). */
   DeadLettered: 'DeadLettered',
-  /** Time spent on one message, in milliseconds. */
+  /** Time from the start of a message's batch to its outcome, in milliseconds. */
   ProcessingLatency: 'ProcessingLatency',
   /** Records per invocation (Count). */
   BatchSize: 'BatchSize',
 } as const;
 
-/** The dimension that splits `DeadLettered` by reason. */
+/** The dimension that splits `DeadLettered` by reason (reasons are open: a user's own appear as they come). */
 export const FAILURE_REASON_DIMENSION = 'failureReason';
 
 /**
- * Records the outcomes as CloudWatch metrics in the embedded metric format (Powertools
- * Metrics). The handler calls `metrics.publishStoredMetrics()` once per invocation;
- * `DeadLettered` by reason is a single metric written at once, with the reason as dimension.
+ * Records the outcomes as CloudWatch metrics in the embedded metric format (Powertools Metrics).
+ * The handler calls `metrics.publishStoredMetrics()` once per invocation; `DeadLettered` by reason
+ * is a single metric written at once, with the reason as its dimension.
  */
 export class MetricsObserver implements OutcomeObserver {
   constructor(private readonly metrics: Metrics) {}

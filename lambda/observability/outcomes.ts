@@ -1,59 +1,57 @@
-import type { FailureReason } from '../errors.js';
-
-/** The outcomes of one delivery of one message. `applied`, `duplicate` and `dead-lettered` are final. */
+/** What became of one delivery of a message, as logs, metrics and the local report see it. */
 export const Outcome = {
+  /** Its state change committed in this delivery. */
   Applied: 'applied',
+  /** The inbox already had its idempotency key with the same payload: acknowledged, nothing written. */
   Duplicate: 'duplicate',
+  /** Reported as a batch item failure: the source delivers it again. */
   Retried: 'retried',
+  /** Sent to the dead-letter queue with its reason, then acknowledged. */
   DeadLettered: 'dead-lettered',
 } as const;
 export type Outcome = (typeof Outcome)[keyof typeof Outcome];
 
-/** What is known of one message's outcome: what logs, metrics and the local report are made of. */
+/** One delivery's outcome: what logs, metrics and the local report are made of. Never holds the body. */
 export interface OutcomeRecord {
   readonly outcome: Outcome;
   /** The source's id of the message (SQS `messageId`, Kafka `<topic>-<partition>@<offset>`). */
   readonly messageId: string;
   /** The idempotency key, when the body had one. */
-  readonly eventId: string | undefined;
-  readonly orderId: string | undefined;
-  readonly eventType: string | undefined;
-  /** This delivery's attempt number, from 1, when the source counts them. */
+  readonly idempotencyKey: string | undefined;
+  /** The ordering key, when the body had one. */
+  readonly orderingKey: string | undefined;
+  /** The consumer's `logFields` of the event (safe fields, capped). */
+  readonly fields: Readonly<Record<string, string | number | boolean>>;
+  /** This delivery's attempt number, from 1, when known. */
   readonly attempt: number | undefined;
   /** Why it was dead-lettered. */
-  readonly reason: FailureReason | undefined;
-  /** The error of a retried or dead-lettered message. */
+  readonly reason: string | undefined;
+  /** The error of a retried or dead-lettered delivery: its name and message (at most 1,024 characters). */
   readonly errorType: string | undefined;
   readonly errorMessage: string | undefined;
-  /** Time spent on this message, in milliseconds. */
+  /** Whether a retried delivery used up an attempt (`false`: it was not attempted). */
+  readonly countsAsAttempt: boolean | undefined;
+  /** Time from the start of its batch to its outcome, in milliseconds. */
   readonly durationMs: number;
 }
 
-/** Receives every outcome, e.g. a logger, a metrics writer, the local runtime's report. */
+/** Receives every outcome: a logger, a metrics writer, the local runtime's report. */
 export interface OutcomeObserver {
   onOutcome(record: OutcomeRecord): void;
 }
 
-/** Sends each outcome to several observers. */
+/** Sends each outcome to several observers; one that throws does not stop the others. */
 export function combineObservers(...observers: readonly (OutcomeObserver | undefined)[]): OutcomeObserver {
   const present = observers.filter((o): o is OutcomeObserver => o !== undefined);
-  return { onOutcome: (record) => present.forEach((o) => o.onOutcome(record)) };
-}
-
-/**
- * The ids of a body, read leniently (for logs of a message that may not parse); never throws.
- */
-export function peekIds(body: string): { eventId?: string; orderId?: string; eventType?: string } {
-  try {
-    const json: unknown = JSON.parse(body);
-    if (json === null || typeof json !== 'object') return {};
-    const { eventId, orderId, type } = json as Record<string, unknown>;
-    return {
-      ...(typeof eventId === 'string' ? { eventId } : {}),
-      ...(typeof orderId === 'string' ? { orderId } : {}),
-      ...(typeof type === 'string' ? { eventType: type } : {}),
-    };
-  } catch {
-    return {};
-  }
+  return {
+    onOutcome: (record) => {
+      for (const observer of present) {
+        try {
+          observer.onOutcome(record);
+        } catch {
+          // an observer's fault never changes a message's outcome
+        }
+      }
+    },
+  };
 }

@@ -1,20 +1,18 @@
 /**
- * One call gives a test file its own tables and queues, provisioned from the settings (with
- * overrides) in the run's DynamoDB and SQS, plus clients for them.
+ * One call gives a test file its own tables and queues (the library's inbox and idempotency
+ * tables, the business tables it names, the source queue and its DLQ, with the settings'
+ * redrive policy) in the run's DynamoDB and SQS, plus clients for them.
  *
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DeleteQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { withOverrides } from '../../config/settings.js';
-import type { ConsumerSettings, SettingsOverrides } from '../../config/settings.js';
+import type { TableDefinition } from 'idempotent-consumer';
+import { type ConsumerSettings, lambdaEnvironment, maxReceiveCount, type SettingsOverrides, tableKeys, withOverrides } from '../../config/settings.js';
 import { localCredentials } from '../../local/localClientConfig.js';
-import { provisionResources } from '../../local/provision.js';
-import type { LocalResources } from '../../local/provision.js';
-import { awsEndpoints } from './awsEndpoints.js';
-import type { AwsEndpoints } from './awsEndpoints.js';
+import { type AwsEndpoints, awsEndpoints } from './awsEndpoints.js';
 
 /** Clients for the run's DynamoDB and SQS. */
 export interface AwsClients {
@@ -27,22 +25,32 @@ export interface AwsClients {
   destroy(): void;
 }
 
+/** The names of a test's resources. */
+export interface TestResourceNames {
+  readonly inboxTable: string;
+  readonly idempotencyTable: string;
+  /** The business tables: logical → physical name. */
+  readonly tables: Readonly<Record<string, string>>;
+  readonly queueUrl: string;
+  readonly queueArn: string;
+  readonly deadLetterQueueUrl: string;
+  readonly deadLetterQueueArn: string;
+}
+
 /** What {@link testResources} gives a test. */
 export interface TestResources extends AwsClients {
   /** The settings the resources were made from (defaults + overrides). */
   readonly settings: ConsumerSettings;
-  /** Table and queue names, queue URLs and ARNs. */
-  readonly resources: LocalResources;
-  /** The unique prefix of every name, e.g. `poller-1a2b3c4d-`. */
+  readonly resources: TestResourceNames;
+  /** The consumer's Lambda environment for these resources (`lambdaEnvironment()`). */
+  readonly environment: Record<string, string>;
+  /** The unique prefix of every name, e.g. `c1-1a2b3c4d-`. */
   readonly prefix: string;
-  /** Deletes the tables and queues, then destroys the clients. Call it in `afterAll`/`afterEach`. */
+  /** Deletes the tables and queues, then destroys the clients. */
   dispose(): Promise<void>;
 }
 
-/**
- * Clients for the run's endpoints, with fake static credentials (any are accepted locally and by
- * LocalStack; no credential lookup, so no IMDS call).
- */
+/** Clients for the run's endpoints, with fake static credentials. */
 export function awsClients(): AwsClients {
   const endpoints = awsEndpoints();
   const common = { region: endpoints.region, credentials: { ...localCredentials } };
@@ -62,47 +70,79 @@ export function awsClients(): AwsClients {
   };
 }
 
+async function createTable(dynamoDb: DynamoDBClient, name: string, partitionKey: string, sortKey?: string): Promise<void> {
+  const keys: KeySchemaElement[] = [{ AttributeName: partitionKey, KeyType: 'HASH' }, ...(sortKey === undefined ? [] : [{ AttributeName: sortKey, KeyType: 'RANGE' as const }])];
+  await dynamoDb.send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: keys,
+      AttributeDefinitions: keys.map((key) => ({ AttributeName: key.AttributeName!, AttributeType: 'S' })),
+    }),
+  );
+}
+
 /**
- * Provisions a fresh set of the consumer's tables and queues under a unique prefix
- * (`<name>-<8 hex>-`), so test files running in parallel never share a queue or a table.
+ * Provisions a fresh set of tables and queues under a unique prefix (`<name>-<8 hex>-`), so test
+ * files running in parallel never share one.
  *
- * @param name short label for the names (letters, digits, `-`, `_`)
- * @param overrides settings to change, e.g. `{ queue: { visibilityTimeoutSeconds: 1, fifo: true } }`;
- *   they are not validated, so tests may use values the stack would refuse (short timeouts)
- *
- * @example
- * const env = await testResources('poller', { queue: { visibilityTimeoutSeconds: 1 } });
- * afterAll(() => env.dispose());
+ * @param name - short label for the names (letters, digits, `-`)
+ * @param tables - the consumer's business tables (logical name → keys)
+ * @param overrides - settings to change; not validated, so tests may use values the stack refuses
  */
-export async function testResources(name: string, overrides: SettingsOverrides = {}): Promise<TestResources> {
+export async function testResources(name: string, tables: Readonly<Record<string, TableDefinition>>, overrides: SettingsOverrides = {}): Promise<TestResources> {
   const clients = awsClients();
   const settings = withOverrides(overrides);
   const prefix = `${name}-${randomUUID().slice(0, 8)}-`;
-  let resources: LocalResources;
+  const fifo = settings.queue.fifo;
+  const suffix = fifo ? '.fifo' : '';
+  const physical = Object.fromEntries(Object.keys(tables).map((logical) => [logical, `${prefix}${logical}`]));
+  const names = { inboxTable: `${prefix}Inbox`, idempotencyTable: `${prefix}Idempotency` };
   try {
-    resources = await provisionResources({ dynamoDb: clients.dynamoDb, sqs: clients.sqs, settings, prefix });
+    await Promise.all([
+      createTable(clients.dynamoDb, names.inboxTable, tableKeys.inbox.partitionKey),
+      createTable(clients.dynamoDb, names.idempotencyTable, tableKeys.idempotency.partitionKey),
+      ...Object.entries(tables).map(([logical, table]) => createTable(clients.dynamoDb, physical[logical]!, table.partitionKey, table.sortKey)),
+    ]);
+    const fifoAttributes: Record<string, string> = fifo ? { FifoQueue: 'true' } : {};
+    const dlq = await clients.sqs.send(
+      new CreateQueueCommand({ QueueName: `${prefix}DeadLetterQueue${suffix}`, Attributes: { ...fifoAttributes, MaximumMessageSize: String(settings.queue.deadLetterMaxMessageSizeBytes) } }),
+    );
+    const dlqArn = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+    const queue = await clients.sqs.send(
+      new CreateQueueCommand({
+        QueueName: `${prefix}Queue${suffix}`,
+        Attributes: {
+          ...fifoAttributes,
+          VisibilityTimeout: String(settings.queue.visibilityTimeoutSeconds),
+          RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: maxReceiveCount(settings) }),
+        },
+      }),
+    );
+    const queueArn = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queue.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+    const resources: TestResourceNames = { ...names, tables: physical, queueUrl: queue.QueueUrl!, queueArn, deadLetterQueueUrl: dlq.QueueUrl!, deadLetterQueueArn: dlqArn };
+    const environment = lambdaEnvironment(settings, { inboxTable: names.inboxTable, idempotencyTable: names.idempotencyTable, deadLetterQueueUrl: dlq.QueueUrl!, tables: physical });
+    let disposed: Promise<void> | undefined;
+    return {
+      ...clients,
+      settings,
+      resources,
+      environment,
+      prefix,
+      dispose: () =>
+        (disposed ??= (async () => {
+          try {
+            await Promise.allSettled([
+              ...[resources.queueUrl, resources.deadLetterQueueUrl].map((QueueUrl) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl }))),
+              ...[names.inboxTable, names.idempotencyTable, ...Object.values(physical)].map((TableName) => clients.dynamoDb.send(new DeleteTableCommand({ TableName }))),
+            ]);
+          } finally {
+            clients.destroy();
+          }
+        })()),
+    };
   } catch (error) {
     clients.destroy();
     throw error;
   }
-  let disposed: Promise<void> | undefined;
-  return {
-    ...clients,
-    settings,
-    resources,
-    prefix,
-    dispose: () =>
-      (disposed ??= (async () => {
-        try {
-          await Promise.all([
-            ...[resources.queueUrl, resources.deadLetterQueueUrl].map((QueueUrl) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl }))),
-            ...[resources.inboxTable, resources.ordersTable, resources.idempotencyTable].map((TableName) =>
-              clients.dynamoDb.send(new DeleteTableCommand({ TableName })),
-            ),
-          ]);
-        } finally {
-          clients.destroy();
-        }
-      })()),
-  };
 }

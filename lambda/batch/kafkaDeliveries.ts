@@ -1,33 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { isSqsSafeText } from '../dlq/deadLetterMessage.js';
+import type { Delivery } from '../engine/Delivery.js';
 import { ValidationError } from '../errors.js';
-import type { KafkaAttemptLog } from '../inbox/KafkaAttemptLog.js';
-import { peekIds } from '../observability/outcomes.js';
-import type { Delivery } from '../processing/MessageConsumer.js';
 import { topicPartition } from './kafkaBatchResponse.js';
 import type { KafkaRecord, KafkaRecordHeader } from './kafkaEvent.js';
-
-/** Options of {@link kafkaDelivery}. */
-export interface KafkaDeliveryOptions {
-  /** Where the record came from (see `kafkaEventSource`): the DLQ's `source` attribute. */
-  readonly source: string;
-  /**
-   * The attempt on which a retryable failure is dead-lettered as `RetriesExhausted`: the
-   * mapping's `MaximumRetryAttempts` + 1 (`KAFKA_MAX_ATTEMPTS`).
-   */
-  readonly maxAttempts: number;
-  /** Where failed attempts are counted; without it a failure is retried until AWS gives up. */
-  readonly attemptLog?: KafkaAttemptLog;
-  /** Told when the attempt log could not record a failure (the verdict then stands without it). */
-  readonly onAttemptLogError?: (error: unknown, record: KafkaRecord) => void;
-}
 
 /** Longest record key kept in the dead-letter coordinates, in characters. */
 export const MAX_COORDINATE_KEY_LENGTH = 512;
 
 /**
- * The message id of a Kafka record: `<topic>-<partition>@<offset>`, e.g. `orders-0@12`. It
+ * The message id of a Kafka record: `<topic>-<partition>@<offset>`, e.g. `events-0@12`. It
  * names the record in logs, outcomes, the inbox row and the dead-letter message.
  */
 export function kafkaMessageId(record: Pick<KafkaRecord, 'topic' | 'partition' | 'offset'>): string {
@@ -35,85 +18,76 @@ export function kafkaMessageId(record: Pick<KafkaRecord, 'topic' | 'partition' |
 }
 
 /**
- * Turns a record of a Kafka event into a source-neutral {@link Delivery}.
+ * Turns the records of a Kafka event into source-neutral deliveries, partition by partition in
+ * offset order (records are regrouped by their own topic and partition, so the event's grouping
+ * key and order do not matter).
  *
- * - **Body**: the value, base64-decoded and then decoded as UTF-8, strictly: bytes that are not
- *   UTF-8 are not replaced. A value that is not UTF-8, or whose text holds a character SQS
- *   refuses (NUL and most other C0 controls, U+FFFE, U+FFFF: see `isSqsSafeText`), is not
- *   processed: it is dead-lettered as `ValidationError`, its body being the value in base64 with
- *   the dead-letter attribute `bodyEncoding: base64` (sent as text, SQS would refuse it and the
- *   record would be lost after the mapping's retries). A record without a value (`null`, a tombstone, or empty) is
- *   dead-lettered as `ValidationError` with an empty body, which the dead-letter writer sends
- *   as its placeholder with `bodyEncoding: empty` (SQS refuses empty bodies).
- * - **Attempt**: Kafka has no receive count. The delivery's `recordFailedAttempt` counts each
- *   failure in the attempt log by coordinates, with the record's identity
- *   ({@link kafkaRecordIdentity}) so a count left by another record at the same coordinates
- *   is not reused; the failure that reaches `maxAttempts` is
- *   dead-lettered as `RetriesExhausted` (see `MessageConsumer`).
- * - **Dead-letter context**: `source`; coordinates `{topic, partition, offset, timestamp
- *   (epoch milliseconds), timestampType, key}` (`key` as UTF-8 text SQS accepts, else base64 with
- *   `"keyEncoding":"base64"`, `null` when absent; cut to 512 characters); the message group of a
- *   FIFO dead-letter queue: the record key, else the body's `orderId`, else
- *   `<topic>-<partition>`; the record headers as original attributes where SQS allows them.
+ * - **Scope**: the topic-partition: a partition stops at its first record that must come back,
+ *   and every later record of it in the batch is reported too, unrun (case C12).
+ * - **Body**: the value, base64-decoded and then decoded as UTF-8, strictly. A value that is not
+ *   UTF-8, or whose text holds a character SQS refuses (see `isSqsSafeText`), is not processed: it
+ *   is dead-lettered as `ValidationError` with the value in base64 as its body (`bodyEncoding:
+ *   base64`; a body too large for the DLQ is offloaded, never cut). A record without a value (a
+ *   tombstone, or empty) is dead-lettered as `ValidationError`.
+ * - **Attempts**: Kafka has no receive count: each failed attempt is counted in the attempt log by
+ *   coordinates and record identity ({@link kafkaRecordIdentity}).
+ * - **Dead-letter origin**: `source`; coordinates `{topic, partition, offset, timestamp (epoch
+ *   milliseconds), timestampType, key}` (`key` as UTF-8 text SQS accepts, else base64 with
+ *   `"keyEncoding":"base64"`, `null` when absent; cut to 512 characters); the record headers as
+ *   original attributes where SQS allows them.
  *
  * Powertools' `kafkaConsumer` (`@aws-lambda-powertools/kafka`) is not used to decode: its
  * primitive decoder replaces invalid UTF-8 silently (the body would no longer be the record's
- * bytes), its JSON decoder logs the raw value when it is not JSON (bodies may hold personal
- * data), and it flattens the partition grouping that the per-partition stop needs. Its event
+ * bytes), and it flattens the partition grouping that the per-partition stop needs. Its event
  * types are used (`kafkaEvent.ts`).
+ *
+ * @param records - the event's `records`, by `"<topic>-<partition>"`
+ * @param source - where the records came from (`kafkaEventSource(event)`)
  */
-export function kafkaDelivery(record: KafkaRecord, options: KafkaDeliveryOptions): Delivery {
+export function kafkaDeliveries(records: Readonly<Record<string, readonly KafkaRecord[]>> | undefined, source: string): Delivery[] {
+  const byPartition = new Map<string, KafkaRecord[]>();
+  for (const group of Object.values(records ?? {})) {
+    for (const record of group) {
+      const key = topicPartition(record.topic, record.partition);
+      byPartition.set(key, [...(byPartition.get(key) ?? []), record]);
+    }
+  }
+  const deliveries: Delivery[] = [];
+  for (const [partition, partitionRecords] of byPartition) {
+    for (const record of [...partitionRecords].sort((a, b) => a.offset - b.offset)) {
+      deliveries.push(kafkaDelivery(record, partition, source));
+    }
+  }
+  return deliveries;
+}
+
+function kafkaDelivery(record: KafkaRecord, partition: string, source: string): Delivery {
   const messageId = kafkaMessageId(record);
   const value = decodeValue(record.value);
   const key = decodeKey(record.key);
-  const { attemptLog } = options;
-
-  const coordinates: Record<string, string | number | null> = {
-    topic: record.topic,
-    partition: record.partition,
-    offset: record.offset,
-    timestamp: record.timestamp,
-    timestampType: record.timestampType,
-    key: key.coordinate,
-    ...(key.encoding !== undefined ? { keyEncoding: key.encoding } : {}),
-  };
   const originalAttributes = kafkaHeadersAsAttributes(record.headers);
-
   return {
-    message: { body: value.body, messageId },
-    attempt: undefined,
+    messageId,
+    body: value.body,
     ...(value.rejection !== undefined ? { rejection: value.rejection } : {}),
+    scope: `partition:${partition}`,
+    attempts: { kind: 'log', sourceId: `kafka:${messageId}`, recordIdentity: kafkaRecordIdentity(record), source },
     deadLetter: {
-      attempts: 1,
-      source: options.source,
+      source,
       ...(value.encoding === 'base64' ? { bodyEncoding: 'base64' as const } : {}),
-      coordinates,
-      messageGroupId: messageGroupOf(key.text, value.body, record),
+      coordinates: {
+        topic: record.topic,
+        partition: record.partition,
+        offset: record.offset,
+        timestamp: record.timestamp,
+        timestampType: record.timestampType,
+        key: key.coordinate,
+        ...(key.encoding !== undefined ? { keyEncoding: key.encoding } : {}),
+      },
+      messageGroupId: key.text !== undefined && messageGroupIdPattern.test(key.text) ? key.text : partition,
       ...(Object.keys(originalAttributes).length > 0 ? { originalAttributes } : {}),
     },
-    ...(attemptLog !== undefined
-      ? {
-          recordFailedAttempt: async (failure) => {
-            try {
-              const attempts = await attemptLog.recordFailure({
-                topic: record.topic,
-                partition: record.partition,
-                offset: record.offset,
-                recordIdentity: kafkaRecordIdentity(record),
-                source: options.source,
-                errorType: failure.errorType,
-                errorMessage: failure.errorMessage,
-                reason: failure.reason,
-              });
-              return { attempt: attempts, maxAttempts: options.maxAttempts };
-            } catch (error) {
-              options.onAttemptLogError?.(error, record);
-              throw error;
-            }
-          },
-        }
-      : {}),
-  } satisfies Delivery;
+  };
 }
 
 /**
@@ -193,12 +167,6 @@ function decodeKey(key: string | null | undefined): DecodedKey {
 /** An SQS `MessageGroupId`: 1 to 128 characters, letters, digits and ASCII punctuation. */
 const messageGroupIdPattern = /^[\x21-\x7e]{1,128}$/;
 
-function messageGroupOf(keyText: string | undefined, body: string, record: KafkaRecord): string {
-  if (keyText !== undefined && messageGroupIdPattern.test(keyText)) return keyText;
-  const orderId = peekIds(body).orderId;
-  if (orderId !== undefined && messageGroupIdPattern.test(orderId)) return orderId;
-  return topicPartition(record.topic, record.partition);
-}
 
 /** SQS message attribute names: up to 256 of `A-Za-z0-9_-.`, not starting `AWS.`/`Amazon.`, no `..`. */
 const attributeNamePattern = /^(?!\.)(?!.*\.\.)(?!.*\.$)(?!(?:aws|amazon)\.)[A-Za-z0-9_.-]{1,256}$/i;

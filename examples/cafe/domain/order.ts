@@ -1,5 +1,10 @@
-import { BusinessRuleViolation, PredecessorNotApplied } from '../errors.js';
-import { OrderEventType, type OrderEvent } from './events.js';
+/**
+ * The café's order state machine: pure, it reads nothing and writes nothing.
+ *
+ * @module
+ */
+import { BusinessRuleViolation, PredecessorNotApplied } from 'idempotent-consumer';
+import { type OrderEvent, OrderEventType } from './events.js';
 
 /** States of an order: `Created → Paid → Shipped → Delivered`, and `Created|Paid → Cancelled`. */
 export const OrderStatus = {
@@ -19,7 +24,7 @@ export interface HistoryEntry {
   readonly occurredAt: string;
 }
 
-/** An order as the business table stores it. */
+/** An order. */
 export interface Order {
   readonly orderId: string;
   readonly status: OrderStatus;
@@ -27,8 +32,6 @@ export interface Order {
   readonly history: readonly HistoryEntry[];
   /** Loyalty points awarded to the order so far. */
   readonly pointsAwarded: number;
-  /** Optimistic-concurrency version: 1 after `OrderPlaced`, +1 for each event applied. */
-  readonly version: number;
 }
 
 /** Rules that award points. The ledger holds at most one entry per (orderId, rule). */
@@ -47,79 +50,68 @@ export interface LedgerEntry {
   readonly eventId: string;
 }
 
-/** The "payment received" notification an `OrderPaid` sends. */
-export interface PaymentNotification {
+/** The "payment received" a paid order announces: a notification to the customer and an outgoing event. */
+export interface PaymentReceived {
   readonly orderId: string;
   readonly eventId: string;
   readonly points: number;
 }
 
-/** What applying an event changes: written together in one transaction with the inbox row. */
-export interface Decision {
+/** What applying an event changes. */
+export interface OrderChange {
   /** The order after the event. */
   readonly next: Order;
-  /** The version the stored order must still have (`undefined`: the order must not exist yet). */
-  readonly expectedVersion: number | undefined;
-  /** Ledger entries to add (each must not exist yet). */
+  /** Ledger entries to add. */
   readonly ledger: readonly LedgerEntry[];
-  /** The side effect to perform, guarded, before the commit; `undefined` for none. */
-  readonly notification: PaymentNotification | undefined;
+  /** The payment to announce, or `undefined`. */
+  readonly paymentReceived: PaymentReceived | undefined;
 }
 
 /**
- * The order state machine: decides what `event` does to `order` (`undefined` if the order has
- * no state yet). Pure: it reads nothing and writes nothing.
+ * Decides what `event` does to `order` (`undefined` if the order has no state yet), given the
+ * ledger rules the order already has entries for.
  *
  * Out-of-order deliveries on a standard queue: an event whose predecessor has not been applied
  * yet throws the retryable {@link PredecessorNotApplied}; an event that can never apply throws
- * the non-retryable {@link BusinessRuleViolation}. One case needs time: a payment that
- * happened *before* the cancellation but arrives after it is applied to the cancelled order
- * (points and notification, history in time order, status stays `Cancelled`), so the final
- * state of a validly emitted sequence does not depend on the delivery order.
+ * the non-retryable {@link BusinessRuleViolation}. One case needs time: a payment that happened
+ * *before* the cancellation but arrives after it is applied to the cancelled order (points and
+ * notification, history in time order, status stays `Cancelled`), so the final state of a
+ * validly emitted sequence does not depend on the delivery order.
  *
  * @throws PredecessorNotApplied when the event may apply later
- * @throws BusinessRuleViolation when the event can never apply
+ * @throws BusinessRuleViolation when the event can never apply (also a second ledger entry for a rule)
  */
-export function decide(order: Order | undefined, event: OrderEvent): Decision {
+export function decideOrder(order: Order | undefined, event: OrderEvent, ledgerRules: ReadonlySet<PointsRule> = new Set()): OrderChange {
   const at = (status: OrderStatus): HistoryEntry => ({ status, eventId: event.eventId, occurredAt: event.occurredAt });
-  const waitFor = (what: string) =>
-    new PredecessorNotApplied(`${event.type} ${event.eventId} for order ${event.orderId} waits for ${what}`);
-  const never = (why: string) =>
-    new BusinessRuleViolation(`${event.type} ${event.eventId} cannot apply to order ${event.orderId}: ${why}`);
+  const waitFor = (what: string) => new PredecessorNotApplied(`${event.type} ${event.eventId} for order ${event.orderId} waits for ${what}`);
+  const never = (why: string) => new BusinessRuleViolation(`${event.type} ${event.eventId} cannot apply to order ${event.orderId}: ${why}`);
 
   if (event.type === OrderEventType.OrderPlaced) {
     if (order !== undefined) throw never(`the order was already placed by ${order.history[0]?.eventId ?? 'another event'}`);
-    return {
-      next: { orderId: event.orderId, status: OrderStatus.Created, history: [at(OrderStatus.Created)], pointsAwarded: 0, version: 1 },
-      expectedVersion: undefined,
-      ledger: [],
-      notification: undefined,
-    };
+    return { next: { orderId: event.orderId, status: OrderStatus.Created, history: [at(OrderStatus.Created)], pointsAwarded: 0 }, ledger: [], paymentReceived: undefined };
   }
   if (order === undefined) throw waitFor('its OrderPlaced');
 
   /** Records `step` in the history (by time) and sets the status to `status` (the step itself unless told). */
-  const move = (step: OrderStatus, extra: Partial<Order> = {}, status: OrderStatus = step): Decision => ({
-    next: { ...order, ...extra, status, history: insertByTime(order.history, at(step)), version: order.version + 1 },
-    expectedVersion: order.version,
+  const move = (step: OrderStatus, extra: Partial<Order> = {}, status: OrderStatus = step): OrderChange => ({
+    next: { ...order, ...extra, status, history: insertByTime(order.history, at(step)) },
     ledger: [],
-    notification: undefined,
+    paymentReceived: undefined,
   });
 
   switch (event.type) {
     case OrderEventType.OrderPaid: {
-      const paid = (status: OrderStatus): Decision => ({
+      if (ledgerRules.has(PointsRule.Purchase)) throw never('it already has a ledger entry for rule purchase: points are awarded once per order and rule');
+      const paid = (status: OrderStatus): OrderChange => ({
         ...move(OrderStatus.Paid, { pointsAwarded: order.pointsAwarded + event.points }, status),
         ledger: [{ orderId: event.orderId, rule: PointsRule.Purchase, points: event.points, eventId: event.eventId }],
-        notification: { orderId: event.orderId, eventId: event.eventId, points: event.points },
+        paymentReceived: { orderId: event.orderId, eventId: event.eventId, points: event.points },
       });
       if (order.status === OrderStatus.Created) return paid(OrderStatus.Paid);
       if (order.status === OrderStatus.Cancelled) {
         const cancelled = order.history.find((h) => h.status === OrderStatus.Cancelled);
         const alreadyPaid = order.history.some((h) => h.status === OrderStatus.Paid);
-        if (!alreadyPaid && cancelled !== undefined && isBefore(event.occurredAt, cancelled.occurredAt)) {
-          return paid(OrderStatus.Cancelled);
-        }
+        if (!alreadyPaid && cancelled !== undefined && isBefore(event.occurredAt, cancelled.occurredAt)) return paid(OrderStatus.Cancelled);
         throw never('the order is Cancelled and the payment is not older than the cancellation');
       }
       throw never(`the order is already ${order.status}`);

@@ -1,0 +1,30 @@
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Context } from 'aws-lambda';
+import { processDeliveries, type ProcessDeliveriesDeps } from '../engine/processDeliveries.js';
+import { MetricName } from '../observability/MetricsObserver.js';
+import { type KafkaBatchResponse, type KafkaCoordinates, kafkaBatchResponse } from './kafkaBatchResponse.js';
+import { kafkaDeliveries } from './kafkaDeliveries.js';
+import { type KafkaEvent, kafkaEventSource } from './kafkaEvent.js';
+
+/**
+ * The Kafka path (Amazon MSK or self-managed Apache Kafka), loaded only when a Kafka event
+ * arrives: the records become deliveries partition by partition, the engine settles them, and
+ * every reported record goes in the partial batch response. A partition stops at its first record
+ * that must come back, and that record **and every later record of the partition in the batch**
+ * are reported (those did not run): correct whether Lambda resumes the partition from the lowest
+ * reported offset or retries only the reported records (case C12). Other partitions go on. A
+ * failure of every record is reported, never thrown.
+ */
+export async function handleKafkaEvent<Event>(event: KafkaEvent, context: Context, deps: ProcessDeliveriesDeps<Event>, metrics: Metrics): Promise<KafkaBatchResponse> {
+  const deliveries = kafkaDeliveries(event.records, kafkaEventSource(event));
+  const results = await processDeliveries(deliveries, deps, { remainingTimeMs: () => context.getRemainingTimeInMillis() });
+  const failed: KafkaCoordinates[] = [];
+  for (const result of results) {
+    if (!result.reported) continue;
+    const coordinates = result.delivery.deadLetter.coordinates;
+    failed.push({ topic: String(coordinates?.topic), partition: Number(coordinates?.partition), offset: Number(coordinates?.offset) });
+  }
+  metrics.addMetric(MetricName.BatchSize, MetricUnit.Count, deliveries.length);
+  metrics.publishStoredMetrics();
+  return kafkaBatchResponse(failed);
+}

@@ -1,0 +1,136 @@
+import { ConsumerDefinitionError, MissingIdempotencyKey, NonRetryableError, ValidationError } from '../errors.js';
+import type { Decision, ErrorClassification, IdempotentConsumerOptions, ItemKey, SideEffectHandler, State, TableDefinition } from '../types.js';
+
+/** Longest idempotency or ordering key, in UTF-8 bytes (the inbox key must fit DynamoDB's 2,048-byte partition key). */
+export const MAX_KEY_BYTES = 1024;
+/** Most items `read` may name for one event (the event's commit must also fit a 100-action transaction). */
+export const MAX_READS_PER_EVENT = 50;
+/** Longest value of a log field, in characters. */
+const MAX_LOG_FIELD_LENGTH = 256;
+
+/** The user's options, checked and normalized: what the engine calls. */
+export interface ConsumerDefinition<Event = unknown> {
+  /** Turns the parsed JSON body into an event. @throws NonRetryableError (e.g. `ValidationError`) */
+  parseEvent(json: unknown): Event;
+  /** The top-level body field holding the idempotency key, when it was given as a field name. */
+  readonly idempotencyKeyField: string | undefined;
+  idempotencyKeyOf(event: Event): string;
+  orderingKeyOf(event: Event): string;
+  logFieldsOf(event: Event): Record<string, string | number | boolean>;
+  readonly tables: Readonly<Record<string, TableDefinition>>;
+  read(event: Event): readonly ItemKey[];
+  decide(event: Event, state: State): Decision | undefined | void;
+  readonly sideEffects: Readonly<Record<string, SideEffectHandler>>;
+  readonly classifyError: ((error: unknown) => ErrorClassification | undefined) | undefined;
+  readonly versionAttribute: string;
+}
+
+/**
+ * Checks the user's options and returns the normalized definition.
+ *
+ * @throws ConsumerDefinitionError naming what is wrong (no schema and no parse, both, a bad table
+ *   name, a bad version attribute)
+ */
+export function defineConsumer<Event>(options: IdempotentConsumerOptions<Event>): ConsumerDefinition<Event> {
+  const problems: string[] = [];
+  if ((options.schema === undefined) === (options.parse === undefined)) problems.push('give exactly one of `schema` and `parse`');
+  if (options.schema !== undefined && typeof options.schema['~standard']?.validate !== 'function') {
+    problems.push('`schema` is not a Standard Schema (zod 4, valibot, arktype…): it has no `~standard.validate`');
+  }
+  if (typeof options.decide !== 'function') problems.push('`decide` must be a function');
+  const tables = options.tables ?? {};
+  for (const [name, table] of Object.entries(tables)) {
+    if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name)) problems.push(`table name ${JSON.stringify(name)} must be 1 to 64 letters, digits or '_', starting with a letter`);
+    if (typeof table?.partitionKey !== 'string' || table.partitionKey === '') problems.push(`table ${name} needs a partitionKey`);
+  }
+  const versionAttribute = options.versionAttribute ?? '_version';
+  if (!/^[A-Za-z0-9_.-]{1,255}$/.test(versionAttribute)) problems.push(`versionAttribute ${JSON.stringify(versionAttribute)} is not a plain attribute name`);
+  for (const [name, effect] of Object.entries(options.sideEffects ?? {})) {
+    if (typeof effect !== 'function') problems.push(`side effect ${name} must be a function`);
+  }
+  const keyField = typeof options.idempotencyKey === 'string' ? options.idempotencyKey : undefined;
+  if (typeof options.idempotencyKey !== 'string' && typeof options.idempotencyKey !== 'function') problems.push('`idempotencyKey` must be a field name or a function');
+  if (problems.length > 0) throw new ConsumerDefinitionError(`invalid consumer options: ${problems.join('; ')}`);
+
+  const byField = <E>(field: string) => (event: E) => (event as Record<string, unknown>)[field] as string;
+  const idempotencyKeyOf: (event: Event) => string = keyField !== undefined ? byField(keyField) : (options.idempotencyKey as (event: Event) => string);
+  const orderingKeyOf: (event: Event) => string =
+    options.orderingKey === undefined ? idempotencyKeyOf : typeof options.orderingKey === 'string' ? byField(options.orderingKey) : options.orderingKey;
+  const schema = options.schema;
+
+  return {
+    parseEvent: schema !== undefined ? (json) => validateWithSchema(schema, json) : (json) => parseWith(options.parse!, json),
+    idempotencyKeyField: keyField,
+    idempotencyKeyOf,
+    orderingKeyOf,
+    logFieldsOf: (event) => safeLogFields(options.logFields, event),
+    tables,
+    read: options.read ?? (() => []),
+    decide: options.decide,
+    sideEffects: options.sideEffects ?? {},
+    classifyError: options.classifyError,
+    versionAttribute,
+  };
+}
+
+function validateWithSchema<Event>(schema: NonNullable<IdempotentConsumerOptions<Event>['schema']>, json: unknown): Event {
+  let result: ReturnType<typeof schema['~standard']['validate']>;
+  try {
+    result = schema['~standard'].validate(json);
+  } catch (error) {
+    throw new ValidationError(`the schema could not validate the body (${error instanceof Error ? error.name : typeof error})`, [], { cause: error });
+  }
+  if (result instanceof Promise) {
+    throw new ConsumerDefinitionError('the schema validates asynchronously; use a synchronous schema (no async refinements)');
+  }
+  if (result.issues !== undefined) {
+    const issues = result.issues.slice(0, 10).map((issue) => {
+      const path = (issue.path ?? [])
+        .slice(0, 8)
+        .map((segment) => String(typeof segment === 'object' && segment !== null ? segment.key : segment).slice(0, 64))
+        .join('.');
+      return `${path || '(body)'}: ${issue.message.slice(0, 200)}`;
+    });
+    throw new ValidationError(`the body fails the schema: ${issues.join('; ')}${result.issues.length > 10 ? ` (and ${result.issues.length - 10} more)` : ''}`, issues);
+  }
+  return result.value;
+}
+
+function parseWith<Event>(parse: (json: unknown) => Event, json: unknown): Event {
+  try {
+    return parse(json);
+  } catch (error) {
+    if (error instanceof NonRetryableError) throw error;
+    throw new ValidationError(`the body could not be parsed: ${error instanceof Error ? error.message.slice(0, 200) : typeof error}`, [], { cause: error });
+  }
+}
+
+function safeLogFields<Event>(logFields: IdempotentConsumerOptions<Event>['logFields'], event: Event): Record<string, string | number | boolean> {
+  if (logFields === undefined) return {};
+  try {
+    const fields: Record<string, string | number | boolean> = {};
+    for (const [name, value] of Object.entries(logFields(event)).slice(0, 20)) {
+      if (value === undefined) continue;
+      fields[name.slice(0, 64)] = typeof value === 'string' && value.length > MAX_LOG_FIELD_LENGTH ? `${value.slice(0, MAX_LOG_FIELD_LENGTH - 1)}…` : value;
+    }
+    return fields;
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Checks an idempotency or ordering key taken from an event.
+ *
+ * @throws MissingIdempotencyKey (idempotency key) when it is not a non-empty string
+ * @throws ValidationError when it is not well-formed Unicode (a lone surrogate) or longer than {@link MAX_KEY_BYTES}
+ */
+export function checkKey(value: unknown, what: 'idempotency key' | 'ordering key'): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    if (what === 'idempotency key') throw new MissingIdempotencyKey('the message has no idempotency key, or it is not a non-empty string');
+    throw new ValidationError('the message has no ordering key, or it is not a non-empty string');
+  }
+  if (!value.isWellFormed()) throw new ValidationError(`the ${what} is not well-formed Unicode (it holds a lone surrogate)`);
+  if (Buffer.byteLength(value, 'utf8') > MAX_KEY_BYTES) throw new ValidationError(`the ${what} is longer than ${MAX_KEY_BYTES} bytes`);
+  return value;
+}

@@ -1,0 +1,355 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type Classification, classify } from '../classifier.js';
+import type { RuntimeConfig } from '../config/runtimeConfig.js';
+import { FailureReason, IdempotencyConflict, NotAttempted } from '../errors.js';
+import type { AttemptLog } from '../inbox/AttemptLog.js';
+import { deadLetteredRowPut, InboxStatus, toInboxRow } from '../inbox/inboxItems.js';
+import { Outcome, type OutcomeObserver } from '../observability/outcomes.js';
+import { type BatchEngine, describeError, type InvocationClock, type Unit } from './BatchEngine.js';
+import type { ConsumerDefinition } from './ConsumerDefinition.js';
+import type { DeadLetterOrigin, Delivery, DeliveryResult, Verdict } from './Delivery.js';
+import { parseDelivery } from './parseDelivery.js';
+
+/** One message to put in the dead-letter queue, as the engine hands it to the writer. */
+export interface DeadLetterRequest extends DeadLetterOrigin {
+  /** The original body, byte for byte (in base64 when `bodyEncoding` says so). */
+  readonly body: string;
+  readonly failure: { readonly reason: string; readonly errorType: string; readonly errorMessage: string };
+  /** Attempts so far, from 1. */
+  readonly attempts: number;
+  /** The source's id of the message. */
+  readonly originalMessageId: string;
+  readonly failedAt: Date;
+}
+
+/** The outcome of one dead-letter send. */
+export type DeadLetterResult = { readonly ok: true; readonly messageId?: string } | { readonly ok: false; readonly error: unknown };
+
+/** Anything that can put messages in the dead-letter queue (the `DeadLetterQueue` writer). */
+export interface DeadLetterSink {
+  /** Sends each request; one result per request, in order. Never rejects for a single failed entry. */
+  sendBatch(requests: readonly DeadLetterRequest[]): Promise<readonly DeadLetterResult[]>;
+}
+
+/** What {@link processDeliveries} needs. */
+export interface ProcessDeliveriesDeps<Event> {
+  readonly definition: ConsumerDefinition<Event>;
+  readonly config: RuntimeConfig;
+  readonly client: DynamoDBDocumentClient;
+  readonly engine: BatchEngine<Event>;
+  readonly attempts: AttemptLog;
+  /** Loaded at the first dead letter. */
+  readonly deadLetters: () => Promise<DeadLetterSink>;
+  readonly observer: OutcomeObserver;
+  readonly logger?: Logger;
+  readonly now: () => Date;
+}
+
+/** A delivery's verdict while the batch is being settled. */
+interface Working {
+  readonly delivery: Delivery;
+  readonly index: number;
+  readonly unit: Unit | undefined;
+  readonly idempotencyKey: string | undefined;
+  readonly payloadHash: string | undefined;
+  readonly orderingKey: string | undefined;
+  readonly fields: Readonly<Record<string, string | number | boolean>>;
+  verdict: Verdict;
+  /** The inbox already holds this message's dead-letter marker. */
+  alreadyMarked: boolean;
+  settledAt: number;
+}
+
+/**
+ * Processes one batch of deliveries from any event source: parses them, lets the
+ * {@link BatchEngine} decide and commit them, then carries out every verdict:
+ *
+ * - **attempt budgets count real attempts**: an SQS message's attempts are its receive count minus
+ *   the receives in which it was not attempted (read from the attempt log only when the receive
+ *   count reaches the budget); a Kafka record's failed attempts are counted in the attempt log.
+ *   A retryable failure on the last attempt becomes `RetriesExhausted`;
+ * - **a FIFO message group or a Kafka partition stops** at its first message that must come back:
+ *   every later message of it comes back too, unrun (not counted as an attempt);
+ * - **dead letters**: a message with an idempotency key first gets a dead-letter marker in the
+ *   inbox (conditional: never over an applied row — a message that was applied is acknowledged as
+ *   a duplicate instead, never dead-lettered), then goes to the DLQ with its reason; a failed send
+ *   makes it come back;
+ * - receives that were not attempts are counted (SQS), and each outcome is reported to the observer.
+ *
+ * @returns one result per delivery, in order; never rejects
+ */
+export async function processDeliveries<Event>(deliveries: readonly Delivery[], deps: ProcessDeliveriesDeps<Event>, clock: InvocationClock): Promise<DeliveryResult[]> {
+  const started = performance.now();
+  const { definition, config, engine, logger } = deps;
+  const parsed = deliveries.map((delivery) => parseDelivery(delivery, definition, config.tables));
+  const units: Unit<Event>[] = [];
+  const working: Working[] = parsed.map((p, index) => {
+    if (p.ok) {
+      const unit: Unit<Event> = { ...p, index, verified: false, contention: 0, solo: false, verdict: undefined, settledAt: undefined };
+      units.push(unit);
+      return { delivery: p.delivery, index, unit, idempotencyKey: p.idempotencyKey, payloadHash: p.payloadHash, orderingKey: p.orderingKey, fields: p.fields, verdict: { kind: 'applied' }, alreadyMarked: false, settledAt: started };
+    }
+    const failure = classify(p.error, definition.classifyError);
+    return {
+      delivery: p.delivery,
+      index,
+      unit: undefined,
+      idempotencyKey: p.idempotencyKey,
+      payloadHash: p.payloadHash,
+      orderingKey: undefined,
+      fields: {},
+      verdict: failure.retryable ? { kind: 'retry', failure, attempt: undefined } : { kind: 'dead-lettered', failure, attempt: undefined },
+      alreadyMarked: false,
+      settledAt: performance.now(),
+    };
+  });
+
+  try {
+    await engine.settle(units, clock);
+  } catch (error) {
+    logger?.error('the batch engine failed unexpectedly; its unsettled messages will be retried', { error: describeError(error) });
+    for (const unit of units) {
+      if (unit.verdict === undefined) unit.verdict = { kind: 'failed', failure: classify(error) };
+    }
+  }
+  for (const work of working) {
+    const unit = work.unit;
+    if (unit === undefined) continue;
+    const verdict = unit.verdict ?? { kind: 'failed' as const, failure: classify(new NotAttempted('not settled')) };
+    work.settledAt = unit.settledAt ?? performance.now();
+    if (verdict.kind === 'applied') work.verdict = { kind: 'applied' };
+    else if (verdict.kind === 'duplicate') work.verdict = { kind: 'duplicate' };
+    else {
+      work.alreadyMarked = verdict.alreadyMarked === true;
+      work.verdict = verdict.failure.retryable ? { kind: 'retry', failure: verdict.failure, attempt: undefined, ...(verdict.failure.retryAt === undefined ? {} : { retryAt: verdict.failure.retryAt }) } : { kind: 'dead-lettered', failure: verdict.failure, attempt: undefined };
+    }
+  }
+
+  stopScopes(working);
+  await countAttempts(working, deps);
+  await deadLetter(working, deps);
+  const reported = reportedDeliveries(working);
+  await countSkips(working, reported, deps);
+
+  const results: DeliveryResult[] = working.map((work) => ({
+    delivery: work.delivery,
+    verdict: work.verdict,
+    reported: reported.has(work.index),
+    idempotencyKey: work.idempotencyKey,
+    orderingKey: work.orderingKey,
+    fields: work.fields,
+    durationMs: work.settledAt - started,
+  }));
+  for (const result of results) observe(result, deps.observer);
+  return results;
+}
+
+/** Turns a retryable failure on the last real attempt into `RetriesExhausted`. */
+async function countAttempts(working: Working[], deps: ProcessDeliveriesDeps<unknown>): Promise<void> {
+  const { config, attempts, logger } = deps;
+  const max = config.maxAttempts;
+  const needSkips: Working[] = [];
+  await Promise.all(
+    working.map(async (work) => {
+      const { verdict, delivery } = work;
+      const source = delivery.attempts;
+      if (source.kind === 'receive-count') {
+        // Until the budget could be spent, the receive count bounds the attempts: no read needed.
+        work.verdict = withAttempt(verdict, source.receiveCount);
+        if (verdict.kind === 'retry' && verdict.failure.countsAsAttempt && source.receiveCount >= max) needSkips.push(work);
+        return;
+      }
+      if (verdict.kind !== 'retry' || !verdict.failure.countsAsAttempt) return;
+      try {
+        const count = await attempts.recordFailure(source.sourceId, source.recordIdentity, {
+          source: source.source,
+          errorType: verdict.failure.errorType,
+          errorMessage: verdict.failure.errorMessage,
+        });
+        work.verdict = count >= max ? exhausted(verdict.failure, count) : { ...verdict, attempt: count };
+      } catch (error) {
+        logger?.warn('could not count a failed attempt; the event source mapping retry limit applies', { messageId: delivery.messageId, error: describeError(error) });
+      }
+    }),
+  );
+  if (needSkips.length === 0) return;
+  try {
+    const skips = await attempts.skipsOf(needSkips.map((work) => work.delivery.attempts.sourceId));
+    for (const work of needSkips) {
+      const source = work.delivery.attempts;
+      if (source.kind !== 'receive-count' || work.verdict.kind !== 'retry') continue;
+      const attempt = Math.max(1, source.receiveCount - (skips.get(source.sourceId) ?? 0));
+      work.verdict = attempt >= max ? exhausted(work.verdict.failure, attempt) : { ...work.verdict, attempt };
+    }
+  } catch (error) {
+    // Without the skips, dead-lettering could cut a message's budget short: retry it; the
+    // queue's redrive policy (which leaves room for skipped receives) remains the safety net.
+    logger?.warn('could not read the attempt records; the messages are retried', { error: describeError(error) });
+  }
+}
+
+function withAttempt(verdict: Verdict, attempt: number): Verdict {
+  if (verdict.kind === 'retry' || verdict.kind === 'dead-lettered') return { ...verdict, attempt };
+  return verdict;
+}
+
+function exhausted(last: Classification, attempt: number): Verdict {
+  return {
+    kind: 'dead-lettered',
+    attempt,
+    failure: { retryable: false, reason: FailureReason.RetriesExhausted, errorType: last.errorType, errorMessage: last.errorMessage, countsAsAttempt: true },
+  };
+}
+
+/** After the first message of a FIFO group or Kafka partition that must come back, nothing of its scope is acted on. */
+function stopScopes(working: Working[]): void {
+  const stopped = new Set<string>();
+  for (const work of working) {
+    const scope = work.delivery.scope;
+    if (scope === undefined) continue;
+    if (stopped.has(scope)) {
+      if (work.verdict.kind === 'dead-lettered' || (work.verdict.kind === 'retry' && work.verdict.failure.countsAsAttempt)) {
+        // Not run behind a message that must come back: it comes back too, unrun.
+        work.verdict = { kind: 'retry', attempt: undefined, failure: classify(new NotAttempted('an earlier message of its message group or partition must be retried first')) };
+      }
+      continue;
+    }
+    if (work.verdict.kind === 'retry') stopped.add(scope);
+  }
+}
+
+/** Marks, then sends, every dead letter; a marker that finds the message applied makes it a duplicate. */
+async function deadLetter(working: Working[], deps: ProcessDeliveriesDeps<unknown>): Promise<void> {
+  const { config, client, logger, now } = deps;
+  const candidates = working.filter((work) => work.verdict.kind === 'dead-lettered');
+  if (candidates.length === 0) return;
+  const at = now();
+  await Promise.all(
+    candidates.map(async (work) => {
+      const verdict = work.verdict;
+      if (verdict.kind !== 'dead-lettered' || work.idempotencyKey === undefined || work.payloadHash === undefined || work.alreadyMarked) return;
+      if (verdict.failure.reason === FailureReason.IdempotencyConflict) return; // an applied row is there: nothing to mark
+      try {
+        await client.send(
+          new PutCommand(
+            deadLetteredRowPut({
+              tableName: config.inboxTable,
+              consumerName: config.consumerName,
+              idempotencyKey: work.idempotencyKey,
+              payloadHash: work.payloadHash,
+              messageId: work.delivery.messageId,
+              reason: verdict.failure.reason ?? 'Unknown',
+              errorType: verdict.failure.errorType,
+              errorMessage: verdict.failure.errorMessage,
+              now: at,
+              ttlSeconds: config.inboxTtlSeconds,
+            }),
+          ),
+        );
+      } catch (error) {
+        const item = (error as { Item?: Record<string, unknown> }).Item;
+        const row = error instanceof Error && error.name === 'ConditionalCheckFailedException' ? toInboxRow(item === undefined ? undefined : (unmarshall(item as never) as Record<string, unknown>)) : undefined;
+        if (row !== undefined && row.status === InboxStatus.Applied) {
+          // Applied meanwhile by another delivery: never dead-letter an applied message.
+          work.verdict =
+            row.payloadHash === work.payloadHash
+              ? { kind: 'duplicate' }
+              : { kind: 'dead-lettered', attempt: verdict.attempt, failure: classify(new IdempotencyConflict(work.idempotencyKey!, row.payloadHash, work.payloadHash!)) };
+          return;
+        }
+        logger?.warn('could not mark a message as dead-lettered; it will be retried', { messageId: work.delivery.messageId, error: describeError(error) });
+        work.verdict = { kind: 'retry', attempt: verdict.attempt, failure: notCounted(error) };
+      }
+    }),
+  );
+  const toSend = working.filter((work) => work.verdict.kind === 'dead-lettered');
+  if (toSend.length === 0) return;
+  let results: readonly DeadLetterResult[];
+  try {
+    const sink = await deps.deadLetters();
+    results = await sink.sendBatch(
+      toSend.map((work) => {
+        const verdict = work.verdict as Extract<Verdict, { kind: 'dead-lettered' }>;
+        return {
+          ...work.delivery.deadLetter,
+          body: work.delivery.body,
+          failure: { reason: verdict.failure.reason ?? 'Unknown', errorType: verdict.failure.errorType, errorMessage: verdict.failure.errorMessage },
+          attempts: verdict.attempt ?? 1,
+          originalMessageId: work.delivery.messageId,
+          failedAt: at,
+        };
+      }),
+    );
+  } catch (error) {
+    results = toSend.map(() => ({ ok: false as const, error }));
+  }
+  toSend.forEach((work, i) => {
+    const result = results[i];
+    if (result?.ok === true) return;
+    const error = result === undefined ? new Error('no result for this dead letter') : result.error;
+    logger?.warn('could not send a message to the dead-letter queue; it will be retried', { messageId: work.delivery.messageId, error: describeError(error) });
+    const verdict = work.verdict as Extract<Verdict, { kind: 'dead-lettered' }>;
+    work.verdict = { kind: 'retry', attempt: verdict.attempt, failure: notCounted(error) };
+  });
+}
+
+/** A failure of the consumer's own dead-letter path: retried without using up the message's attempts. */
+function notCounted(error: unknown): Classification {
+  return { ...classify(error), retryable: true, reason: undefined, countsAsAttempt: false };
+}
+
+/** Indexes of the deliveries to report as batch item failures: every retry, and in a scope everything after the first one. */
+function reportedDeliveries(working: readonly Working[]): Set<number> {
+  const reported = new Set<number>();
+  const stopped = new Set<string>();
+  for (const work of working) {
+    const scope = work.delivery.scope;
+    if (work.verdict.kind === 'retry' || (scope !== undefined && stopped.has(scope))) {
+      reported.add(work.index);
+      if (scope !== undefined) stopped.add(scope);
+    }
+  }
+  return reported;
+}
+
+/** Counts, for SQS, the receives in which a reported message was not attempted. */
+async function countSkips(working: readonly Working[], reported: ReadonlySet<number>, deps: ProcessDeliveriesDeps<unknown>): Promise<void> {
+  const skipped = working.filter(
+    (work) => reported.has(work.index) && work.delivery.attempts.kind === 'receive-count' && work.verdict.kind === 'retry' && !work.verdict.failure.countsAsAttempt,
+  );
+  await Promise.all(
+    skipped.map(async (work) => {
+      try {
+        await deps.attempts.recordSkip(work.delivery.attempts.sourceId, work.verdict.kind === 'retry' ? work.verdict.failure.errorMessage : '');
+      } catch (error) {
+        deps.logger?.warn('could not count a receive that was not an attempt', { messageId: work.delivery.messageId, error: describeError(error) });
+      }
+    }),
+  );
+}
+
+function observe(result: DeliveryResult, observer: OutcomeObserver): void {
+  const { verdict } = result;
+  const outcome =
+    verdict.kind === 'applied' ? Outcome.Applied : verdict.kind === 'duplicate' ? Outcome.Duplicate : verdict.kind === 'dead-lettered' ? Outcome.DeadLettered : Outcome.Retried;
+  const failure = verdict.kind === 'retry' || verdict.kind === 'dead-lettered' ? verdict.failure : undefined;
+  observer.onOutcome({
+    outcome,
+    messageId: result.delivery.messageId,
+    idempotencyKey: result.idempotencyKey,
+    orderingKey: result.orderingKey,
+    fields: result.fields,
+    attempt: verdict.kind === 'retry' || verdict.kind === 'dead-lettered' ? verdict.attempt : attemptOf(result.delivery),
+    reason: verdict.kind === 'dead-lettered' ? (failure?.reason ?? 'Unknown') : undefined,
+    errorType: failure?.errorType,
+    errorMessage: failure?.errorMessage,
+    countsAsAttempt: verdict.kind === 'retry' ? verdict.failure.countsAsAttempt : undefined,
+    durationMs: result.durationMs,
+  });
+}
+
+function attemptOf(delivery: Delivery): number | undefined {
+  return delivery.attempts.kind === 'receive-count' ? delivery.attempts.receiveCount : undefined;
+}

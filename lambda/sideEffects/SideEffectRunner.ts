@@ -1,0 +1,118 @@
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
+import type { Context } from 'aws-lambda';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ConsumerDefinitionError, NotAttempted } from '../errors.js';
+import type { InvocationClock, SideEffectExecutor } from '../engine/BatchEngine.js';
+import type { SideEffectHandler, SideEffectRequest } from '../types.js';
+
+/** Options of {@link SideEffectRunner}. */
+export interface SideEffectRunnerOptions {
+  /** The user's effects, by name. */
+  readonly handlers: Readonly<Record<string, SideEffectHandler>>;
+  /** Where Powertools keeps its idempotency records (a `DynamoDBPersistenceLayer` on the idempotency table). */
+  readonly persistenceStore: BasePersistenceLayer;
+  /**
+   * The prefix of every idempotency record key: the consumer's name, so that a key survives a
+   * redeploy under another function name (Powertools' default prefix is the function name).
+   */
+  readonly keyPrefix: string;
+  /** How long a completed effect is remembered, in seconds (`expiresAfterSeconds`). */
+  readonly expiresAfterSeconds: number;
+  /** The least remaining invocation time, in milliseconds, with which an effect may start. */
+  readonly minRemainingMs: number;
+  /** Handed to the effects (see `SideEffectContext.documentClient`). */
+  readonly documentClient: DynamoDBDocumentClient;
+  /** The business tables: logical name → physical name. */
+  readonly tables: Readonly<Record<string, string>>;
+}
+
+/** What the guarded function receives: Powertools keys the record on `effectKey`. */
+interface GuardedCall {
+  readonly effectKey: string;
+  readonly idempotencyKey: string;
+  readonly name: string;
+  readonly input: unknown;
+}
+
+/**
+ * Runs inline side effects guarded with Powertools idempotency (`makeIdempotent`, keyed on the
+ * effect key `<idempotency key>#<name>#<position>` under the prefix `keyPrefix`):
+ *
+ * - an effect that **completed** is not run again when its message comes back (a crash between the
+ *   effect and the commit, a cancelled commit);
+ * - an effect **in progress** in another invocation raises Powertools'
+ *   `IdempotencyAlreadyInProgressError`, which the classifier retries without counting an attempt,
+ *   not before the lock expires;
+ * - the lock expires at the invocation's deadline (`registerLambdaContext` on every invocation), so
+ *   a delivery after a timeout takes it over;
+ * - an effect never starts with less than `minRemainingMs` left: the lock would expire before the
+ *   effect finished and another delivery could run it a second time (case C15). Such a message is
+ *   retried without counting an attempt.
+ *
+ * What this cannot do: if the invocation dies after the effect and before Powertools records its
+ * completion, the next delivery runs it again. Each effect therefore receives `effectKey` to pass
+ * downstream, where a receiver that deduplicates on it makes it exactly once.
+ */
+export class SideEffectRunner implements SideEffectExecutor {
+  readonly #options: SideEffectRunnerOptions;
+  readonly #config: IdempotencyConfig;
+  readonly #guarded: (call: GuardedCall) => Promise<unknown>;
+  #clock: InvocationClock | undefined;
+  #registered = false;
+
+  constructor(options: SideEffectRunnerOptions) {
+    this.#options = options;
+    this.#config = new IdempotencyConfig({
+      eventKeyJmesPath: 'effectKey',
+      expiresAfterSeconds: options.expiresAfterSeconds,
+      throwOnNoIdempotencyKey: true,
+    });
+    this.#guarded = makeIdempotent(
+      async (call: GuardedCall): Promise<{ readonly done: true }> => {
+        const handler = options.handlers[call.name];
+        if (handler === undefined) throw new Error(`no side effect named ${call.name}`);
+        const clock = this.#clock;
+        await handler(call.input, {
+          idempotencyKey: call.idempotencyKey,
+          effectKey: call.effectKey,
+          remainingTimeMs: () => clock?.remainingTimeMs() ?? 0,
+          documentClient: options.documentClient,
+          tableName: (logicalName) => {
+            const name = Object.hasOwn(options.tables, logicalName) ? options.tables[logicalName] : undefined;
+            if (name === undefined) throw new ConsumerDefinitionError(`no business table named ${JSON.stringify(logicalName)}`);
+            return name;
+          },
+        });
+        return { done: true };
+      },
+      { persistenceStore: options.persistenceStore, config: this.#config, keyPrefix: options.keyPrefix },
+    );
+  }
+
+  /**
+   * Arms the guard for one invocation: the in-progress lock of an effect expires at this
+   * invocation's deadline. Call it at the start of every invocation.
+   */
+  registerLambdaContext(context: Context): void {
+    this.#config.registerLambdaContext(context);
+    this.#registered = true;
+  }
+
+  /**
+   * Runs one effect, at most once per effect key (see the class comment).
+   *
+   * @throws NotAttempted when no Lambda context was registered or too little time is left to start
+   * @throws Powertools' `IdempotencyAlreadyInProgressError` when another invocation holds the lock
+   * @throws whatever the effect throws
+   */
+  async run(request: SideEffectRequest, context: { readonly idempotencyKey: string; readonly effectKey: string }, clock: InvocationClock): Promise<void> {
+    if (!this.#registered) throw new NotAttempted('no Lambda context was registered: a side effect never starts without a finite lock expiry');
+    const remaining = clock.remainingTimeMs();
+    if (!(remaining >= this.#options.minRemainingMs)) {
+      throw new NotAttempted(`too little time left to start side effect ${request.name} (${Math.max(0, Math.floor(remaining))} ms; needs ${this.#options.minRemainingMs} ms)`);
+    }
+    this.#clock = clock;
+    await this.#guarded({ effectKey: context.effectKey, idempotencyKey: context.idempotencyKey, name: request.name, input: request.input ?? null });
+  }
+}
