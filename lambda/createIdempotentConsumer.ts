@@ -208,13 +208,19 @@ async function buildEnvironment<Event>(definition: ConsumerDefinition<Event>, ru
   const deadLetters = () =>
     (deadLetterSink ??= (async () => {
       const { DeadLetterQueue } = await import('./dlq/DeadLetterQueue.js');
-      return new DeadLetterQueue({
+      const queue = new DeadLetterQueue({
         sqs: await sqs(),
         ...(runtime.clients?.s3 !== undefined ? { s3: runtime.clients.s3 } : {}),
         queueUrl: config.deadLetterQueueUrl,
         maxMessageSizeBytes: config.deadLetterMaxMessageSizeBytes,
         ...(config.payloadBucket !== undefined ? { payloadBucket: config.payloadBucket } : {}),
-      }) as unknown as DeadLetterSink;
+      } as never) as unknown as DeadLetterSink & { send(request: unknown): Promise<unknown> };
+      // TODO(merge dlq): sendBatch comes with the new writer.
+      if (typeof queue.sendBatch === 'function') return queue;
+      return {
+        sendBatch: (requests) =>
+          Promise.all(requests.map((request) => queue.send(request).then(() => ({ ok: true as const }), (error: unknown) => ({ ok: false as const, error })))),
+      };
     })());
 
   const engine = new BatchEngine<Event>({ definition, config, client, cache: new ItemCache(), sideEffects: loadSideEffects, logger, now });

@@ -29,8 +29,13 @@ const MAX_TRANSACTION_BYTES = 3_500_000;
 const MAX_ROUNDS = 8;
 /** Commits a unit may lose to contention (`TransactionConflict`, throttling) before it is retried by the source. */
 const MAX_CONTENTION_LOSSES = 3;
-/** Least time left, in milliseconds, to start a round of commits. */
-const COMMIT_MARGIN_MS = 1000;
+/**
+ * Least time left, in milliseconds, to start a round: below it the invocation is about to be
+ * stopped (or was called past its deadline), and the batch is left to its retry, not attempted.
+ * A commit cut short by the deadline is harmless (a transaction is all or nothing), so the margin
+ * is small.
+ */
+const COMMIT_MARGIN_MS = 200;
 
 /** How an invocation's clock reads. */
 export interface InvocationClock {
@@ -62,6 +67,11 @@ export interface Unit<Event = unknown> extends ParsedDelivery<Event> {
   verdict: UnitVerdict | undefined;
   /** When the verdict was reached, `performance.now()`. */
   settledAt: number | undefined;
+  /**
+   * The last failure of `decide` and the items it saw: when the consistent read shows the same
+   * items, the (pure) decision is not made again.
+   */
+  lastFailure?: { readonly error: unknown; readonly seen: ReadonlyMap<string, string> };
 }
 
 /** What the engine believes of one item during a batch. */
@@ -274,22 +284,35 @@ export class BatchEngine<Event> {
         block(unit);
         continue;
       }
+      const current = (id: string, key: ResolvedKey): Item | undefined => {
+        const op = ops.get(id);
+        return op !== undefined ? op.current : believed(key).item;
+      };
       const state: State = {
         get: <T extends Item = Item>(table: string, key: Readonly<Item>): T | undefined => {
           const resolved = resolveKey(definition.tables, this.#options.config.tables, table, key, 'state.get()');
           if (!reads.has(resolved.id)) {
             throw new ConsumerDefinitionError(`decide() asked state.get() for an item of ${table} that read() did not name`);
           }
-          const op = ops.get(resolved.id);
-          const item = op !== undefined ? op.current : believed(resolved).item;
+          const item = current(resolved.id, resolved);
           return item === undefined ? undefined : (structuredClone(item) as T);
         },
       };
+      const seen = new Map(unit.reads.map((key) => [key.id, fingerprint(current(key.id, key))]));
 
       let decision: Decision;
       let folded: { fold: () => void } | 'defer';
       try {
-        decision = (definition.decide(unit.event, state) ?? {}) as Decision;
+        const last = unit.lastFailure;
+        if (last !== undefined && last.seen.size === seen.size && [...seen].every(([id, print]) => last.seen.get(id) === print)) {
+          throw last.error; // the same state: the pure decision would be the same
+        }
+        try {
+          decision = (definition.decide(unit.event, state) ?? {}) as Decision;
+        } catch (error) {
+          unit.lastFailure = { error, seen };
+          throw error;
+        }
         folded = this.#prepareFold(unit, decision, ops, reads, believed);
       } catch (error) {
         // A failure seen through an earlier unit's uncommitted write waits for that commit.
@@ -855,6 +878,23 @@ export class BatchEngine<Event> {
     const failure = classify(error, this.#options.definition.classifyError);
     this.#settle(unit, { kind: 'failed', failure });
     return failure;
+  }
+}
+
+/** A comparable print of an item's value (`-` for absent). */
+function fingerprint(item: Item | undefined): string {
+  if (item === undefined) return '-';
+  try {
+    return JSON.stringify(item, (_key, value: unknown) => {
+      if (value instanceof Uint8Array) return `b64:${Buffer.from(value).toString('base64')}`;
+      if (value instanceof Set) return [...value].sort();
+      if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+        return Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+      }
+      return value;
+    });
+  } catch {
+    return `unprintable:${Math.random()}`;
   }
 }
 
