@@ -72,6 +72,25 @@ export interface OutcomeBins {
 }
 
 const binSecondsLadder = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600] as const;
+const tickSecondsLadder = [...binSecondsLadder, 7200, 10_800, 21_600, 43_200, 86_400] as const;
+
+/** A unit of time for labels, in seconds. */
+export type TimeUnit = 1 | 60 | 3600;
+
+/**
+ * Where the time axis gets a label: every `everyBins` bins, a round step of time (1, 2, 5, 10,
+ * 15, 30 s, 1, 2, 5, 10, 15, 30 min, 1, 2, 3, 6, 12, 24 h) that is a whole number of bins and
+ * gives at most `maxLabels` steps; the labels are written in the step's unit (`unitSeconds`),
+ * so one axis never mixes seconds and minutes.
+ */
+export function timeAxis(binCount: number, binMs: number, maxLabels = 10): { everyBins: number; unitSeconds: TimeUnit } {
+  const binSeconds = binMs / 1000;
+  const spanSeconds = binCount * binSeconds;
+  const stepSeconds =
+    tickSecondsLadder.find((s) => s >= binSeconds && s % binSeconds === 0 && spanSeconds / s <= maxLabels) ??
+    binSeconds * Math.max(1, Math.ceil(binCount / maxLabels));
+  return { everyBins: Math.max(1, Math.round(stepSeconds / binSeconds)), unitSeconds: unitOf(stepSeconds) };
+}
 
 /**
  * Counts deliveries per bin of time: one second per bin, or the smallest of 2, 5, 10, 15, 30 s,
@@ -321,15 +340,20 @@ function axisMs(value: number): string {
   return String(round(value, value < 10 ? 2 : 1));
 }
 
-/** Seconds since the run started, for the time axis: `0 s`, `90 s`, `2 min`, `1 h 30 min`. */
-function axisSeconds(seconds: number): string {
-  if (seconds < 120 || seconds % 60 !== 0) return `${seconds} s`;
-  if (seconds < 7200 || seconds % 3600 !== 0) return `${seconds / 60} min`;
-  return `${seconds / 3600} h`;
+/** A time in seconds written in a unit of 1 s, 60 s or 3,600 s: `90 s`, `1.5 min`, `2 h`. */
+function timeLabel(seconds: number, unitSeconds: TimeUnit): string {
+  return `${round(seconds / unitSeconds, 2)} ${unitSeconds === 1 ? 's' : unitSeconds === 60 ? 'min' : 'h'}`;
+}
+
+/** The unit a step of time reads best in: hours, minutes or seconds, whichever divides it. */
+function unitOf(stepSeconds: number): TimeUnit {
+  if (stepSeconds >= 3600 && stepSeconds % 3600 === 0) return 3600;
+  if (stepSeconds >= 60 && stepSeconds % 60 === 0) return 60;
+  return 1;
 }
 
 function binName(binMs: number): string {
-  return binMs === 1000 ? 'second' : axisSeconds(binMs / 1000);
+  return binMs === 1000 ? 'second' : timeLabel(binMs / 1000, unitOf(binMs / 1000));
 }
 
 function share(part: number, whole: number): string {
@@ -444,13 +468,15 @@ function outcomesOverTime(input: HtmlReportInput): string {
   const frame: Frame = { width: 960, height: 280, left: 58, right: 14, top: 12, bottom: 44 };
   const totals = bins.map((b) => htmlReportOutcomes.reduce((sum, o) => sum + b[o], 0));
   const peak = Math.max(...totals);
-  const axis = countAxis(peak);
+  const countScale = countAxis(peak);
   const slot = plotWidth(frame) / bins.length;
   const gap = slot >= 4 ? Math.max(1, slot * 0.18) : 0;
-  const scale = plotHeight(frame) / axis.top;
+  const scale = plotHeight(frame) / countScale.top;
   const bottom = frame.height - frame.bottom;
   const bars: string[] = [];
   const per = binName(binMs);
+  const binUnit = unitOf(binMs / 1000);
+  const binRange = (i: number) => `${round((i * binMs) / 1000 / binUnit, 2)}–${timeLabel(((i + 1) * binMs) / 1000, binUnit)}`;
   bins.forEach((bin, i) => {
     const total = totals[i] ?? 0;
     if (total === 0) return;
@@ -464,34 +490,33 @@ function outcomesOverTime(input: HtmlReportInput): string {
         return `<rect class="${outcomeClass[o]}" data-outcome="${o}" data-count="${bin[o]}" x="${n1(x)}" y="${n1(y)}" width="${n1(slot - gap)}" height="${n1(h)}"/>`;
       })
       .join('');
-    const from = (i * binMs) / 1000;
     const what = htmlReportOutcomes.filter((o) => bin[o] > 0).map((o) => `${count(bin[o])} ${outcomeNames[o]}`).join(', ');
-    bars.push(`<g class="bar" data-bin="${i}" data-total="${total}"><title>${from}–${from + binMs / 1000} s: ${what}</title>${rects}</g>`);
+    bars.push(`<g class="bar" data-bin="${i}" data-total="${total}"><title>${binRange(i)}: ${what}</title>${rects}</g>`);
   });
-  const labelEvery = Math.max(1, niceStep(bins.length / 10));
+  const axis = timeAxis(bins.length, binMs);
   const ticks: string[] = [];
-  for (let i = 0; i <= bins.length; i += labelEvery) {
+  for (let i = 0; i <= bins.length; i += axis.everyBins) {
     const x = frame.left + i * slot;
     ticks.push(`<line class="axis" x1="${n1(x)}" x2="${n1(x)}" y1="${bottom}" y2="${bottom + 4}"/>`);
-    ticks.push(`<text class="tick" x="${n1(x)}" y="${bottom + 17}" text-anchor="middle">${axisSeconds((i * binMs) / 1000)}</text>`);
+    ticks.push(`<text class="tick" x="${n1(x)}" y="${bottom + 17}" text-anchor="middle">${timeLabel((i * binMs) / 1000, axis.unitSeconds)}</text>`);
   }
   const busiest = totals.indexOf(peak);
   const sum = (o: HtmlReportOutcome) => input.deliveries.reduce((s, d) => s + (d.outcome === o ? 1 : 0), 0);
   const description =
     `Stacked bars of deliveries per ${per} over ${duration(input.durationMs)}: ` +
     `${htmlReportOutcomes.map((o) => `${count(sum(o))} ${outcomeNames[o]}`).join(', ')}. ` +
-    `The busiest ${per} had ${plural(peak, 'delivery', 'deliveries')}, from ${axisSeconds((busiest * binMs) / 1000)}.`;
+    `The busiest ${per} had ${plural(peak, 'delivery', 'deliveries')} (${binRange(busiest)}).`;
   const svg =
     svgOpen('outcomes-over-time', frame, `Deliveries per ${per}, by outcome`, description) +
-    countGrid(frame, axis, `deliveries per ${per}`) +
+    countGrid(frame, countScale, `deliveries per ${per}`) +
     `<g class="bars">${bars.join('')}</g>` +
     `<g aria-hidden="true">${ticks.join('')}</g>` +
     baseline(frame, 'time since the run started') +
     '</svg>';
   const table = dataTable(
     `Data: deliveries per ${per}`,
-    ['from', ...htmlReportOutcomes.map((o) => outcomeNames[o]), 'all'],
-    bins.map((b, i) => [axisSeconds((i * binMs) / 1000), ...htmlReportOutcomes.map((o) => count(b[o])), count(totals[i] ?? 0)]),
+    ['time', ...htmlReportOutcomes.map((o) => outcomeNames[o]), 'all'],
+    bins.map((b, i) => [binRange(i), ...htmlReportOutcomes.map((o) => count(b[o])), count(totals[i] ?? 0)]),
   );
   const lead = `Every delivery by its outcome, per ${per} of the run (${plural(input.deliveries.length, 'delivery', 'deliveries')} recorded).`;
   return figure('outcomes-over-time', heading, escapeHtml(lead), legend(htmlReportOutcomes.map((o) => [outcomeClass[o], outcomeNames[o]])) + svg + table, true);
@@ -671,7 +696,7 @@ function deadLettersChart(input: HtmlReportInput): string {
   const description = `Bars of dead-lettered messages by reason, most first: ${bars.map((b) => `${b.reason}, ${count(b.count)}`).join('; ')}.`;
   const svg = svgOpen('dead-letters', frame, 'Dead-lettered messages by reason', description) + shapes + '</svg>';
   const lead = escapeHtml(`${plural(total, 'message')} in the dead-letter queue, for ${plural(Object.values(input.deadLettersByReason).filter((n) => n > 0).length, 'reason')}.`);
-  return figure('dead-letters', heading, lead, svg + dataTable('Data: dead letters by reason', ['reason', 'messages'], bars.map((b) => [b.reason, count(b.count)])), true);
+  return figure('dead-letters', heading, lead, svg + dataTable('Data: dead letters by reason (every reason)', ['reason', 'messages'], deadLetterBars(input.deadLettersByReason, Number.POSITIVE_INFINITY).map((b) => [b.reason, count(b.count)])), true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -691,7 +716,9 @@ function verdict(input: HtmlReportInput): string {
       ? ''
       : `<ul class="problems">${shown.map((p) => `<li>${escapeHtml(p)}</li>`).join('')}${problems.length > shown.length ? `<li>… and ${count(problems.length - shown.length)} more</li>` : ''}</ul>`;
   const sentence = ok
-    ? `Each of the ${plural(input.totals.messages, 'message')} was applied once, acknowledged as a duplicate, or dead-lettered with a reason.`
+    ? input.totals.messages === 0
+      ? 'No message was sent, so none could be lost or applied twice.'
+      : `Each of the ${plural(input.totals.messages, 'message')} was applied once, acknowledged as a duplicate, or dead-lettered with a reason.`
     : problems.length === 0
       ? 'The check failed without naming a problem.'
       : `${plural(problems.length, 'problem')}:`;
@@ -855,7 +882,7 @@ export function renderHtmlReport(input: HtmlReportInput): string {
     retriesChart(input),
     deadLettersChart(input),
     '</section>',
-    `<footer>Times are in milliseconds since the run started; percentiles by the nearest-rank method. Each chart's data is in the table below it.</footer>`,
+    `<footer>Processing times are per delivery; percentiles by the nearest-rank method. Each chart's data is in the table under it; the page needs no script and no network.</footer>`,
     '</main></body></html>',
     '',
   ].join('\n');

@@ -16,6 +16,7 @@ import {
   percentile,
   renderHtmlReport,
   retriesPerMessage,
+  timeAxis,
   writeHtmlReport,
 } from '../../local/htmlReport.js';
 import {
@@ -174,6 +175,25 @@ describe('binOutcomesOverTime', () => {
   });
 });
 
+describe('timeAxis', () => {
+  it('labels the time axis at a round step, a whole number of bins, in one unit', () => {
+    expect(timeAxis(24, 1000)).toEqual({ everyBins: 5, unitSeconds: 1 });
+    expect(timeAxis(3, 1000)).toEqual({ everyBins: 1, unitSeconds: 1 });
+    expect(timeAxis(120, 5000)).toEqual({ everyBins: 12, unitSeconds: 60 });
+    expect(timeAxis(96, 900_000)).toEqual({ everyBins: 12, unitSeconds: 3600 });
+    expect(timeAxis(120, 7_200_000)).toEqual({ everyBins: 12, unitSeconds: 3600 });
+  });
+
+  it('never gives more than the labels asked for', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 120 }), fc.constantFrom(1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200), (bins, binSeconds) => {
+        const { everyBins } = timeAxis(bins, binSeconds * 1000);
+        expect(Math.floor(bins / everyBins)).toBeLessThanOrEqual(10);
+      }),
+    );
+  });
+});
+
 describe('latencyHistogram', () => {
   it('bins a narrow spread linearly, in round widths from a round edge below the fastest', () => {
     const h = latencyHistogram([10.2, 11, 11.5, 12, 13.9, 14], 10);
@@ -297,6 +317,7 @@ describe('deadLetterBars', () => {
       { reason: 'r2', count: 8 },
       { reason: '3 other reasons', count: 7 + 6 + 5, otherReasons: 3 },
     ]);
+    expect(deadLetterBars(byReason, Number.POSITIVE_INFINITY)).toHaveLength(6);
   });
 });
 
@@ -345,6 +366,7 @@ describe('renderHtmlReport', () => {
       input({ deliveries: [], deadLettersByReason: {}, totals: { messages: 0, applied: 0, duplicates: 0, retried: 0, deadLettered: 0 } }),
     );
     expect(html.match(/No deliveries were recorded\./g)).toHaveLength(3);
+    expect(html).toContain('No message was sent, so none could be lost or applied twice.');
     expect(html).toContain('Nothing was dead-lettered.');
     expect(html).not.toContain('<svg viewBox');
   });
@@ -361,6 +383,15 @@ describe('renderHtmlReport', () => {
     const twice = renderHtmlReport(largeRun(20_000));
     expect(shapes(twice)).toBeLessThanOrEqual(4 * 61 + 80 + 10);
     expect(Buffer.byteLength(twice)).toBeLessThan(1.2 * bytes);
+  });
+
+  it('draws at most 12 reason bars, and lists every reason in the data table', () => {
+    const deadLettersByReason = Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`Reason${i}`, 20 - i]));
+    const html = renderHtmlReport(input({ deadLettersByReason }));
+    const figure = html.slice(html.indexOf('data-chart="dead-letters"'));
+    expect(figure.match(/<g class="reason"/g)).toHaveLength(12);
+    expect(figure).toContain('data-reason="4 other reasons" data-count="30" data-other="true"');
+    expect(figure.match(/<tr><th scope="row">Reason\d+<\/th>/g)).toHaveLength(15);
   });
 
   it('is the same page for the same input', () => {
