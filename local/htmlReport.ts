@@ -267,7 +267,7 @@ export function retriesPerMessage(deliveries: readonly HtmlReportDelivery[], max
   if (perMessage.size === 0) return [];
   const limit = Math.max(2, Math.floor(maxBuckets));
   const retries = [...perMessage.values()].map((m) => Math.max(m.retried, m.attempt - 1));
-  const most = Math.max(...retries);
+  const most = retries.reduce((a, b) => Math.max(a, b), 0);
   const lumped = most >= limit;
   const length = lumped ? limit : most + 1;
   const buckets = Array.from({ length }, (_, i) => ({ label: lumped && i === length - 1 ? `${i}+` : String(i), retries: i, messages: 0 }));

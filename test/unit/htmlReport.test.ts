@@ -27,6 +27,7 @@ import {
   type HtmlReportDelivery,
   type HtmlReportInput,
 } from '../../local/htmlReportInput.js';
+import type { OutcomeRecord } from '../../lambda/observability/outcomes.js';
 import type { RunReport } from '../../local/report.js';
 
 const delivery = (messageId: string, outcome: HtmlReportDelivery['outcome'], atMs: number, durationMs = 5, attempt?: number): HtmlReportDelivery => ({
@@ -439,6 +440,24 @@ describe('createDeliveryRecorder and toHtmlReportInput', () => {
       { messageId: 'm-1', outcome: 'retried', atMs: 250, durationMs: 12, attempt: 1 },
       { messageId: 'm-1', outcome: 'dead-lettered', atMs: 2000, durationMs: 4, attempt: 2, reason: 'PoisonMessage' },
     ]);
+  });
+
+  it("takes the consumer's outcome records as they are", () => {
+    const recorder = createDeliveryRecorder({ now: () => 0 });
+    const record: OutcomeRecord = {
+      outcome: 'dead-lettered',
+      messageId: 'm-9',
+      eventId: 'k-9',
+      orderId: undefined,
+      eventType: undefined,
+      attempt: undefined,
+      reason: 'ValidationError',
+      errorType: 'SyntaxError',
+      errorMessage: 'Unexpected token',
+      durationMs: 1.5,
+    };
+    recorder.onOutcome(record);
+    expect(recorder.deliveries()).toEqual([{ messageId: 'm-9', outcome: 'dead-lettered', atMs: 0, durationMs: 1.5, reason: 'ValidationError' }]);
   });
 
   it("makes the page's input from the run's text report", () => {
