@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 const sourceConditions = ['@idempotent-consumer/source', ...defaultServerConditions.filter((condition) => condition !== 'module')];
 
 /**
- * Three projects: `unit` (no servers), `stack` (CDK synth, slow), `integration` (DynamoDB Local
+ * Four projects: `unit` (no servers), `stack` (CDK synth, slow), `browser` (headless Chromium), `integration` (DynamoDB Local
  * and the SQS server, started once by the global setup and stopped at the end; the CLI tests
  * start their own SQS server). `npm test` runs them all; `npx vitest run --project unit` runs one.
  */
@@ -20,6 +20,8 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       { extends: true, test: { name: 'stack', include: ['test/stack/**/*.test.ts'] } },
+      // Pages checked in Debian's headless Chromium (/usr/bin/chromium, installed by .ci/run), driven by playwright-core.
+      { extends: true, test: { name: 'browser', include: ['test/browser/**/*.test.ts'] } },
       {
         extends: true,
         test: {
