@@ -18,7 +18,7 @@ export default defineConfig({
     // Two cores: two workers keep the emulators responsive.
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'examples/*/test/**/*.test.ts'], exclude: ['examples/*/test/**/*.integration.test.ts'] } },
       { extends: true, test: { name: 'stack', include: ['test/stack/**/*.test.ts'] } },
       // Pages checked in Debian's headless Chromium (/usr/bin/chromium, installed by .ci/run), driven by playwright-core.
       { extends: true, test: { name: 'browser', include: ['test/browser/**/*.test.ts'] } },
@@ -26,7 +26,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts', 'test/cli/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/engine/**/*.test.ts', 'examples/*/test/**/*.integration.test.ts'],
           globalSetup: ['test/setup/emulators.ts'],
         },
       },

@@ -2,59 +2,74 @@ import { describe, expect, it } from 'vitest';
 import { classify } from '../../lambda/classifier.js';
 import {
   BusinessRuleViolation,
+  ConditionalWriteFailed,
   IdempotencyConflict,
+  InvalidWrite,
   MissingIdempotencyKey,
+  NonRetryableError,
+  NotAttempted,
   PredecessorNotApplied,
+  RetryableError,
   TransactionConflict,
   UnknownMessageType,
   ValidationError,
 } from '../../lambda/errors.js';
 
-const awsError = (name: string, status: number) =>
-  Object.assign(new Error(`${name} happened`), { name, $metadata: { httpStatusCode: status }, $fault: status >= 500 ? 'server' : 'client' });
+const awsError = (name: string, status: number) => Object.assign(new Error(`${name} happened`), { name, $metadata: { httpStatusCode: status } });
 
-describe('classify', () => {
+class OutOfStock extends NonRetryableError {}
+class StockLedgerBehind extends RetryableError {}
+
+describe('classify: the one place that decides', () => {
   it.each([
     [new ValidationError('bad'), 'ValidationError'],
     [new MissingIdempotencyKey('no key'), 'MissingIdempotencyKey'],
     [new IdempotencyConflict('e-1', 'aaa', 'bbb'), 'IdempotencyConflict'],
     [new UnknownMessageType('OrderRefunded'), 'UnknownMessageType'],
     [new BusinessRuleViolation('never'), 'BusinessRuleViolation'],
-  ])('dead-letters %s at once, with its name as the reason', (error, reason) => {
-    const verdict = classify(error, { attempt: 1, maxAttempts: 5 });
-    expect(verdict).toEqual({ disposition: 'dead-letter', reason, errorType: reason, errorMessage: error.message });
+    [new ConditionalWriteFailed('taken'), 'ConditionalWriteFailed'],
+    [new InvalidWrite('too big'), 'InvalidWrite'],
+  ])('dead-letters %s at once with its reason', (error, reason) => {
+    expect(classify(error)).toEqual({ retryable: false, reason, errorType: reason, errorMessage: error.message, countsAsAttempt: true });
+  });
+
+  it("takes a user's reason from the subclass name, or from the reason it was given", () => {
+    expect(classify(new OutOfStock('sku-1 has 0 left'))).toMatchObject({ retryable: false, reason: 'OutOfStock' });
+    expect(classify(new BusinessRuleViolation('x', { cause: 1 }))).toMatchObject({ reason: 'BusinessRuleViolation' });
+    class Minified extends NonRetryableError {
+      constructor() {
+        super('renamed by a bundler', { reason: 'Quota exceeded!' });
+      }
+    }
+    expect(classify(new Minified()).reason).toBe('Quota_exceeded_');
   });
 
   it.each([
     ['a predecessor not applied', new PredecessorNotApplied('wait')],
     ['a transaction conflict', new TransactionConflict('conflict')],
+    ["a user's retryable error", new StockLedgerBehind('later')],
     ['throttling', awsError('ProvisionedThroughputExceededException', 400)],
     ['a 5xx', awsError('InternalServerError', 500)],
     ['a network timeout', Object.assign(new Error('socket hang up'), { name: 'TimeoutError' })],
-    ['a side-effect lock held elsewhere', Object.assign(new Error('in progress'), { name: 'IdempotencyAlreadyInProgressError' })],
     ['an unknown error', new TypeError('x is undefined')],
     ['a thrown string', 'boom'],
-  ])('retries %s before the last attempt', (_what, error) => {
-    const verdict = classify(error, { attempt: 4, maxAttempts: 5 });
-    expect(verdict.disposition).toBe('retry');
-    expect(verdict.reason).toBeUndefined();
+  ])('retries %s, counting an attempt', (_what, error) => {
+    expect(classify(error)).toMatchObject({ retryable: true, reason: undefined, countsAsAttempt: true });
   });
 
-  it('dead-letters a retryable failure on the last attempt as RetriesExhausted, keeping the last error', () => {
-    const verdict = classify(awsError('ThrottlingException', 400), { attempt: 5, maxAttempts: 5 });
-    expect(verdict).toEqual({
-      disposition: 'dead-letter',
-      reason: 'RetriesExhausted',
-      errorType: 'ThrottlingException',
-      errorMessage: 'ThrottlingException happened',
-    });
+  it("retries a side-effect lock held elsewhere without counting an attempt, not before the lock's expiry", () => {
+    const error = Object.assign(new Error('in progress'), { name: 'IdempotencyAlreadyInProgressError', existingRecord: { inProgressExpiryTimestamp: 1_767_268_830_000 } });
+    expect(classify(error)).toMatchObject({ retryable: true, countsAsAttempt: false, retryAt: 1_767_268_830_000 });
+    expect(classify(new NotAttempted('too late'))).toMatchObject({ retryable: true, countsAsAttempt: false });
   });
 
-  it('treats a receive count above the maximum as the last attempt too', () => {
-    expect(classify(new PredecessorNotApplied('wait'), { attempt: 7, maxAttempts: 5 }).reason).toBe('RetriesExhausted');
+  it("asks the user's classifyError about errors it does not know, and ignores one that throws", () => {
+    const error = Object.assign(new Error('card declined'), { name: 'CardDeclined' });
+    expect(classify(error, (e) => (e instanceof Error && e.name === 'CardDeclined' ? { retryable: false, reason: 'CardDeclined' } : undefined))).toMatchObject({ retryable: false, reason: 'CardDeclined' });
+    expect(classify(error, () => { throw new Error('bug'); })).toMatchObject({ retryable: true });
   });
 
-  it('retries without an attempt count (sources that do not count)', () => {
-    expect(classify(new TransactionConflict('c')).disposition).toBe('retry');
+  it('caps the error message at 1,024 characters', () => {
+    expect(classify(new Error('x'.repeat(5000))).errorMessage).toHaveLength(1024);
   });
 });

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { defaultSettings, environmentVariables, lambdaEnvironment, withOverrides } from '../../config/settings.js';
+import {
+  defaultSettings,
+  environmentVariables,
+  kafkaRetryAttempts,
+  lambdaEnvironment,
+  maxReceiveCount,
+  requiredMaxReceiveCount,
+  tableEnvironmentVariable,
+  withOverrides,
+} from '../../config/settings.js';
 import { assertValidSettings, InvalidSettingsError, settingsProblems } from '../../config/validateSettings.js';
 import { readRuntimeConfig } from '../../lambda/config/runtimeConfig.js';
 
@@ -25,6 +34,11 @@ describe('settingsProblems', () => {
 
   it.each([
     ['maxReceiveCount below 5', { queue: { maxReceiveCount: 3 } }, /maxReceiveCount 3/],
+    ['maxReceiveCount that leaves no room for receives without an attempt', { queue: { maxReceiveCount: 5 } }, /maxReceiveCount 5 is below 10/],
+    ['a FIFO maxReceiveCount that skipped receives could exhaust (case C13)', { queue: { fifo: true, maxReceiveCount: 20 } }, /below 55 = maxAttempts 5 × batch size 10/],
+    ['Kafka retries that give up before the records behind a failure had their attempts', { kafka: { retryAttempts: 4 } }, /Kafka retry attempts 4 are below 499/],
+    ['infinite Kafka retries', { kafka: { retryAttempts: -1 } }, /retries must be finite/],
+    ['a side-effect margin as long as the function timeout', { idempotency: { sideEffectMinRemainingMs: 30_000 } }, /sideEffectMinRemainingMs 30000/],
     ['a batch above 10 without a window', { function: { batchSize: 50 } }, /batching window of at least 1 s/],
     ['a FIFO batch above 10', { queue: { fifo: true }, function: { batchSize: 20, maxBatchingWindowSeconds: 1 } }, /FIFO/],
     ['maximum concurrency 1', { function: { maxConcurrency: 1 } }, /maximum concurrency 1/],
@@ -37,25 +51,53 @@ describe('settingsProblems', () => {
   });
 });
 
-describe('lambdaEnvironment and readRuntimeConfig', () => {
-  const resources = { inboxTable: 'Inbox', ordersTable: 'Orders', idempotencyTable: 'Idem', deadLetterQueueUrl: 'http://127.0.0.1:1/0/dlq' };
+describe('derived budgets', () => {
+  it('leaves the redrive policy room for receives that are not attempts: maxAttempts + 5, FIFO maxAttempts × batch size + 5', () => {
+    expect(requiredMaxReceiveCount(defaultSettings)).toBe(10);
+    expect(maxReceiveCount(defaultSettings)).toBe(10);
+    expect(maxReceiveCount(withOverrides({ queue: { fifo: true } }))).toBe(55);
+    expect(maxReceiveCount(withOverrides({ queue: { maxReceiveCount: 30 } }))).toBe(30);
+    expect(kafkaRetryAttempts(defaultSettings)).toBe(499);
+  });
+});
 
-  it('round-trip the settings through the environment', () => {
-    const config = readRuntimeConfig(lambdaEnvironment(defaultSettings, resources));
+describe('lambdaEnvironment and readRuntimeConfig', () => {
+  const resources = { inboxTable: 'Inbox', idempotencyTable: 'Idem', deadLetterQueueUrl: 'http://127.0.0.1:1/0/dlq', tables: { stockItems: 'Stock-1' } };
+
+  it('round-trip the settings and the business tables through the environment', () => {
+    const environment = lambdaEnvironment(defaultSettings, resources);
+    expect(environment.TABLE_NAME_STOCK_ITEMS).toBe('Stock-1');
+    const config = readRuntimeConfig(environment, ['stockItems']);
     expect(config).toMatchObject({
-      consumerName: 'cafe-orders',
+      consumerName: defaultSettings.consumerName,
       inboxTable: 'Inbox',
       fifo: false,
-      maxReceiveCount: defaultSettings.queue.maxReceiveCount,
+      maxAttempts: defaultSettings.retry.maxAttempts,
       inboxTtlSeconds: defaultSettings.idempotency.inboxTtlSeconds,
-      retryBackoffBaseSeconds: defaultSettings.retryBackoff.baseSeconds,
+      retryBackoffBaseSeconds: defaultSettings.retry.backoffBaseSeconds,
+      tables: { stockItems: 'Stock-1' },
     });
   });
 
-  it('names every missing variable', () => {
+  it('names every missing variable, a business table too', () => {
     const env = lambdaEnvironment(defaultSettings, resources);
     delete env[environmentVariables.inboxTable];
     delete env[environmentVariables.deadLetterQueueUrl];
-    expect(() => readRuntimeConfig(env)).toThrow(/INBOX_TABLE_NAME[\s\S]*DEAD_LETTER_QUEUE_URL|DEAD_LETTER_QUEUE_URL[\s\S]*INBOX_TABLE_NAME/);
+    const error = (() => {
+      try {
+        readRuntimeConfig(env, ['stockItems', 'ledger']);
+      } catch (thrown) {
+        return thrown as Error;
+      }
+      return undefined;
+    })();
+    for (const variable of ['INBOX_TABLE_NAME', 'DEAD_LETTER_QUEUE_URL', 'TABLE_NAME_LEDGER']) expect(error?.message).toContain(`${variable} is not set`);
+    expect(error?.message).not.toContain('TABLE_NAME_STOCK_ITEMS');
+  });
+
+  it('names a business table variable in upper snake case, and refuses a name that cannot be one', () => {
+    expect(tableEnvironmentVariable('orders')).toBe('TABLE_NAME_ORDERS');
+    expect(tableEnvironmentVariable('stockItems')).toBe('TABLE_NAME_STOCK_ITEMS');
+    expect(() => tableEnvironmentVariable('stock-items')).toThrow(/letters, digits or '_'/);
   });
 });
