@@ -1,0 +1,24 @@
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { cruise } from 'dependency-cruiser';
+import { describe, expect, it } from 'vitest';
+
+const require = createRequire(import.meta.url);
+const config = require('../../.dependency-cruiser.cjs') as { forbidden: never; options: Record<string, unknown> };
+
+describe('the library boundary (dependency-cruiser, the rules npm test checks on the tree)', () => {
+  it('flags library code that imports an example', async () => {
+    const fixture = fileURLToPath(new URL('../fixtures/boundary', import.meta.url));
+    const result = await cruise(['lambda', 'local', 'examples'], { ...config.options, validate: true, ruleSet: { forbidden: config.forbidden }, baseDir: fixture, enhancedResolveOptions: { extensionAlias: { '.js': ['.ts', '.js'] } } } as never);
+    const output = typeof result.output === 'string' ? JSON.parse(result.output) : result.output;
+    const violations = (output.summary.violations as { rule: { name: string }; from: string; to: string }[]).map((v) => [v.rule.name, v.from, v.to]);
+    expect(violations).toEqual([['library-imports-example', 'lambda/engine.ts', 'examples/demo/domain.ts']]);
+  });
+
+  it('finds no violation in the tree', async () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const result = await cruise(['lambda', 'lib', 'cli', 'local', 'config', 'examples'], { ...config.options, validate: true, ruleSet: { forbidden: config.forbidden }, baseDir: root } as never);
+    const output = typeof result.output === 'string' ? JSON.parse(result.output) : result.output;
+    expect(output.summary.violations).toEqual([]);
+  });
+});
