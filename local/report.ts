@@ -1,4 +1,3 @@
-import { EMPTY_BODY_PLACEHOLDER } from '../lambda/dlq/deadLetterMessage.js';
 import { Outcome, type OutcomeRecord } from '../lambda/observability/outcomes.js';
 import type { MetricTotals } from './metricsCapture.js';
 
@@ -22,18 +21,6 @@ export interface DeadLetterSnapshot {
   readonly originalMessageId: string;
 }
 
-/** Effects counted in the business table after the run, per order. */
-export interface EffectCounts {
-  /** Ledger entries per order id. */
-  readonly ledgerEntries: ReadonlyMap<string, number>;
-  /** "Payment received" notifications per order id. */
-  readonly notifications: ReadonlyMap<string, number>;
-  /** Points of the ledger entries, summed per order id. */
-  readonly ledgerPoints: ReadonlyMap<string, number>;
-  /** `pointsAwarded` of each order's state. */
-  readonly pointsAwarded: ReadonlyMap<string, number>;
-}
-
 /** What `npm start` reports; `--json` prints it as one line. */
 export interface RunReport {
   readonly source: 'sqs' | 'kafka';
@@ -55,6 +42,8 @@ export interface RunReport {
   };
   /** Things worth knowing that are not failures of the check. */
   readonly notes: readonly string[];
+  /** Outbox items the run's decisions wrote, and how many of them the relay published. */
+  readonly outbox?: { readonly written: number; readonly published: number };
 }
 
 /** Inputs of {@link buildReport}. */
@@ -65,7 +54,10 @@ export interface ReportInputs {
   readonly outcomes: readonly OutcomeRecord[];
   /** The dead-letter queue's content after the run. */
   readonly deadLetters: readonly DeadLetterSnapshot[];
-  readonly effects: EffectCounts;
+  /** What the consumer's own invariants found wrong (its `--check` module). */
+  readonly domainProblems?: readonly string[];
+  /** Outbox items written and published, when the run had a relay. */
+  readonly outbox?: { readonly written: number; readonly published: number };
   /** The figures read from the metric output. */
   readonly metrics: MetricTotals;
   /** Messages still in the source (queue or log) at the end. */
@@ -84,11 +76,10 @@ const finalOutcomes: ReadonlySet<string> = new Set([Outcome.Applied, Outcome.Dup
  * 2. every message the consumer dead-lettered is in the dead-letter queue, body byte for byte,
  *    and the DLQ holds nothing that was not sent;
  * 3. no idempotency key was applied twice;
- * 4. each order with a ledger entry has exactly one notification, no order has a notification
- *    without a ledger entry, and each order's `pointsAwarded` equals its ledger's points (a
- *    payment applied twice would show in both);
+ * 4. the consumer's own invariants hold (the problems its `--check` module found);
  * 5. the source is empty;
- * 6. the figures of the metric output agree with the outcomes.
+ * 6. the figures of the metric output agree with the outcomes;
+ * 7. with an outbox relay, every outbox item written was published.
  */
 export function buildReport(inputs: ReportInputs): RunReport {
   const problems: string[] = [];
@@ -111,6 +102,7 @@ export function buildReport(inputs: ReportInputs): RunReport {
   const lost: SentMessage[] = [];
   const finalizedTwice: SentMessage[] = [];
   const movedByPolicy: SentMessage[] = [];
+  const copies: SentMessage[] = [];
   for (const message of inputs.sent) {
     const outcomes = finals.get(message.messageId) ?? [];
     const dead = inDeadLetterQueue.get(message.messageId) ?? [];
@@ -121,12 +113,10 @@ export function buildReport(inputs: ReportInputs): RunReport {
     if (outcomes.length === 0) lost.push(message);
     if (outcomes.length > 1) finalizedTwice.push(message);
     const deadLettered = outcomes.some((o) => o.outcome === Outcome.DeadLettered);
-    if (deadLettered && dead.length !== 1) {
-      problems.push(`line ${message.line}: dead-lettered, but the DLQ holds ${dead.length} copies of it`);
-    }
-    const expectedBody = message.body === '' ? EMPTY_BODY_PLACEHOLDER : message.body;
-    if (deadLettered && dead[0] !== undefined && dead[0].body !== expectedBody) {
-      problems.push(`line ${message.line}: the DLQ copy's body differs from the body sent`);
+    if (deadLettered && dead.length === 0) problems.push(`line ${message.line}: dead-lettered, but it is not in the DLQ`);
+    if (deadLettered && dead.length > 1) copies.push(message);
+    for (const copy of deadLettered ? dead : []) {
+      if (copy.body !== message.body) problems.push(`line ${message.line}: the DLQ copy's body differs from the body sent`);
     }
   }
   if (lost.length > 0) problems.push(`${lost.length} message(s) have no final outcome (lost): lines ${lines(lost)}`);
@@ -134,32 +124,27 @@ export function buildReport(inputs: ReportInputs): RunReport {
     problems.push(`${finalizedTwice.length} message(s) ended more than once: lines ${lines(finalizedTwice)}`);
   }
   const movedByRedrivePolicy = movedByPolicy.length;
-  const notes =
-    movedByRedrivePolicy > 0
+  const notes = [
+    ...(movedByRedrivePolicy > 0
       ? [`moved to the DLQ by the queue's redrive policy, without a reason (the consumer never saw their last receive): lines ${lines(movedByPolicy)}`]
-      : [];
+      : []),
+    ...(copies.length > 0 ? [`in the DLQ more than once (a dead letter is sent at least once): lines ${lines(copies)}`] : []),
+  ];
   const strangers = inputs.deadLetters.filter((d) => !sentById.has(d.originalMessageId));
   if (strangers.length > 0) problems.push(`${strangers.length} message(s) in the DLQ were not sent by this run`);
 
   const appliedPerKey = new Map<string, number>();
   for (const record of inputs.outcomes) {
-    if (record.outcome === Outcome.Applied && record.eventId !== undefined) {
-      appliedPerKey.set(record.eventId, (appliedPerKey.get(record.eventId) ?? 0) + 1);
+    if (record.outcome === Outcome.Applied && record.idempotencyKey !== undefined) {
+      appliedPerKey.set(record.idempotencyKey, (appliedPerKey.get(record.idempotencyKey) ?? 0) + 1);
     }
   }
   const appliedTwice = [...appliedPerKey].filter(([, n]) => n > 1).map(([key]) => key);
   if (appliedTwice.length > 0) problems.push(`applied more than once: ${appliedTwice.slice(0, 10).join(', ')}`);
 
-  for (const orderId of inputs.effects.ledgerEntries.keys()) {
-    const sent = inputs.effects.notifications.get(orderId) ?? 0;
-    if (sent !== 1) problems.push(`order ${orderId} has a ledger entry and ${sent} notifications (expected 1)`);
-  }
-  for (const [orderId, sent] of inputs.effects.notifications) {
-    if (!inputs.effects.ledgerEntries.has(orderId)) problems.push(`order ${orderId} has ${sent} notification(s) but no ledger entry`);
-  }
-  for (const [orderId, awarded] of inputs.effects.pointsAwarded) {
-    const ledger = inputs.effects.ledgerPoints.get(orderId) ?? 0;
-    if (awarded !== ledger) problems.push(`order ${orderId} shows ${awarded} points awarded, its ledger ${ledger}`);
+  problems.push(...(inputs.domainProblems ?? []));
+  if (inputs.outbox !== undefined && inputs.outbox.published !== inputs.outbox.written) {
+    problems.push(`the outbox has ${inputs.outbox.written} item(s) written and ${inputs.outbox.published} published`);
   }
   if (inputs.remainingInSource > 0) problems.push(`${inputs.remainingInSource} message(s) are still in the source`);
 
@@ -200,6 +185,7 @@ export function buildReport(inputs: ReportInputs): RunReport {
     durationMs: Math.round(inputs.durationMs),
     check: { ok: problems.length === 0, problems },
     notes,
+    ...(inputs.outbox === undefined ? {} : { outbox: inputs.outbox }),
   };
 }
 
@@ -230,6 +216,7 @@ export function formatReport(report: RunReport): string {
     row('dead-lettered', report.deadLettered),
     ...reasons,
     `  latency per message        p50 ${report.latencyMs.p50} ms, p90 ${report.latencyMs.p90} ms, p99 ${report.latencyMs.p99} ms`,
+    ...(report.outbox === undefined ? [] : [row('outbox written', report.outbox.written), row('outbox published', report.outbox.published)]),
     '',
     ...report.notes.map((note) => `  note: ${note}`),
     report.check.ok
