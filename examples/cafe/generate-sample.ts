@@ -1,9 +1,9 @@
 /**
- * Writes the bundled sample input, `samples/orders.jsonl`: a day of café orders as a producer
+ * Writes the café sample input, `examples/cafe/samples/orders.jsonl`: a day of café orders as a producer
  * would emit them, with what at-least-once delivery brings. Deterministic (seeded), so the
  * committed file can be regenerated exactly:
  *
- *   npx tsx scripts/generate-sample.ts > samples/orders.jsonl
+ *   npm run sample   (tsx examples/cafe/generate-sample.ts > examples/cafe/samples/orders.jsonl)
  *
  * What it holds: 150 orders on valid paths of the state machine; producer duplicates (the same
  * event sent twice); out-of-order deliveries (a successor written before its predecessor);
