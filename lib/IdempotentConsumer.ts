@@ -271,7 +271,7 @@ export interface IdempotentConsumerProps {
  * @throws InvalidSettingsError when the settings, the Kafka options or these props break a rule
  *
  * @example
- * const orders = new Table(this, 'Orders', { partitionKey: { name: 'orderId', type: AttributeType.STRING } });
+ * const orders = new Table(this, 'Orders', { partitionKey: { name: 'id', type: AttributeType.STRING } });
  * const consumer = new IdempotentConsumer(this, 'Consumer', {
  *   entry: 'src/handler.ts',
  *   tables: { orders },
@@ -301,8 +301,8 @@ export class IdempotentConsumer extends Construct {
   public readonly payloadBucket: Bucket;
   /** The consumer function (built from `entry`, or `existingFunction`). */
   public readonly function: IFunction;
-  /** The function's execution role (undefined only for an imported function without one). */
-  public readonly role?: IRole;
+  /** The function's execution role. */
+  public readonly role: IRole;
   /** The function's log group, when this construct built the function. */
   public readonly logGroup?: LogGroup;
   /** The environment variables the function needs: the library's and `props.environment`. */
@@ -365,7 +365,8 @@ export class IdempotentConsumer extends Construct {
       this.function = props.existingFunction;
       this.setEnvironment(props.existingFunction);
     }
-    this.role = this.function.role;
+    // consumerPropsProblems made sure that an existing function has a role.
+    this.role = this.function.role as IRole;
 
     this.grantEngineAccess();
 
@@ -416,15 +417,13 @@ export class IdempotentConsumer extends Construct {
     this.queue.grant(grantee, 'sqs:ChangeMessageVisibility');
 
     Grant.addToPrincipal({ grantee, actions: ['s3:PutObject'], resourceArns: [this.payloadBucket.arnForObjects('*')] });
-    if (this.role !== undefined) {
-      const bucket = Stack.of(this).getLogicalId(this.payloadBucket.node.defaultChild as CfnElement);
-      Validations.of(this.role).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${bucket}.Arn>/*]`,
-        reason:
-          's3:PutObject into the payload bucket: each dead-letter body too large for the dead-letter queue is a new object whose ' +
-          'key the consumer derives from the message, so no fixed object ARN exists; the bucket holds nothing else.',
-      });
-    }
+    const bucket = Stack.of(this).getLogicalId(this.payloadBucket.node.defaultChild as CfnElement);
+    Validations.of(this.role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucket}.Arn>/*]`,
+      reason:
+        's3:PutObject into the payload bucket: each dead-letter body too large for the dead-letter queue is a new object whose ' +
+        'key the consumer derives from the message, so no fixed object ARN exists; the bucket holds nothing else.',
+    });
   }
 
   /** `actions` on `table`, and {@link TABLE_KEY_ACTIONS} on its customer managed key through DynamoDB. */
@@ -637,8 +636,8 @@ const ENTRY_ONLY_PROPS = ['handler', 'logRetention', 'bundling', 'projectRoot', 
  * broken rule: exactly one of `entry` and `existingFunction`, an entry file that exists, options
  * that apply to `entry` only, table names that make distinct environment variables, environment
  * names that do not collide with the library's, existing queues that match the settings (FIFO,
- * redrive policy, visibility timeout), an existing function whose timeout is the settings', the
- * table encryption, and a role for Kafka.
+ * redrive policy, visibility timeout), an existing function with a role and the settings' timeout,
+ * and the table encryption.
  *
  * @param props - the props as given
  * @param settings - the settings the consumer is built with
@@ -666,8 +665,11 @@ export function consumerPropsProblems(props: IdempotentConsumerProps, settings: 
         );
       }
     }
-    if (props.kafka !== undefined && existingFunction.role === undefined) {
-      problems.push('a Kafka event source needs existingFunction to have an execution role (the mapping is authorized through it)');
+    if (existingFunction.role === undefined) {
+      problems.push(
+        'existingFunction has no execution role, so nothing can be granted to it: import it with its role ' +
+          '(lambda.Function.fromFunctionAttributes(scope, id, { functionArn, role: iam.Role.fromRoleArn(...) }))',
+      );
     }
   }
   problems.push(...tableProblems(props), ...environmentProblems(props, settings), ...queueProblems(props, settings));

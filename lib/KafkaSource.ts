@@ -46,7 +46,7 @@ export interface KafkaVpcPlacement {
  * exactly one of `clusterArn` (Amazon MSK) or `bootstrapServers` (self-managed Apache Kafka).
  *
  * Everything else about the mapping (batch size, starting position, retries, record age,
- * split batch, provisioned pollers) comes from `settings.kafka` in `config/settings.ts`.
+ * split batch, provisioned pollers) comes from `settings.kafka` (`ConsumerSettings`).
  */
 export interface KafkaSourceOptions {
   /**
@@ -265,8 +265,9 @@ export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUN
  * partition (case C8):
  *
  * - `FunctionResponseTypes: [ReportBatchItemFailures]`: the handler reports the first failed
- *   record of each partition; Lambda resumes the partition there.
- * - `MaximumRetryAttempts` = `settings.kafka.retryAttempts` (finite),
+ *   record of each partition and every later record of that partition in the batch (case C12).
+ * - `MaximumRetryAttempts` = `kafkaRetryAttempts(settings)` (finite: the setting, or
+ *   `maxAttempts × batchSize − 1`),
  *   `BisectBatchOnFunctionError` and `MaximumRecordAgeInSeconds` (-1: no limit) from the settings.
  * - `DestinationConfig.OnFailure` = the dead-letter queue: records that Lambda gives up on
  *   (retries exhausted by function errors or timeouts, records older than the maximum age) are

@@ -436,6 +436,15 @@ describe('IdempotentConsumer with an existing function', () => {
     expect(Object.keys(consumer.environment)).toContain('INBOX_TABLE_NAME');
   });
 
+  it('refuses an imported function without a role: nothing could be granted to it', () => {
+    const app = newApp(skipBundling);
+    const stack = new Stack(app, 'NoRole');
+    const existingFunction = LambdaFunction.fromFunctionName(stack, 'Imported', 'mine');
+    const { error } = refusal(app, () => new IdempotentConsumer(stack, 'Consumer', { existingFunction }));
+
+    expect(error.message).toContain('existingFunction has no execution role, so nothing can be granted to it');
+  });
+
   it('refuses a function whose timeout is not the settings\', and entry-only options', () => {
     const app = newApp(skipBundling);
     const stack = new Stack(app, 'Refused');

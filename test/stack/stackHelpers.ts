@@ -44,12 +44,15 @@ export function synthCafeStack(
 /**
  * A stack holding one generic {@link IdempotentConsumer} (id `Consumer`) for the fixture handler
  * (bundling skipped unless `bundle`), and its template. `extra` adds resources before the
- * consumer (business tables, an existing queue) and returns props to merge.
+ * consumer (business tables, an existing queue) and returns props to merge; `after` adds
+ * resources after it.
  */
 export function synthConsumer(
   options: {
     props?: Partial<IdempotentConsumerProps>;
     extra?: (stack: Stack) => Partial<IdempotentConsumerProps>;
+    /** Adds resources after the consumer (monitoring), before the template is made. */
+    after?: (stack: Stack, consumer: IdempotentConsumer) => void;
     context?: Record<string, unknown>;
     bundle?: boolean;
   } = {},
@@ -63,6 +66,7 @@ export function synthConsumer(
     ...(usesFunction ? {} : { entry: fixtureEntry, bundling: sourceBundling }),
     ...props,
   });
+  options.after?.(stack, consumer);
   return { stack, consumer, template: Template.fromStack(stack) };
 }
 
