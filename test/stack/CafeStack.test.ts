@@ -6,11 +6,13 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { cafeSettings } from '../../examples/cafe/settings.js';
 import type { CafeStack } from '../../examples/cafe/infra/CafeStack.js';
 import {
-  acknowledgedRules,
+  acknowledgedRuleIds,
+  CONSUMER_ACKNOWLEDGED_RULES,
   actionsOn,
   allowStatements,
   arnOf,
   awsSolutionsViolations,
+  BUSINESS_ACTIONS,
   refOf,
   synthCafeStack,
 } from './stackHelpers.js';
@@ -63,14 +65,7 @@ describe('CafeStack (default settings)', () => {
   });
 
   it('grants the orders table exactly the engine\'s business actions, and nothing on its indexes', () => {
-    expect(actionsOn(template, arnOf(stack.ordersTable))).toEqual([
-      'dynamodb:BatchGetItem',
-      'dynamodb:ConditionCheckItem',
-      'dynamodb:DeleteItem',
-      'dynamodb:GetItem',
-      'dynamodb:PutItem',
-      'dynamodb:UpdateItem',
-    ]);
+    expect(actionsOn(template, arnOf(stack.ordersTable))).toEqual(BUSINESS_ACTIONS);
     const dynamodb = allowStatements(template).flatMap((s) => s.actions).filter((a) => /^dynamodb:(Scan|Query|BatchWriteItem|\*)$/.test(a));
     expect(dynamodb).toEqual([]);
   });
@@ -95,13 +90,7 @@ describe('CafeStack (default settings)', () => {
 
   it('reports no cdk-nag AWS Solutions finding that is not acknowledged, and acknowledges only the expected rules', () => {
     expect(awsSolutionsViolations(stack)).toEqual([]);
-    const rules = acknowledgedRules(stack);
-    expect([...rules.keys()].sort()).toEqual([
-      'AwsSolutions-IAM5[Resource::<ConsumerPayloadBucketBF61D0D3.Arn>/*]',
-      'AwsSolutions-L1',
-      'AwsSolutions-S1',
-    ]);
-    for (const reason of rules.values()) expect(reason.length).toBeGreaterThan(80);
+    expect(acknowledgedRuleIds(stack)).toEqual([...CONSUMER_ACKNOWLEDGED_RULES]);
   });
 });
 

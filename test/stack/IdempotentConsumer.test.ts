@@ -12,41 +12,25 @@ import { defaultSettings, lambdaEnvironment, maxReceiveCount, withOverrides } fr
 import { InvalidSettingsError } from '../../config/validateSettings.js';
 import { IdempotentConsumer, type IdempotentConsumerProps } from '../../lib/IdempotentConsumer.js';
 import {
-  acknowledgedRules,
+  acknowledgedRuleIds,
+  CONSUMER_ACKNOWLEDGED_RULES,
   actionsOn,
   allAllowedActions,
   allowStatements,
+  BUSINESS_ACTIONS,
   arnOf,
   awsSolutionsViolations,
   fixtureEntry,
+  IDEMPOTENCY_ACTIONS,
+  INBOX_ACTIONS,
   newApp,
   refOf,
   refusal,
   resourcesAllowing,
   skipBundling,
   synthConsumer,
+  TABLE_KEY_ACTIONS,
 } from './stackHelpers.js';
-
-/** The exact action lists the engine needs (issue 8, item 8), written out here on purpose. */
-const BUSINESS_ACTIONS = [
-  'dynamodb:BatchGetItem',
-  'dynamodb:ConditionCheckItem',
-  'dynamodb:DeleteItem',
-  'dynamodb:GetItem',
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-];
-const INBOX_ACTIONS = ['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
-const IDEMPOTENCY_ACTIONS = ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
-const TABLE_KEY_ACTIONS = [
-  'kms:Decrypt',
-  'kms:DescribeKey',
-  'kms:Encrypt',
-  'kms:GenerateDataKey',
-  'kms:GenerateDataKeyWithoutPlaintext',
-  'kms:ReEncryptFrom',
-  'kms:ReEncryptTo',
-];
 
 /** Two business tables in `stack`, one with a sort key and a customer managed key of its own. */
 function businessTables(stack: Stack): { orders: Table; stockItems: Table; stockKey: Key } {
@@ -305,13 +289,7 @@ describe('IdempotentConsumer (default settings, business tables)', () => {
 
   it('reports no cdk-nag finding that is not acknowledged, and acknowledges only the runtime and the payload objects', () => {
     expect(awsSolutionsViolations(stack)).toEqual([]);
-    const rules = acknowledgedRules(consumer);
-    expect([...rules.keys()].sort()).toEqual([
-      'AwsSolutions-IAM5[Resource::<ConsumerPayloadBucketBF61D0D3.Arn>/*]',
-      'AwsSolutions-L1',
-      'AwsSolutions-S1',
-    ]);
-    for (const reason of rules.values()) expect(reason.length).toBeGreaterThan(80);
+    expect(acknowledgedRuleIds(consumer)).toEqual([...CONSUMER_ACKNOWLEDGED_RULES]);
   });
 
   it('exposes every resource as a field', () => {

@@ -145,6 +145,46 @@ export function acknowledgedRules(scope: IConstruct): Map<string, string> {
   return rules;
 }
 
+/** The exact action lists the engine needs (issue 8, item 8), written out here on purpose, sorted. */
+export const BUSINESS_ACTIONS = [
+  'dynamodb:BatchGetItem',
+  'dynamodb:ConditionCheckItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+];
+/** The inbox's actions: the business ones without DeleteItem. */
+export const INBOX_ACTIONS = BUSINESS_ACTIONS.filter((action) => action !== 'dynamodb:DeleteItem');
+/** Powertools idempotency's actions. */
+export const IDEMPOTENCY_ACTIONS = ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+/** The actions on a table's customer managed key (through DynamoDB only). */
+export const TABLE_KEY_ACTIONS = [
+  'kms:Decrypt',
+  'kms:DescribeKey',
+  'kms:Encrypt',
+  'kms:GenerateDataKey',
+  'kms:GenerateDataKeyWithoutPlaintext',
+  'kms:ReEncryptFrom',
+  'kms:ReEncryptTo',
+];
+
+/** The rules the consumer acknowledges for cdk-nag (runtime, payload bucket logs, payload objects). */
+export const CONSUMER_ACKNOWLEDGED_RULES = [
+  'AwsSolutions-IAM5[Resource::<ConsumerPayloadBucketBF61D0D3.Arn>/*]',
+  'AwsSolutions-L1',
+  'AwsSolutions-S1',
+] as const;
+
+/** The rule ids acknowledged in `scope`'s tree, sorted, after checking that each has a reason of some length. */
+export function acknowledgedRuleIds(scope: IConstruct): string[] {
+  const rules = acknowledgedRules(scope);
+  for (const [id, reason] of rules) {
+    if (reason.length <= 80) throw new Error(`rule ${id} is acknowledged with a reason of ${reason.length} characters: say why`);
+  }
+  return [...rules.keys()].sort();
+}
+
 /** How many CloudFormation resources exist in `scope`'s tree. */
 export function cfnResourceCount(scope: IConstruct): number {
   return scope.node.findAll().filter((construct) => CfnResource.isCfnResource(construct)).length;
