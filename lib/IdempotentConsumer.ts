@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import { Annotations, ArnFormat, Aws, type CfnElement, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, type ITable, type StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -651,7 +651,8 @@ export function consumerPropsProblems(props: IdempotentConsumerProps, settings: 
     );
   }
   if (entry !== undefined && !existsSync(resolve(entry))) {
-    problems.push(`entry "${entry}" does not exist (resolved to ${resolve(entry)}; a relative path is relative to the directory cdk runs in)`);
+    const resolved = isAbsolute(entry) ? '' : ` (resolved to ${resolve(entry)}: a relative path is relative to the directory cdk runs in)`;
+    problems.push(`entry "${entry}" does not exist${resolved}`);
   }
   if (existingFunction !== undefined) {
     const given = ENTRY_ONLY_PROPS.filter((name) => props[name] !== undefined);

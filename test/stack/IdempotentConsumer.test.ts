@@ -529,6 +529,7 @@ describe('IdempotentConsumer props validation', () => {
 
     const missing = refused({ entry: 'src/no-such-handler.ts' });
     expect(missing.error.message).toMatch(/entry "src\/no-such-handler\.ts" does not exist \(resolved to \/.+src\/no-such-handler\.ts/);
+    expect(refused({ entry: '/nowhere/handler.ts' }).error.message).toMatch(/^- entry "\/nowhere\/handler\.ts" does not exist$/m);
   });
 
   it('refuses table names that are not identifiers or that make the same environment variable', () => {
