@@ -1,17 +1,19 @@
 /**
- * The CDK app: one stack, `IdempotentConsumer`, checked by cdk-nag's AWS Solutions rules (a
- * finding that is not acknowledged with a reason fails the synth).
+ * The CDK app: the café's stack (`examples/cafe/infra/CafeStack.ts`), checked by cdk-nag's AWS
+ * Solutions rules (a finding that is not acknowledged with a reason fails the synth). A refused
+ * setting or context value is printed as one message and `cdk synth` exits non-zero.
  *
- * `npx cdk synth` needs no AWS account or region. Context selects the variants (see
- * `ConsumerStack`): `-c fifo=true` a FIFO queue; `-c kafkaClusterArn=<MSK cluster ARN>` (or
- * `-c kafkaBootstrapServers=host:port,... -c kafkaSecretArn=<secret ARN>`), with optional
- * `-c kafkaTopic=orders -c kafkaConsumerGroup=<id>`, a Kafka event source on the same function;
- * `-c alarmEmail=ops@example.com` an email subscription to the alarm topic.
+ * `npx cdk synth` needs no AWS account or region. Context selects the variants (see `CafeStack`):
+ * `-c fifo=true`; `-c kafkaClusterArn=…` or `-c kafkaBootstrapServers=host:port,… -c kafkaSecretArn=…`
+ * (with `-c kafkaSecretKeyArn`, `-c kafkaTopic`, `-c kafkaConsumerGroup`); `-c alarmEmail=…`;
+ * `-c tableEncryption=customer-managed`.
  */
-import { App, Validations } from 'aws-cdk-lib';
+import { Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { ConsumerStack } from '../lib/ConsumerStack.js';
+import { runCdkApp } from 'idempotent-consumer/cdk';
+import { CafeStack } from '../examples/cafe/infra/CafeStack.js';
 
-const app = new App();
-new ConsumerStack(app, 'IdempotentConsumer');
-Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+runCdkApp((app) => {
+  new CafeStack(app, 'CafeOrders');
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+});

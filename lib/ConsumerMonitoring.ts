@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
+import { Aws, Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import {
   Alarm,
   AlarmStatusWidget,
@@ -13,13 +13,14 @@ import {
   type IWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
+import { FAILURE_REASON_DIMENSION, MetricName } from '../config/metricNames.js';
 import { METRICS_NAMESPACE } from '../config/settings.js';
-import { FAILURE_REASON_DIMENSION, MetricName } from '../lambda/observability/MetricsObserver.js';
+import { InvalidSettingsError } from '../config/validateSettings.js';
 import type { IdempotentConsumer } from './IdempotentConsumer.js';
 
 /** What a stack may set on the consumer's monitoring; {@link ConsumerMonitoringProps} adds the consumer. */
@@ -96,7 +97,11 @@ const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
  * (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html).
  *
  * The topic is encrypted with a customer managed KMS key (with rotation) that CloudWatch may
- * use (an AWS managed `alias/aws/sns` key cannot be used by CloudWatch alarms), and it refuses
+ * use (an AWS managed `alias/aws/sns` key cannot be used by CloudWatch alarms) for this
+ * account's alarms only: the key policy's statement for `cloudwatch.amazonaws.com` has the
+ * conditions `aws:SourceAccount` = this account and `aws:SourceArn` like
+ * `arn:<partition>:cloudwatch:<region>:<account>:alarm:*` (confused deputy protection,
+ * https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html). The topic refuses
  * requests without TLS. The key is scheduled for deletion (7 days) with the stack: it protects
  * notifications in flight only.
  *
@@ -106,8 +111,8 @@ const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
  * the function's invocations, errors, throttles, duration and concurrency, and the Kafka offset
  * lag when Kafka is on.
  *
- * @throws Error when `alarmEmail` is not an email address, or a threshold is not a positive
- * whole number (see {@link validateMonitoringOptions})
+ * @throws InvalidSettingsError when `alarmEmail` is not an email address, or a threshold is not a
+ * positive whole number (see {@link monitoringOptionsProblems}); nothing is created
  */
 export class ConsumerMonitoring extends Construct {
   /** The SNS topic every alarm notifies. */
@@ -117,10 +122,11 @@ export class ConsumerMonitoring extends Construct {
   /** The CloudWatch dashboard. */
   public readonly dashboard: Dashboard;
 
+  /** @throws InvalidSettingsError when the options break a rule (see {@link monitoringOptionsProblems}) */
   constructor(scope: Construct, id: string, props: ConsumerMonitoringProps) {
+    validateMonitoringOptions(props);
     super(scope, id);
     const { consumer } = props;
-    validateMonitoringOptions(props);
     const oldestAgeThreshold = props.oldestMessageAgeThresholdSeconds ?? 300;
     const offsetLagThreshold = props.kafkaOffsetLagThreshold ?? 1000;
 
@@ -130,15 +136,22 @@ export class ConsumerMonitoring extends Construct {
     /** A metric of the consumer's own (Powertools, dimension `service`). */
     const consumerMetric = (metricName: string, statistic: string, label?: string, period = oneMinute) =>
       new Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap: { service: serviceName }, statistic, period, label });
-    const offsetLag = (period: Duration, label?: string) =>
+    // Built from names, so that an imported queue or function (IQueue, IFunction) is watched too.
+    const queueMetric = (queueName: string, metricName: string, label?: string) =>
+      new Metric({ namespace: 'AWS/SQS', metricName, dimensionsMap: { QueueName: queueName }, statistic: 'Maximum', period: oneMinute, label });
+    const functionMetric = (metricName: string, statistic: string, period: Duration, label?: string) =>
       new Metric({
         namespace: 'AWS/Lambda',
-        metricName: 'OffsetLag',
+        metricName,
         dimensionsMap: { FunctionName: consumer.function.functionName },
-        statistic: 'Maximum',
+        statistic,
         period,
         label,
       });
+    const offsetLag = (period: Duration, label?: string) => functionMetric('OffsetLag', 'Maximum', period, label);
+    const visibleInDeadLetterQueue = (label?: string) =>
+      queueMetric(consumer.deadLetterQueue.queueName, 'ApproximateNumberOfMessagesVisible', label);
+    const oldestMessageAge = (label?: string) => queueMetric(consumer.queue.queueName, 'ApproximateAgeOfOldestMessage', label);
 
     this.topic = this.createTopic(serviceName, props.alarmEmail);
     const action = new SnsAction(this.topic);
@@ -166,7 +179,7 @@ export class ConsumerMonitoring extends Construct {
     const kafkaOn = consumer.kafkaSource !== undefined;
     this.alarms = {
       deadLetterQueueNotEmpty: alarm('DeadLetterQueueNotEmptyAlarm', {
-        metric: consumer.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: oneMinute, statistic: 'Maximum' }),
+        metric: visibleInDeadLetterQueue(),
         threshold: 0,
         treatMissingData: TreatMissingData.IGNORE,
         description:
@@ -176,7 +189,7 @@ export class ConsumerMonitoring extends Construct {
           'the named offsets from the topic, do not redrive them).',
       }),
       oldestMessageAge: alarm('OldestMessageAgeAlarm', {
-        metric: consumer.queue.metricApproximateAgeOfOldestMessage({ period: oneMinute, statistic: 'Maximum' }),
+        metric: oldestMessageAge(),
         threshold: oldestAgeThreshold,
         description:
           `the oldest message in the source queue is older than ${oldestAgeThreshold} s: the consumer is falling behind or a ` +
@@ -184,14 +197,14 @@ export class ConsumerMonitoring extends Construct {
           'raise the SQS maximum concurrency or fix the failing dependency.',
       }),
       functionErrors: alarm('FunctionErrorsAlarm', {
-        metric: consumer.function.metricErrors({ period: fiveMinutes, statistic: 'Sum' }),
+        metric: functionMetric('Errors', 'Sum', fiveMinutes),
         threshold: 0,
         description:
           'the consumer function failed (a crash, an out-of-memory error or a timeout; failed records are reported, never ' +
           'thrown). Find the error in the function log group, fix it or raise the timeout or memory; the whole batch is retried.',
       }),
       functionThrottles: alarm('FunctionThrottlesAlarm', {
-        metric: consumer.function.metricThrottles({ period: fiveMinutes, statistic: 'Sum' }),
+        metric: functionMetric('Throttles', 'Sum', fiveMinutes),
         threshold: 0,
         description:
           'Lambda throttled the consumer function: the account or reserved concurrency is exhausted. Check ConcurrentExecutions ' +
@@ -230,7 +243,6 @@ export class ConsumerMonitoring extends Construct {
       label: '',
       period: oneMinute,
     });
-    const fn = consumer.function;
     const rows: IWidget[][] = [
       [
         new TextWidget({
@@ -255,11 +267,11 @@ export class ConsumerMonitoring extends Construct {
       ],
       [
         graph('Dead-letter queue depth (messages)', [
-          consumer.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: oneMinute, statistic: 'Maximum', label: 'Visible' }),
+          visibleInDeadLetterQueue('Visible'),
         ]),
         graph(
           'Oldest message age in the source queue (seconds)',
-          [consumer.queue.metricApproximateAgeOfOldestMessage({ period: oneMinute, statistic: 'Maximum', label: 'Oldest message age' })],
+          [oldestMessageAge('Oldest message age')],
           { leftAnnotations: [{ value: oldestAgeThreshold, label: 'alarm threshold' }] },
         ),
         graph(
@@ -269,18 +281,16 @@ export class ConsumerMonitoring extends Construct {
       ],
       [
         graph('Function invocations, errors and throttles', [
-          fn.metricInvocations({ period: oneMinute, statistic: 'Sum', label: 'Invocations' }),
-          fn.metricErrors({ period: oneMinute, statistic: 'Sum', label: 'Errors' }),
-          fn.metricThrottles({ period: oneMinute, statistic: 'Sum', label: 'Throttles' }),
+          functionMetric('Invocations', 'Sum', oneMinute, 'Invocations'),
+          functionMetric('Errors', 'Sum', oneMinute, 'Errors'),
+          functionMetric('Throttles', 'Sum', oneMinute, 'Throttles'),
         ]),
         graph(
           'Function duration (milliseconds)',
-          ['p50', 'p99', 'Maximum'].map((statistic) => fn.metricDuration({ period: oneMinute, statistic, label: statistic })),
+          ['p50', 'p99', 'Maximum'].map((statistic) => functionMetric('Duration', statistic, oneMinute, statistic)),
           { leftAnnotations: [{ value: consumer.settings.function.timeoutSeconds * 1000, label: 'timeout' }] },
         ),
-        graph('Function concurrency', [
-          fn.metric('ConcurrentExecutions', { period: oneMinute, statistic: 'Maximum', label: 'Concurrent executions' }),
-        ]),
+        graph('Function concurrency', [functionMetric('ConcurrentExecutions', 'Maximum', oneMinute, 'Concurrent executions')]),
       ],
       ...(kafkaOn
         ? [[graph('Kafka offset lag (records)', [offsetLag(oneMinute, 'Offset lag')], { width: 24, leftAnnotations: [{ value: offsetLagThreshold, label: 'alarm threshold' }] })]]
@@ -297,8 +307,20 @@ export class ConsumerMonitoring extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
       pendingWindow: Duration.days(7),
     });
-    // CloudWatch publishes the alarm notifications to the encrypted topic.
-    key.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    // CloudWatch publishes the alarm notifications to the encrypted topic, for this account's alarms
+    // only (confused deputy protection: https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html).
+    key.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'CloudWatchAlarmsOfThisAccount',
+        principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
+          ArnLike: { 'aws:SourceArn': `arn:${Aws.PARTITION}:cloudwatch:${Aws.REGION}:${Aws.ACCOUNT_ID}:alarm:*` },
+        },
+      }),
+    );
     const topic = new Topic(this, 'AlarmTopic', {
       displayName: `${serviceName} consumer alarms`,
       masterKey: key,
@@ -310,20 +332,30 @@ export class ConsumerMonitoring extends Construct {
 }
 
 /**
- * Checks the monitoring options, so that a stack can refuse them before it builds anything.
- *
- * @throws Error naming the bad option: an alarm email that is not an address, or a threshold
- * that is not a positive whole number
+ * Checks the monitoring options and returns one sentence per broken rule (empty when all hold):
+ * an alarm email that is not an address, a threshold that is not a positive whole number.
  */
-export function validateMonitoringOptions(options: ConsumerMonitoringOptions): void {
+export function monitoringOptionsProblems(options: ConsumerMonitoringOptions): string[] {
   const { alarmEmail, oldestMessageAgeThresholdSeconds: oldestAge, kafkaOffsetLagThreshold: offsetLag } = options;
+  const problems: string[] = [];
   if (alarmEmail !== undefined && !Token.isUnresolved(alarmEmail) && !EMAIL.test(alarmEmail)) {
-    throw new Error(`alarm email ${JSON.stringify(alarmEmail)} is not an email address (for example -c alarmEmail=ops@example.com)`);
+    problems.push(`alarm email ${JSON.stringify(alarmEmail)} is not an email address (for example -c alarmEmail=ops@example.com)`);
   }
   if (oldestAge !== undefined && (!Number.isInteger(oldestAge) || oldestAge <= 0)) {
-    throw new Error(`oldest message age threshold ${oldestAge} s must be a positive whole number of seconds`);
+    problems.push(`oldest message age threshold ${oldestAge} s must be a positive whole number of seconds`);
   }
   if (offsetLag !== undefined && (!Number.isInteger(offsetLag) || offsetLag <= 0)) {
-    throw new Error(`Kafka offset lag threshold ${offsetLag} must be a positive whole number of records`);
+    problems.push(`Kafka offset lag threshold ${offsetLag} must be a positive whole number of records`);
   }
+  return problems;
+}
+
+/**
+ * Checks the monitoring options, so that a stack can refuse them before it builds anything.
+ *
+ * @throws InvalidSettingsError listing every problem {@link monitoringOptionsProblems} finds
+ */
+export function validateMonitoringOptions(options: ConsumerMonitoringOptions): void {
+  const problems = monitoringOptionsProblems(options);
+  if (problems.length > 0) throw new InvalidSettingsError(problems);
 }

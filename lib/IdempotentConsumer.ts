@@ -1,19 +1,24 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { ArnFormat, Duration, Names, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { Annotations, ArnFormat, Aws, type CfnElement, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, type ITable, type StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
+import { Architecture, Function as LambdaFunction, type IFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { type BundlingOptions, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import { type CfnQueue, type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
   defaultSettings,
+  environmentVariables,
   lambdaEnvironment,
+  maxReceiveCount,
   METRICS_NAMESPACE,
   resourceNames,
+  tableEnvironmentVariable,
   tableKeys,
   withOverrides,
   type ConsumerSettings,
@@ -21,14 +26,47 @@ import {
 import { InvalidSettingsError, settingsProblems } from '../config/validateSettings.js';
 import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
 
-/** The repository root: the bundler's project root and where the lock file lives. */
-const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+/**
+ * The DynamoDB actions the engine calls, by table. `TransactWriteItems` and `TransactGetItems`
+ * have no IAM action of their own: IAM authorizes each action inside them (`PutItem`,
+ * `UpdateItem`, `DeleteItem`, `ConditionCheckItem`, `GetItem`)
+ * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
+ * No table gets `Scan`, `Query` or `BatchWriteItem`.
+ */
+export const ConsumerTableActions = {
+  /**
+   * A business table: read by key (`GetItem`, and `BatchGetItem` for a batch's read-ahead), written
+   * only inside the batch's transaction (`Put`, `Update`, `Delete`, `ConditionCheck`).
+   */
+  business: [
+    'dynamodb:GetItem',
+    'dynamodb:BatchGetItem',
+    'dynamodb:ConditionCheckItem',
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:DeleteItem',
+  ],
+  /** The inbox table: as a business table, without `DeleteItem` (rows leave by TTL only). */
+  inbox: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  /** Powertools idempotency's persistence layer (the side-effect guard). */
+  idempotency: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+} as const;
 
 /**
- * The function's entry: it exports `handler`, which dispatches SQS and Kafka events by their
- * shape, so one function serves both event source mappings.
+ * The KMS actions on a table's customer managed key, allowed only through DynamoDB
+ * (`kms:ViaService` = `dynamodb.<region>.amazonaws.com`): those AWS CDK grants for a table's read
+ * and write data (`kms:Decrypt`, `kms:DescribeKey`, `kms:Encrypt`, `kms:GenerateDataKey*`,
+ * `kms:ReEncrypt*`), with the wildcards spelled out.
  */
-const handlerEntry = join(projectRoot, 'lambda', 'handlers', 'index.ts');
+export const TABLE_KEY_ACTIONS = [
+  'kms:Decrypt',
+  'kms:DescribeKey',
+  'kms:Encrypt',
+  'kms:GenerateDataKey',
+  'kms:GenerateDataKeyWithoutPlaintext',
+  'kms:ReEncryptFrom',
+  'kms:ReEncryptTo',
+] as const;
 
 /**
  * The Lambda runtime. Node.js 22 is the runtime this project builds (`target: node22`) and
@@ -39,24 +77,86 @@ const functionRuntime = Runtime.NODEJS_22_X;
 /** SQS's longest queue name, in characters, `.fifo` suffix included. */
 const MAX_QUEUE_NAME_LENGTH = 80;
 
-/** Properties of an {@link IdempotentConsumer}. */
+const SECONDS_PER_DAY = 86_400;
+
+/**
+ * The bundling defaults: one ES module with a source map, bundled by the local esbuild (no
+ * Docker), the AWS SDK included. `bundling` props are applied over these, key by key.
+ */
+export const defaultBundling: BundlingOptions = {
+  forceDockerBundling: false,
+  format: OutputFormat.ESM,
+  target: 'node22',
+  mainFields: ['module', 'main'],
+  // Bundled CommonJS dependencies (parts of the AWS SDK) call `require`, which an ES module lacks.
+  banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+  bundleAwsSDK: true,
+  externalModules: [],
+  minify: true,
+  sourceMap: true,
+  sourcesContent: false,
+};
+
+/** Properties of an {@link IdempotentConsumer}. Give exactly one of `entry` and `existingFunction`. */
 export interface IdempotentConsumerProps {
   /**
-   * The consumer's settings: queue, function, event source mapping, retry backoff and
-   * idempotency windows. They are checked against the AWS rules before anything is built
-   * (see `settingsProblems` in `config/validateSettings.ts`).
+   * Path of the handler file, e.g. `src/handler.ts`, relative to the current directory (where
+   * `cdk` runs) or absolute. It exports the handler built with `createIdempotentConsumer`; the
+   * construct bundles it with esbuild into a `nodejs22.x` arm64 function.
    *
-   * @default defaultSettings (from `config/settings.ts`)
+   * @default - none: give `existingFunction` instead
+   */
+  readonly entry?: string;
+  /**
+   * Name of the handler's export in `entry`.
+   *
+   * @default 'handler'
+   */
+  readonly handler?: string;
+  /**
+   * An existing function to drive instead of building one from `entry`. The construct adds the
+   * SQS (and Kafka) event source, the grants, and, when the function is a `lambda.Function` of this
+   * app, the environment; for an imported function it warns at synth and exposes the variables
+   * the function needs in {@link IdempotentConsumer.environment}. The function's timeout must be
+   * `settings.function.timeoutSeconds` (checked when known).
+   *
+   * @default - none: give `entry` instead
+   */
+  readonly existingFunction?: IFunction;
+  /**
+   * The business tables the handler reads and writes, by logical name: the keys of the handler's
+   * `tables` option. Each gets the environment variable `TABLE_NAME_<LOGICAL NAME IN UPPER SNAKE
+   * CASE>` (`orders` → `TABLE_NAME_ORDERS`) and the actions of {@link ConsumerTableActions}.business,
+   * plus {@link TABLE_KEY_ACTIONS} on its key when it has a customer managed one.
+   *
+   * @default {}
+   */
+  readonly tables?: Readonly<Record<string, ITable>>;
+  /**
+   * Queue, function, event source mapping, retry, idempotency and Kafka settings. They are checked
+   * against the AWS rules before anything is built (`settingsProblems`).
+   *
+   * @default defaultSettings
    */
   readonly settings?: ConsumerSettings;
-
   /**
-   * How long the function's CloudWatch log group keeps log events.
+   * An existing source queue. It must be FIFO exactly when `settings.queue.fifo` is, and have a
+   * redrive policy to the dead-letter queue with at least `maxReceiveCount(settings)` receives
+   * and a visibility timeout of at least 6 × function timeout + batching window. For a queue of
+   * this app (`sqs.Queue`) these are checked and its dead-letter queue is taken from its redrive
+   * policy; for an imported queue give `existingDeadLetterQueue` (the one its redrive policy
+   * names), and the construct warns that it cannot check the rest.
    *
-   * @default RetentionDays.ONE_MONTH
+   * @default - a new queue (retained with the stack, SQS-managed encryption, TLS only)
    */
-  readonly logRetention?: RetentionDays;
-
+  readonly existingQueue?: IQueue;
+  /**
+   * An existing dead-letter queue: where the consumer sends poison messages with their reasons
+   * (and Kafka's on-failure records). With a new source queue, its redrive policy points here.
+   *
+   * @default - the existing queue's redrive target, or a new queue (retained with the stack)
+   */
+  readonly existingDeadLetterQueue?: IQueue;
   /**
    * An Amazon MSK or self-managed Kafka event source on the same function, beside the SQS
    * queue (see {@link KafkaSource}). Its topic, when given, replaces `settings.kafka.topic`.
@@ -64,177 +164,216 @@ export interface IdempotentConsumerProps {
    * @default - no Kafka event source
    */
   readonly kafka?: KafkaSourceOptions;
+  /**
+   * How long the function's log group keeps log events (`entry` only).
+   *
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: RetentionDays;
+  /**
+   * esbuild options, applied over {@link defaultBundling} key by key (`entry` only). A handler in
+   * a repository that imports this package by name from its sources needs
+   * `{ esbuildArgs: { '--conditions': '@idempotent-consumer/source' } }`; a handler that imports
+   * the installed package needs nothing.
+   *
+   * @default defaultBundling
+   */
+  readonly bundling?: BundlingOptions;
+  /**
+   * The directory esbuild bundles from (`entry` only), for a monorepo.
+   *
+   * @default - the directory of `depsLockFilePath`
+   */
+  readonly projectRoot?: string;
+  /**
+   * The lock file of the project (`entry` only).
+   *
+   * @default - the nearest `package-lock.json`, `yarn.lock`, `pnpm-lock.yaml` or `bun.lockb`
+   * above the current directory
+   */
+  readonly depsLockFilePath?: string;
+  /**
+   * Environment variables of the handler's own (an API URL for a side effect, …). Names that the
+   * library sets (see {@link IdempotentConsumer.environment}), the `TABLE_NAME_` prefix and
+   * Lambda's reserved `AWS_` prefix are refused.
+   *
+   * @default {}
+   */
+  readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Encryption at rest of the inbox and idempotency tables: `DEFAULT` (an AWS owned key, no
+   * cost), `AWS_MANAGED` (`aws/dynamodb`) or `CUSTOMER_MANAGED` (`tableEncryptionKey`, or a new
+   * key with yearly rotation that is retained with the tables). Business tables keep their own
+   * encryption.
+   *
+   * @default TableEncryption.CUSTOMER_MANAGED when `tableEncryptionKey` is given, else TableEncryption.DEFAULT
+   */
+  readonly tableEncryption?: TableEncryption;
+  /**
+   * The customer managed key of the inbox and idempotency tables. The function may use it only
+   * through DynamoDB ({@link TABLE_KEY_ACTIONS}).
+   *
+   * @default - a new key when `tableEncryption` is CUSTOMER_MANAGED
+   */
+  readonly tableEncryptionKey?: IKey;
 }
 
 /**
- * An idempotent SQS consumer on AWS Lambda: a source queue (standard or FIFO) with a
- * dead-letter queue, the DynamoDB inbox, business (orders) and Powertools idempotency tables,
- * the consumer function, and the SQS event source mapping that drives it with batches and
- * partial batch responses. With `kafka`, the same function also reads a Kafka topic (Amazon MSK
- * or self-managed) through a second event source mapping ({@link KafkaSource}).
+ * An idempotent message consumer on AWS Lambda for any handler built with
+ * `createIdempotentConsumer`: a source queue (standard or FIFO) with a dead-letter queue, the
+ * DynamoDB inbox and Powertools idempotency tables, an S3 bucket for dead-letter bodies too
+ * large for the dead-letter queue, the function (built from `entry`, or an existing one), and
+ * the SQS event source mapping that drives it with batches and partial batch responses. The
+ * user's business tables come in by logical name (`tables`); with `kafka`, the same function
+ * also reads a Kafka topic (Amazon MSK or self-managed, {@link KafkaSource}).
  *
  * Decisions worth knowing:
- * - **Settings are checked first.** The constructor throws `InvalidSettingsError` (its message
- *   lists every broken rule, with the values involved) before it creates any resource, so
- *   `cdk synth` fails on, for example, a visibility timeout below 6 × function timeout +
- *   batching window
- *   (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html), infinite Kafka
- *   retries, or Kafka options that name both an MSK cluster and bootstrap servers.
- * - **One function, two sources.** The entry `lambda/handlers/index.ts` tells an SQS event
- *   from a Kafka event; the Kafka path counts attempts in the inbox table and dead-letters to
- *   the same queue, so it needs no permission or environment variable beyond the SQS path's
- *   (`KAFKA_MAX_ATTEMPTS` is always set by `lambdaEnvironment()`).
+ * - **Props are checked first.** The constructor throws `InvalidSettingsError` listing every
+ *   broken rule, with the values involved, before it creates anything: the settings' AWS rules
+ *   (e.g. visibility timeout ≥ 6 × function timeout + batching window,
+ *   https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html), the Kafka options,
+ *   and these props (one of `entry`/`existingFunction`, an entry file that exists, table names,
+ *   environment names, an existing queue that matches the settings).
+ * - **Least privilege.** The function's role has no AWS managed policy. It may: write its log
+ *   group; call {@link ConsumerTableActions} on the inbox, idempotency and business tables (with
+ *   {@link TABLE_KEY_ACTIONS} on customer managed keys, through DynamoDB only); `sqs:SendMessage`
+ *   to the dead-letter queue; consume the source queue (the event source mapping's
+ *   `ReceiveMessage`, `DeleteMessage`, `GetQueueAttributes`, `GetQueueUrl`, and
+ *   `ChangeMessageVisibility`, which the consumer also calls for its retry backoff);
+ *   `s3:PutObject` into the payload bucket. With Kafka, what {@link KafkaSource} lists.
+ * - **Stateful resources outlive the stack.** The queues, tables, table key and payload bucket are
+ *   retained when the stack is deleted (`RemovalPolicy.RETAIN`); the tables also have deletion
+ *   protection and point-in-time recovery. Their construct ids come from `resourceNames`, so
+ *   their logical ids stay stable.
  * - **The source queue has a name** generated from this construct's path (unique per stack):
  *   the dead-letter queue's redrive-allow policy must name the source queue's ARN, and
  *   referencing the queue's `Arn` attribute would make a cycle with the source queue's
  *   redrive policy. Every other resource name is generated by CloudFormation.
- * - **Tables are retained** (`RemovalPolicy.RETAIN`) when the stack is deleted; their
- *   construct ids come from `resourceNames`, so their logical ids stay stable.
- * - **Bundling is local.** esbuild (a dev dependency) bundles the handler into one ES module
- *   with a source map; Docker is never needed. The AWS SDK is bundled too, so the function runs
- *   the SDK version that the tests and the local runtime run, not the one the Lambda runtime
- *   happens to ship.
- * - **Tracing is off.** The project does not use the Powertools Tracer; active X-Ray tracing
- *   would also need `xray:Put*` on `*`. Turn it on with `Tracing.ACTIVE` when you add it.
- * - **Least privilege.** The function's role has no AWS managed policy: it may write to its
- *   own log group, read and write the three tables, send to the dead-letter queue, and
- *   consume (receive, delete, change the visibility of) the source queue's messages. With
- *   Kafka, it may also read the cluster, topic and consumer group named in the options, and
- *   manage the pollers' network interfaces (see {@link KafkaSource}).
+ * - **Bundling is local** ({@link defaultBundling}): esbuild (a dev dependency of your project)
+ *   bundles the handler into one ES module with a source map; Docker is never needed. The AWS
+ *   SDK is bundled too, so the function runs the SDK version your tests run.
+ * - **Tracing is off.** The engine does not use the Powertools Tracer; active X-Ray tracing
+ *   would also need `xray:Put*` on `*`.
  *
- * @throws InvalidSettingsError when the settings or the Kafka options break a rule
+ * **Environment the engine reads** (built by `lambdaEnvironment()`): `CONSUMER_NAME`,
+ * `INBOX_TABLE_NAME`, `IDEMPOTENCY_TABLE_NAME`, `DEAD_LETTER_QUEUE_URL`, `PAYLOAD_BUCKET_NAME`,
+ * `SOURCE_QUEUE_FIFO`, `MAX_ATTEMPTS`, `INBOX_TTL_SECONDS`, `SIDE_EFFECT_TTL_SECONDS`,
+ * `SIDE_EFFECT_MIN_REMAINING_MS`, `RETRY_BACKOFF_BASE_SECONDS`, `RETRY_BACKOFF_MAX_SECONDS`,
+ * `DEAD_LETTER_MAX_MESSAGE_SIZE_BYTES`, one `TABLE_NAME_<NAME>` per business table; and for
+ * Powertools `POWERTOOLS_SERVICE_NAME` (the consumer name), `POWERTOOLS_METRICS_NAMESPACE`
+ * (`IdempotentConsumer`), `POWERTOOLS_LOG_LEVEL` (`INFO`); `NODE_OPTIONS=--enable-source-maps`.
+ *
+ * **Extension point: the outbox relay.** A later `outbox` prop turns on the inbox table's
+ * DynamoDB stream (`stream` in {@link IdempotentConsumer.inboxTableOptions}) and adds a relay
+ * function with its stream event source mapping after the consumer's own resources; the inbox
+ * table is a `Table` field so that its `tableStreamArn` is at hand.
+ *
+ * @throws InvalidSettingsError when the settings, the Kafka options or these props break a rule
  *
  * @example
+ * const orders = new Table(this, 'Orders', { partitionKey: { name: 'id', type: AttributeType.STRING } });
  * const consumer = new IdempotentConsumer(this, 'Consumer', {
- *   settings: withOverrides({ queue: { fifo: true } }),
+ *   entry: 'src/handler.ts',
+ *   tables: { orders },
+ *   settings: withOverrides({ consumerName: 'orders', queue: { fifo: true } }),
  * });
  * new CfnOutput(this, 'QueueUrl', { value: consumer.queue.queueUrl });
  */
 export class IdempotentConsumer extends Construct {
-  /** The settings this consumer was built with (validated). */
+  /** The settings this consumer was built with (validated; the Kafka topic of `kafka` applied). */
   public readonly settings: ConsumerSettings;
   /** The source queue: producers send here; the event source mapping reads from it. */
-  public readonly queue: Queue;
+  public readonly queue: IQueue;
   /** The dead-letter queue: poison messages and exhausted retries, with their reasons. */
-  public readonly deadLetterQueue: Queue;
-  /** The inbox: one row per processed message (partition key `pk`, TTL attribute `expiresAt`). */
+  public readonly deadLetterQueue: IQueue;
+  /**
+   * The inbox: one row per processed message (partition key `pk`, TTL attribute `expiresAt`);
+   * also the engine's attempt records and outbox items.
+   */
   public readonly inboxTable: Table;
-  /** The business table: order state, points ledger, notifications (`orderId` + `sk`). */
-  public readonly ordersTable: Table;
-  /** The Powertools idempotency table guarding side effects (`id`, TTL attribute `expiration`). */
+  /** The Powertools idempotency table guarding inline side effects (`id`, TTL attribute `expiration`). */
   public readonly idempotencyTable: Table;
-  /** The consumer function (entry `lambda/handlers/index.ts`, export `handler`: SQS and Kafka events). */
-  public readonly function: NodejsFunction;
-  /** The function's log group. */
-  public readonly logGroup: LogGroup;
+  /** The business tables, by logical name, as given. */
+  public readonly tables: Readonly<Record<string, ITable>>;
+  /** The customer managed key of the inbox and idempotency tables, when they have one. */
+  public readonly tableEncryptionKey?: IKey;
+  /** Dead-letter bodies too large for the dead-letter queue (the extended-client convention). */
+  public readonly payloadBucket: Bucket;
+  /** The consumer function (built from `entry`, or `existingFunction`). */
+  public readonly function: IFunction;
+  /** The function's execution role. */
+  public readonly role: IRole;
+  /** The function's log group, when this construct built the function. */
+  public readonly logGroup?: LogGroup;
+  /** The environment variables the function needs: the library's and `props.environment`. */
+  public readonly environment: Readonly<Record<string, string>>;
   /** The SQS event source; its `eventSourceMappingId` and `eventSourceMappingArn` name the mapping. */
   public readonly eventSource: SqsEventSource;
   /** The Kafka event source mapping, when the `kafka` prop was given. */
   public readonly kafkaSource?: KafkaSource;
+  /** How the inbox and idempotency tables are encrypted at rest. */
+  public readonly tableEncryption: TableEncryption;
 
   /**
-   * @throws InvalidSettingsError when `props.settings` or `props.kafka` break a rule; nothing is
-   * created
+   * @throws InvalidSettingsError when `props` break a rule (see the class comment); nothing is created
    */
-  constructor(scope: Construct, id: string, props: IdempotentConsumerProps = {}) {
-    super(scope, id);
+  constructor(scope: Construct, id: string, props: IdempotentConsumerProps) {
     const base = props.settings ?? defaultSettings;
     const topic = props.kafka?.topic;
     const settings = topic === undefined ? base : withOverrides({ kafka: { topic } }, base);
-    const problems = [...settingsProblems(settings), ...(props.kafka === undefined ? [] : kafkaSourceProblems(props.kafka, settings))];
+    const problems = [
+      ...settingsProblems(settings),
+      ...(props.kafka === undefined ? [] : kafkaSourceProblems(props.kafka, settings)),
+      ...consumerPropsProblems(props, settings),
+    ];
     if (problems.length > 0) throw new InvalidSettingsError(problems);
+    super(scope, id);
     this.settings = settings;
+    this.tables = { ...props.tables };
 
-    const queues = this.createQueues(settings);
+    const queues = this.createQueues(settings, props);
     this.queue = queues.queue;
     this.deadLetterQueue = queues.deadLetterQueue;
 
-    this.inboxTable = this.createTable(resourceNames.inboxTable, {
-      partitionKey: tableKeys.inbox.partitionKey,
-      timeToLiveAttribute: tableKeys.inbox.ttlAttribute,
-    });
-    this.ordersTable = this.createTable(resourceNames.ordersTable, {
-      partitionKey: tableKeys.orders.partitionKey,
-      sortKey: tableKeys.orders.sortKey,
-    });
+    this.tableEncryption =
+      props.tableEncryptionKey !== undefined ? TableEncryption.CUSTOMER_MANAGED : (props.tableEncryption ?? TableEncryption.DEFAULT);
+    this.tableEncryptionKey = this.tableKey(props);
+    this.inboxTable = this.createTable(resourceNames.inboxTable, this.inboxTableOptions());
     this.idempotencyTable = this.createTable(resourceNames.idempotencyTable, {
       partitionKey: tableKeys.idempotency.partitionKey,
       timeToLiveAttribute: tableKeys.idempotency.ttlAttribute,
     });
+    this.payloadBucket = this.createPayloadBucket(settings);
 
-    this.logGroup = new LogGroup(this, 'FunctionLogGroup', {
-      retention: props.logRetention ?? RetentionDays.ONE_MONTH,
-    });
-    const role = new Role(this, 'FunctionRole', {
-      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: `Runs the ${settings.consumerName} idempotent consumer`,
-    });
-    this.logGroup.grantWrite(role);
+    this.environment = {
+      ...lambdaEnvironment(settings, {
+        inboxTable: this.inboxTable.tableName,
+        idempotencyTable: this.idempotencyTable.tableName,
+        deadLetterQueueUrl: this.deadLetterQueue.queueUrl,
+        payloadBucket: this.payloadBucket.bucketName,
+        tables: Object.fromEntries(Object.entries(this.tables).map(([name, table]) => [name, table.tableName])),
+      }),
+      ...powertoolsEnvironment(settings),
+      ...props.environment,
+    };
 
-    this.function = new NodejsFunction(this, 'Function', {
-      entry: handlerEntry,
-      handler: 'handler',
-      projectRoot,
-      depsLockFilePath: join(projectRoot, 'package-lock.json'),
-      runtime: functionRuntime,
-      architecture: Architecture.ARM_64,
-      timeout: Duration.seconds(settings.function.timeoutSeconds),
-      memorySize: settings.function.memorySizeMb,
-      role,
-      logGroup: this.logGroup,
-      tracing: Tracing.DISABLED,
-      description:
-        `Idempotent consumer ${settings.consumerName} (SQS ${settings.queue.fifo ? 'FIFO' : 'standard'}` +
-        `${props.kafka === undefined ? '' : `, Kafka topic ${settings.kafka.topic}`})`,
-      environment: {
-        ...lambdaEnvironment(settings, {
-          inboxTable: this.inboxTable.tableName,
-          ordersTable: this.ordersTable.tableName,
-          idempotencyTable: this.idempotencyTable.tableName,
-          deadLetterQueueUrl: this.deadLetterQueue.queueUrl,
-        }),
-        POWERTOOLS_SERVICE_NAME: settings.consumerName,
-        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-        POWERTOOLS_LOG_LEVEL: 'INFO',
-        NODE_OPTIONS: '--enable-source-maps',
-      },
-      bundling: {
-        forceDockerBundling: false,
-        format: OutputFormat.ESM,
-        target: 'node22',
-        mainFields: ['module', 'main'],
-        // Bundled CommonJS dependencies (parts of the AWS SDK) call `require`, which an ES module lacks.
-        banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-        bundleAwsSDK: true,
-        externalModules: [],
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-      },
-    });
-    Validations.of(this.function).acknowledge({
-      id: 'AwsSolutions-L1',
-      reason:
-        'Node.js 22 (nodejs22.x) is the runtime this project targets, bundles for (esbuild target node22) and ' +
-        'supports; it is an LTS runtime that Lambda supports. Moving to a newer Node.js is a deliberate upgrade ' +
-        'of the runtime and bundling target in lib/IdempotentConsumer.ts.',
-    });
-
-    for (const table of [this.inboxTable, this.ordersTable, this.idempotencyTable]) {
-      table.grantReadWriteData(this.function);
+    if (props.existingFunction === undefined) {
+      const built = this.createFunction(settings, props);
+      this.function = built.function;
+      this.logGroup = built.logGroup;
+    } else {
+      this.function = props.existingFunction;
+      this.setEnvironment(props.existingFunction);
     }
-    this.deadLetterQueue.grantSendMessages(this.function);
-    // The consumer delays the redelivery of a retryable failure with ChangeMessageVisibility
-    // (backoff by receive count). The event source mapping grants it too; this keeps the
-    // consumer's own need explicit.
-    this.queue.grant(this.function, 'sqs:ChangeMessageVisibility');
+    // consumerPropsProblems made sure that an existing function has a role.
+    this.role = this.function.role as IRole;
+
+    this.grantEngineAccess();
 
     this.eventSource = new SqsEventSource(this.queue, {
       batchSize: settings.function.batchSize,
       maxBatchingWindow:
-        settings.function.maxBatchingWindowSeconds > 0
-          ? Duration.seconds(settings.function.maxBatchingWindowSeconds)
-          : undefined,
+        settings.function.maxBatchingWindowSeconds > 0 ? Duration.seconds(settings.function.maxBatchingWindowSeconds) : undefined,
       maxConcurrency: settings.function.maxConcurrency,
       reportBatchItemFailures: true,
     });
@@ -248,34 +387,112 @@ export class IdempotentConsumer extends Construct {
         settings,
       });
     }
+    // Extension point: the outbox relay (a later `outbox` prop) is added here, after the
+    // function: a relay function, its event source mapping on `this.inboxTable.tableStreamArn`,
+    // and its grants.
   }
 
   /**
-   * The source queue and its dead-letter queue. The dead-letter queue is created first (the
-   * source's redrive policy points at it) and allows only the source queue to use it.
+   * Key schema, TTL and stream of the inbox table. The outbox relay (a later `outbox` prop) sets
+   * `stream: StreamViewType.NEW_IMAGE` here: a table's stream is set when the table is created.
    */
-  private createQueues(settings: ConsumerSettings): { queue: Queue; deadLetterQueue: Queue } {
+  protected inboxTableOptions(): TableOptions {
+    return { partitionKey: tableKeys.inbox.partitionKey, timeToLiveAttribute: tableKeys.inbox.ttlAttribute };
+  }
+
+  /** The library's grants to the function's role (see the class comment). */
+  private grantEngineAccess(): void {
+    const grantee: IGrantable = this.function;
+    this.grantTable(grantee, this.inboxTable, ConsumerTableActions.inbox);
+    this.grantTable(grantee, this.idempotencyTable, ConsumerTableActions.idempotency);
+    for (const table of Object.values(this.tables)) this.grantTable(grantee, table, ConsumerTableActions.business);
+
+    this.deadLetterQueue.grant(grantee, 'sqs:SendMessage');
+    const deadLetterKey = this.deadLetterQueue.encryptionMasterKey;
+    // SendMessage to a queue with a customer managed key needs these two
+    // (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-key-management.html).
+    deadLetterKey?.grant(grantee, 'kms:GenerateDataKey', 'kms:Decrypt');
+    // The consumer delays the redelivery of a retryable failure with ChangeMessageVisibility
+    // (backoff by attempt). The event source mapping grants it too; this keeps the need explicit.
+    this.queue.grant(grantee, 'sqs:ChangeMessageVisibility');
+
+    Grant.addToPrincipal({ grantee, actions: ['s3:PutObject'], resourceArns: [this.payloadBucket.arnForObjects('*')] });
+    const bucket = Stack.of(this).getLogicalId(this.payloadBucket.node.defaultChild as CfnElement);
+    Validations.of(this.role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucket}.Arn>/*]`,
+      reason:
+        's3:PutObject into the payload bucket: each dead-letter body too large for the dead-letter queue is a new object whose ' +
+        'key the consumer derives from the message, so no fixed object ARN exists; the bucket holds nothing else.',
+    });
+  }
+
+  /** `actions` on `table`, and {@link TABLE_KEY_ACTIONS} on its customer managed key through DynamoDB. */
+  private grantTable(grantee: IGrantable, table: ITable, actions: readonly string[]): void {
+    Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns: [table.tableArn] });
+    const key = table.encryptionKey;
+    if (key !== undefined) {
+      Grant.addToPrincipal({
+        grantee,
+        actions: [...TABLE_KEY_ACTIONS],
+        resourceArns: [key.keyArn],
+        conditions: { StringEquals: { 'kms:ViaService': `dynamodb.${Aws.REGION}.amazonaws.com` } },
+      });
+    }
+  }
+
+  /** Sets {@link environment} on a function of this app, or warns that the user must. */
+  private setEnvironment(fn: IFunction): void {
+    if (fn instanceof LambdaFunction) {
+      for (const [name, value] of Object.entries(this.environment)) fn.addEnvironment(name, value);
+      return;
+    }
+    Annotations.of(this).addWarningV2(
+      'idempotent-consumer:imported-function-environment',
+      `existingFunction is imported: set its environment to IdempotentConsumer.environment yourself ` +
+        `(${Object.keys(this.environment).join(', ')}); the consumer reads its tables and queues from it`,
+    );
+  }
+
+  /**
+   * The source queue and its dead-letter queue: the given ones, or new ones. A new dead-letter
+   * queue is created first (the source's redrive policy points at it) and allows only the source
+   * queue to use it.
+   */
+  private createQueues(settings: ConsumerSettings, props: IdempotentConsumerProps): { queue: IQueue; deadLetterQueue: IQueue } {
+    if (props.existingQueue !== undefined) {
+      const existing = props.existingQueue;
+      const redriveTarget = existing instanceof Queue ? existing.deadLetterQueue?.queue : undefined;
+      if (!(existing instanceof Queue)) {
+        Annotations.of(this).addWarningV2(
+          'idempotent-consumer:imported-queue',
+          `existingQueue is imported: make sure its visibility timeout is at least ` +
+            `${6 * settings.function.timeoutSeconds + settings.function.maxBatchingWindowSeconds} s and its redrive policy ` +
+            `sends to the dead-letter queue after at least ${maxReceiveCount(settings)} receives (the construct cannot check either)`,
+        );
+      }
+      // consumerPropsProblems made sure that one of them is given.
+      return { queue: existing, deadLetterQueue: (props.existingDeadLetterQueue ?? redriveTarget) as IQueue };
+    }
+
     const { queue: q } = settings;
     const fifoProps = q.fifo ? { fifo: true, contentBasedDeduplication: false } : {};
     const queueName = this.sourceQueueName(q.fifo);
-    const sourceQueueArn = Stack.of(this).formatArn({
-      service: 'sqs',
-      resource: queueName,
-      arnFormat: ArnFormat.NO_RESOURCE_NAME,
-    });
+    const sourceQueueArn = Stack.of(this).formatArn({ service: 'sqs', resource: queueName, arnFormat: ArnFormat.NO_RESOURCE_NAME });
 
-    const deadLetterQueue = new Queue(this, resourceNames.deadLetterQueue, {
-      ...fifoProps,
-      retentionPeriod: Duration.seconds(q.deadLetterRetentionPeriodSeconds),
-      maxMessageSizeBytes: q.deadLetterMaxMessageSizeBytes,
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      // Stateful: it holds the messages nobody could process. Deleting the stack keeps it.
-      removalPolicy: RemovalPolicy.RETAIN,
-      redriveAllowPolicy: {
-        sourceQueues: [Queue.fromQueueAttributes(this, 'SourceQueueReference', { queueArn: sourceQueueArn, queueName })],
-      },
-    });
+    const deadLetterQueue =
+      props.existingDeadLetterQueue ??
+      new Queue(this, resourceNames.deadLetterQueue, {
+        ...fifoProps,
+        retentionPeriod: Duration.seconds(q.deadLetterRetentionPeriodSeconds),
+        maxMessageSizeBytes: q.deadLetterMaxMessageSizeBytes,
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        // Stateful: it holds the messages nobody could process.
+        removalPolicy: RemovalPolicy.RETAIN,
+        redriveAllowPolicy: {
+          sourceQueues: [Queue.fromQueueAttributes(this, 'SourceQueueReference', { queueArn: sourceQueueArn, queueName })],
+        },
+      });
 
     const queue = new Queue(this, resourceNames.queue, {
       ...fifoProps,
@@ -285,7 +502,9 @@ export class IdempotentConsumer extends Construct {
       maxMessageSizeBytes: q.maxMessageSizeBytes,
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: q.maxReceiveCount },
+      // Stateful: messages not consumed yet survive a stack deletion or replacement.
+      removalPolicy: RemovalPolicy.RETAIN,
+      deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: maxReceiveCount(settings) },
     });
     return { queue, deadLetterQueue };
   }
@@ -296,25 +515,255 @@ export class IdempotentConsumer extends Construct {
    */
   private sourceQueueName(fifo: boolean): string {
     const suffix = `-${resourceNames.queue}${fifo ? '.fifo' : ''}`;
-    const unique = Names.uniqueResourceName(this, {
-      maxLength: MAX_QUEUE_NAME_LENGTH - suffix.length,
-      separator: '-',
-    });
+    const unique = Names.uniqueResourceName(this, { maxLength: MAX_QUEUE_NAME_LENGTH - suffix.length, separator: '-' });
     return `${unique}${suffix}`;
   }
 
-  /** An on-demand table with point-in-time recovery that outlives the stack. */
-  private createTable(
-    id: string,
-    keys: { partitionKey: string; sortKey?: string; timeToLiveAttribute?: string },
-  ): Table {
-    return new Table(this, id, {
-      partitionKey: { name: keys.partitionKey, type: AttributeType.STRING },
-      sortKey: keys.sortKey === undefined ? undefined : { name: keys.sortKey, type: AttributeType.STRING },
-      timeToLiveAttribute: keys.timeToLiveAttribute,
-      billingMode: BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+  /** The customer managed key of the library's tables: the given one, a new one, or none. */
+  private tableKey(props: IdempotentConsumerProps): IKey | undefined {
+    if (props.tableEncryptionKey !== undefined) return props.tableEncryptionKey;
+    if (this.tableEncryption !== TableEncryption.CUSTOMER_MANAGED) return undefined;
+    return new Key(this, 'TableKey', {
+      description: `Encrypts the inbox and idempotency tables of the ${this.settings.consumerName} consumer`,
+      enableKeyRotation: true,
+      // The retained tables stay readable only as long as their key exists.
       removalPolicy: RemovalPolicy.RETAIN,
     });
   }
+
+  /** An on-demand table with point-in-time recovery and deletion protection that outlives the stack. */
+  private createTable(id: string, options: TableOptions): Table {
+    const key = this.tableEncryptionKey;
+    return new Table(this, id, {
+      ...options,
+      partitionKey: { name: options.partitionKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+      ...(this.tableEncryption === TableEncryption.DEFAULT ? {} : { encryption: this.tableEncryption, encryptionKey: key }),
+    });
+  }
+
+  /**
+   * The bucket of dead-letter bodies too large for the dead-letter queue: SSE-S3, TLS only, no
+   * public access, retained with the stack. Objects expire after source retention + dead-letter
+   * retention + 1 day, rounded up to days: at least as long as a dead-letter message (or the
+   * same message redriven to the source queue) can point at them.
+   */
+  private createPayloadBucket(settings: ConsumerSettings): Bucket {
+    const { retentionPeriodSeconds, deadLetterRetentionPeriodSeconds } = settings.queue;
+    const days = Math.ceil((retentionPeriodSeconds + deadLetterRetentionPeriodSeconds) / SECONDS_PER_DAY) + 1;
+    const bucket = new Bucket(this, resourceNames.payloadBucket, {
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      versioned: false,
+      removalPolicy: RemovalPolicy.RETAIN,
+      lifecycleRules: [{ id: 'ExpireDeadLetterPayloads', expiration: Duration.days(days), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+    });
+    Validations.of(bucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason:
+        'The payload bucket holds only dead-letter bodies that the consumer function writes (s3:PutObject) and operators read ' +
+        'with the DLQ tool; object-level access is auditable with CloudTrail data events, which a team turns on account-wide ' +
+        'rather than with a second, log-only bucket per consumer.',
+    });
+    return bucket;
+  }
+
+  /** The function built from `entry`, its role (no AWS managed policy) and log group. */
+  private createFunction(settings: ConsumerSettings, props: IdempotentConsumerProps): { function: NodejsFunction; logGroup: LogGroup } {
+    const logGroup = new LogGroup(this, 'FunctionLogGroup', { retention: props.logRetention ?? RetentionDays.ONE_MONTH });
+    const role = new Role(this, 'FunctionRole', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Runs the ${settings.consumerName} idempotent consumer`,
+    });
+    logGroup.grantWrite(role);
+    const fn = new NodejsFunction(this, 'Function', {
+      entry: props.entry,
+      handler: props.handler ?? 'handler',
+      projectRoot: props.projectRoot,
+      depsLockFilePath: props.depsLockFilePath,
+      runtime: functionRuntime,
+      architecture: Architecture.ARM_64,
+      timeout: Duration.seconds(settings.function.timeoutSeconds),
+      memorySize: settings.function.memorySizeMb,
+      role,
+      logGroup,
+      tracing: Tracing.DISABLED,
+      description:
+        `Idempotent consumer ${settings.consumerName} (SQS ${settings.queue.fifo ? 'FIFO' : 'standard'}` +
+        `${props.kafka === undefined ? '' : `, Kafka topic ${settings.kafka.topic}`})`,
+      environment: { ...this.environment },
+      bundling: { ...defaultBundling, ...props.bundling },
+    });
+    Validations.of(fn).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason:
+        'Node.js 22 (nodejs22.x) is the runtime this library targets, bundles for (esbuild target node22) and supports; it ' +
+        'is an LTS runtime that Lambda supports. Moving to a newer Node.js is a deliberate upgrade of the runtime and ' +
+        'bundling target in lib/IdempotentConsumer.ts.',
+    });
+    return { function: fn, logGroup };
+  }
+}
+
+/** Key schema, TTL and stream of a table the library creates (see {@link IdempotentConsumer.inboxTableOptions}). */
+export interface TableOptions {
+  readonly partitionKey: string;
+  readonly timeToLiveAttribute?: string;
+  readonly stream?: StreamViewType;
+}
+
+/** The Powertools variables: service name (the consumer's), metrics namespace, log level. */
+function powertoolsEnvironment(settings: ConsumerSettings): Record<string, string> {
+  return {
+    POWERTOOLS_SERVICE_NAME: settings.consumerName,
+    POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+    POWERTOOLS_LOG_LEVEL: 'INFO',
+    NODE_OPTIONS: '--enable-source-maps',
+  };
+}
+
+/** Names that only `entry` may use. */
+const ENTRY_ONLY_PROPS = ['handler', 'logRetention', 'bundling', 'projectRoot', 'depsLockFilePath'] as const;
+
+/**
+ * Checks the props of an {@link IdempotentConsumer} (the settings are checked by
+ * `settingsProblems`, the Kafka options by `kafkaSourceProblems`) and returns one sentence per
+ * broken rule: exactly one of `entry` and `existingFunction`, an entry file that exists, options
+ * that apply to `entry` only, table names that make distinct environment variables, environment
+ * names that do not collide with the library's, existing queues that match the settings (FIFO,
+ * redrive policy, visibility timeout), an existing function with a role and the settings' timeout,
+ * and the table encryption.
+ *
+ * @param props - the props as given
+ * @param settings - the settings the consumer is built with
+ */
+export function consumerPropsProblems(props: IdempotentConsumerProps, settings: ConsumerSettings): string[] {
+  const problems: string[] = [];
+  const { entry, existingFunction } = props;
+  if ((entry === undefined) === (existingFunction === undefined)) {
+    problems.push(
+      `give exactly one of entry (the handler file to bundle) or existingFunction, got ${entry === undefined ? 'neither' : 'both'}`,
+    );
+  }
+  if (entry !== undefined && !existsSync(resolve(entry))) {
+    const resolved = isAbsolute(entry) ? '' : ` (resolved to ${resolve(entry)}: a relative path is relative to the directory cdk runs in)`;
+    problems.push(`entry "${entry}" does not exist${resolved}`);
+  }
+  if (existingFunction !== undefined) {
+    const given = ENTRY_ONLY_PROPS.filter((name) => props[name] !== undefined);
+    if (given.length > 0) problems.push(`${given.join(', ')} apply only with entry, not with existingFunction`);
+    if (existingFunction instanceof LambdaFunction) {
+      const timeout = existingFunction.timeout?.toSeconds() ?? 3;
+      if (timeout !== settings.function.timeoutSeconds) {
+        problems.push(
+          `existingFunction's timeout ${timeout} s differs from settings.function.timeoutSeconds ${settings.function.timeoutSeconds} s: ` +
+            'the queue and side-effect rules are checked against the settings, so make them equal',
+        );
+      }
+    }
+    if (existingFunction.role === undefined) {
+      problems.push(
+        'existingFunction has no execution role, so nothing can be granted to it: import it with its role ' +
+          '(lambda.Function.fromFunctionAttributes(scope, id, { functionArn, role: iam.Role.fromRoleArn(...) }))',
+      );
+    }
+  }
+  problems.push(...tableProblems(props), ...environmentProblems(props, settings), ...queueProblems(props, settings));
+  return problems;
+}
+
+/** Business table names and table encryption (see {@link consumerPropsProblems}). */
+function tableProblems(props: IdempotentConsumerProps): string[] {
+  const problems: string[] = [];
+  const byVariable = new Map<string, string>();
+  for (const name of Object.keys(props.tables ?? {})) {
+    let variable: string;
+    try {
+      variable = tableEnvironmentVariable(name);
+    } catch (error) {
+      problems.push(`tables: ${(error as Error).message}`);
+      continue;
+    }
+    const other = byVariable.get(variable);
+    if (other !== undefined) {
+      problems.push(`tables "${other}" and "${name}" would both be passed as ${variable}: rename one`);
+    }
+    byVariable.set(variable, name);
+  }
+  if (props.tableEncryptionKey !== undefined && props.tableEncryption !== undefined && props.tableEncryption !== TableEncryption.CUSTOMER_MANAGED) {
+    problems.push(`tableEncryptionKey needs tableEncryption CUSTOMER_MANAGED (or unset), got ${props.tableEncryption}`);
+  }
+  return problems;
+}
+
+/** The user's environment variables (see {@link consumerPropsProblems}). */
+function environmentProblems(props: IdempotentConsumerProps, settings: ConsumerSettings): string[] {
+  const problems: string[] = [];
+  const library = new Set([
+    ...Object.values(environmentVariables).filter((name) => name !== environmentVariables.tablePrefix),
+    ...Object.keys(powertoolsEnvironment(settings)),
+  ]);
+  for (const name of Object.keys(props.environment ?? {})) {
+    if (library.has(name) || name.startsWith(environmentVariables.tablePrefix) || name.startsWith('AWS_')) {
+      problems.push(
+        `environment variable ${name} is reserved (set by the library, the ${environmentVariables.tablePrefix} prefix, or Lambda's AWS_ prefix): choose another name`,
+      );
+    } else if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) {
+      problems.push(`environment variable name "${name}" must start with a letter and contain only letters, digits and '_' (Lambda's rule)`);
+    }
+  }
+  return problems;
+}
+
+/** Existing queues against the settings (see {@link consumerPropsProblems}). */
+function queueProblems(props: IdempotentConsumerProps, settings: ConsumerSettings): string[] {
+  const problems: string[] = [];
+  const { existingQueue: queue, existingDeadLetterQueue: given } = props;
+  const kind = (fifo: boolean) => (fifo ? 'FIFO' : 'standard');
+  const expected = kind(settings.queue.fifo);
+  if (queue !== undefined && queue.fifo !== settings.queue.fifo) {
+    problems.push(`existingQueue is a ${kind(queue.fifo)} queue but settings.queue.fifo says ${expected}`);
+  }
+  if (given !== undefined && given.fifo !== settings.queue.fifo) {
+    problems.push(`existingDeadLetterQueue is a ${kind(given.fifo)} queue but settings.queue.fifo says ${expected} (a dead-letter queue is of its source's kind)`);
+  }
+  if (queue === undefined) return problems;
+
+  const redrive = queue instanceof Queue ? queue.deadLetterQueue : undefined;
+  if (queue instanceof Queue && redrive === undefined) {
+    problems.push(
+      `existingQueue has no redrive policy: give it deadLetterQueue: { queue, maxReceiveCount: ${maxReceiveCount(settings)} } ` +
+        '(the safety net for crashes and timeouts; AWS rule: a Lambda SQS consumer needs a dead-letter queue)',
+    );
+  }
+  if (!(queue instanceof Queue) && given === undefined) {
+    problems.push('existingQueue is imported: give existingDeadLetterQueue, the queue its redrive policy sends to');
+  }
+  if (redrive !== undefined && given !== undefined && redrive.queue !== given) {
+    problems.push("existingDeadLetterQueue is not the queue existingQueue's redrive policy sends to: give that one, or leave it out");
+  }
+  if (redrive !== undefined && redrive.maxReceiveCount < maxReceiveCount(settings)) {
+    problems.push(
+      `existingQueue's redrive policy maxReceiveCount ${redrive.maxReceiveCount} is below ${maxReceiveCount(settings)} = maxReceiveCount(settings) ` +
+        '(rule: the redrive policy must never move a message that still has attempts left)',
+    );
+  }
+  if (queue instanceof Queue) {
+    const cfn = queue.node.defaultChild as CfnQueue;
+    const visibility = Token.isUnresolved(cfn.visibilityTimeout) ? undefined : (cfn.visibilityTimeout ?? 30);
+    const minimum = 6 * settings.function.timeoutSeconds + settings.function.maxBatchingWindowSeconds;
+    if (visibility !== undefined && visibility < minimum) {
+      problems.push(
+        `existingQueue's visibility timeout ${visibility} s is below 6 × function timeout ${settings.function.timeoutSeconds} s + ` +
+          `batching window ${settings.function.maxBatchingWindowSeconds} s = ${minimum} s ` +
+          '(AWS rule: visibility timeout ≥ 6 × function timeout + maximum batching window)',
+      );
+    }
+  }
+  return problems;
 }

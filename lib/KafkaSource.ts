@@ -13,7 +13,7 @@ import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { ConsumerSettings } from '../config/settings.js';
+import { kafkaRetryAttempts, type ConsumerSettings } from '../config/settings.js';
 
 /**
  * How a self-managed Kafka cluster authenticates the event source mapping with the secret
@@ -46,7 +46,7 @@ export interface KafkaVpcPlacement {
  * exactly one of `clusterArn` (Amazon MSK) or `bootstrapServers` (self-managed Apache Kafka).
  *
  * Everything else about the mapping (batch size, starting position, retries, record age,
- * split batch, provisioned pollers) comes from `settings.kafka` in `config/settings.ts`.
+ * split batch, provisioned pollers) comes from `settings.kafka` (`ConsumerSettings`).
  */
 export interface KafkaSourceOptions {
   /**
@@ -64,16 +64,31 @@ export interface KafkaSourceOptions {
    */
   readonly bootstrapServers?: readonly string[];
   /**
-   * Complete ARN (with its 6-character suffix) of the Secrets Manager secret holding the
-   * Kafka credentials. MSK: SASL/SCRAM-512 user name and password. Self-managed: the
-   * credentials of `authenticationMethod`; required when the brokers are reached over the
-   * internet (no `vpc`). The function's role may read this secret. A secret encrypted with a
-   * customer managed KMS key also needs `kms:Decrypt` on that key, which this construct does
-   * not grant.
+   * Complete ARN of the Secrets Manager secret holding the Kafka credentials, **with the
+   * 6-character suffix** Secrets Manager appends to the name
+   * (`arn:aws:secretsmanager:us-east-1:123456789012:secret:AmazonMSK_orders-AbCdEf`; print it with
+   * `aws secretsmanager describe-secret --secret-id <name> --query ARN`). The function's role may
+   * read it (`secretsmanager:GetSecretValue`, `secretsmanager:DescribeSecret`).
    *
-   * @default - no secret (MSK: IAM or unauthenticated access)
+   * - MSK: SASL/SCRAM-512 user name and password. AWS requires the secret's name to start with
+   *   `AmazonMSK_` and the secret to be encrypted with a customer managed KMS key
+   *   (https://docs.aws.amazon.com/msk/latest/developerguide/msk-password-tutorial.html): give
+   *   that key as `secretEncryptionKeyArn`. Both are checked at synth.
+   * - Self-managed: the credentials of `authenticationMethod`; required when the brokers are
+   *   reached over the internet (no `vpc`).
+   *
+   * @default - no secret (MSK: IAM authentication when the cluster has it on)
    */
   readonly secretArn?: string;
+  /**
+   * ARN of the customer managed KMS key that encrypts `secretArn`. The function's role may
+   * `kms:Decrypt` with it, only through Secrets Manager (`kms:ViaService`). Required for an MSK
+   * SASL/SCRAM secret (AWS refuses a secret under the default `aws/secretsmanager` key there);
+   * for self-managed Kafka, give it when the secret uses a customer managed key.
+   *
+   * @default - the secret is encrypted with `aws/secretsmanager` (self-managed Kafka only)
+   */
+  readonly secretEncryptionKeyArn?: string;
   /**
    * The Kafka consumer group the mapping joins (1 to 200 of `[a-zA-Z0-9-/*:_+=.@]`). It must
    * be unique among the cluster's Lambda event sources, and changing it replaces the mapping,
@@ -107,7 +122,7 @@ export interface KafkaSourceOptions {
 
 /** Properties of a {@link KafkaSource}. */
 export interface KafkaSourceProps extends KafkaSourceOptions {
-  /** The consumer function (its entry dispatches SQS and Kafka events). */
+  /** The consumer function (its entry dispatches SQS and Kafka events). It must have an execution role. */
   readonly function: IFunction;
   /** The dead-letter queue: the mapping's on-failure destination. Must be a standard queue. */
   readonly deadLetterQueue: IQueue;
@@ -116,7 +131,12 @@ export interface KafkaSourceProps extends KafkaSourceOptions {
 }
 
 const CLUSTER_ARN = /^arn:aws[a-z-]*:kafka:[a-z0-9-]+:\d{12}:cluster\/[^/\s]+\/[^/\s]+$/;
-const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:\S+$/;
+const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:(?<name>\S+)$/;
+/** Secrets Manager appends `-` and six random characters to a secret's name in its ARN. */
+const SECRET_NAME_WITH_SUFFIX = /^(?<name>.+)-[A-Za-z0-9]{6}$/;
+const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
+/** AWS's rule for the name of an MSK SASL/SCRAM secret. */
+export const MSK_SCRAM_SECRET_PREFIX = 'AmazonMSK_';
 const BOOTSTRAP_SERVER = /^[A-Za-z0-9.-]+:\d{1,5}$/;
 const CONSUMER_GROUP_ID = /^[a-zA-Z0-9\-/*:_+=.@]{1,200}$/;
 
@@ -128,7 +148,11 @@ const CONSUMER_GROUP_ID = /^[a-zA-Z0-9\-/*:_+=.@]{1,200}$/;
  * Rules:
  * - exactly one of `clusterArn` (MSK) or `bootstrapServers` (self-managed);
  * - a cluster ARN, secret ARN and broker addresses of the right form (values that are CDK tokens
- *   are not checked);
+ *   are not checked); a secret ARN complete with the 6-character suffix Secrets Manager appends to
+ *   the name (`Secret.fromSecretCompleteArn` and the mapping need it);
+ * - MSK with a secret (SASL/SCRAM): the secret's name starts with `AmazonMSK_` and its customer
+ *   managed key is given, both AWS rules
+ *   (https://docs.aws.amazon.com/msk/latest/developerguide/msk-password-tutorial.html);
  * - a self-managed cluster without a VPC placement needs a secret (AWS: brokers reached over
  *   the internet require authentication); `vpc` and `authenticationMethod` apply to
  *   self-managed Kafka only;
@@ -175,9 +199,7 @@ export function kafkaSourceProblems(options: KafkaSourceOptions, settings: Consu
   if (options.authenticationMethod !== undefined && (!isSelfManaged || secretArn === undefined)) {
     problems.push('a Kafka authentication method applies to self-managed Kafka with a secret ARN only (MSK uses SASL/SCRAM-512 with a secret)');
   }
-  if (secretArn !== undefined && !Token.isUnresolved(secretArn) && !SECRET_ARN.test(secretArn)) {
-    problems.push(`Kafka secret ARN "${secretArn}" is not a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<suffix>)`);
-  }
+  problems.push(...secretProblems(options));
   if (consumerGroupId !== undefined && !Token.isUnresolved(consumerGroupId) && !CONSUMER_GROUP_ID.test(consumerGroupId)) {
     problems.push(`Kafka consumer group id "${consumerGroupId}" must be 1 to 200 of a-z, A-Z, 0-9 and - / * : _ + = . @ (AWS rule)`);
   }
@@ -185,6 +207,50 @@ export function kafkaSourceProblems(options: KafkaSourceOptions, settings: Consu
     problems.push(
       'a Kafka event source needs a standard dead-letter queue: the mapping\'s on-failure destination is the DLQ, and Lambda ' +
         'cannot send on-failure records to a FIFO queue (rule: Kafka retries finite with an on-failure destination); use fifo=false',
+    );
+  }
+  return problems;
+}
+
+/** The secret and its key (see {@link kafkaSourceProblems}); values that are CDK tokens are not checked. */
+function secretProblems(options: KafkaSourceOptions): string[] {
+  const { clusterArn, secretArn, secretEncryptionKeyArn: keyArn } = options;
+  const problems: string[] = [];
+  const isMsk = clusterArn !== undefined;
+  if (keyArn !== undefined && secretArn === undefined) {
+    problems.push('a Kafka secret encryption key ARN applies only with a secret ARN');
+  }
+  if (keyArn !== undefined && !Token.isUnresolved(keyArn) && !KMS_KEY_ARN.test(keyArn)) {
+    problems.push(`Kafka secret encryption key ARN "${keyArn}" is not a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>; an alias does not work in an IAM policy)`);
+  }
+  if (secretArn === undefined) return problems;
+  if (isMsk && keyArn === undefined) {
+    problems.push(
+      'an Amazon MSK SASL/SCRAM secret must be encrypted with a customer managed KMS key (AWS rule: a secret under the default ' +
+        'aws/secretsmanager key cannot be used with MSK); give that key\'s ARN (kafka.secretEncryptionKeyArn, or -c kafkaSecretKeyArn=arn:aws:kms:...) ' +
+        'so the function may decrypt the secret',
+    );
+  }
+  if (Token.isUnresolved(secretArn)) return problems;
+  const name = SECRET_ARN.exec(secretArn)?.groups?.name;
+  if (name === undefined) {
+    problems.push(
+      `Kafka secret ARN "${secretArn}" is not a Secrets Manager secret ARN ` +
+        '(arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>)',
+    );
+    return problems;
+  }
+  const suffixed = SECRET_NAME_WITH_SUFFIX.exec(name)?.groups?.name;
+  if (suffixed === undefined) {
+    problems.push(
+      `Kafka secret ARN "${secretArn}" lacks the 6-character suffix that Secrets Manager appends to the secret's name ` +
+        `(e.g. ...:secret:${name}-AbCdEf): the event source mapping and the IAM policy need the complete ARN. ` +
+        `Print it with: aws secretsmanager describe-secret --secret-id ${name} --query ARN --output text`,
+    );
+  } else if (isMsk && !suffixed.startsWith(MSK_SCRAM_SECRET_PREFIX)) {
+    problems.push(
+      `Kafka secret "${suffixed}" cannot authenticate with Amazon MSK: the name of an MSK SASL/SCRAM secret must start with ` +
+        `${MSK_SCRAM_SECRET_PREFIX} (AWS rule, https://docs.aws.amazon.com/msk/latest/developerguide/msk-password-tutorial.html)`,
     );
   }
   return problems;
@@ -199,8 +265,9 @@ export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUN
  * partition (case C8):
  *
  * - `FunctionResponseTypes: [ReportBatchItemFailures]`: the handler reports the first failed
- *   record of each partition; Lambda resumes the partition there.
- * - `MaximumRetryAttempts` = `settings.kafka.retryAttempts` (finite),
+ *   record of each partition and every later record of that partition in the batch (case C12).
+ * - `MaximumRetryAttempts` = `kafkaRetryAttempts(settings)` (finite: the setting, or
+ *   `maxAttempts × batchSize − 1`),
  *   `BisectBatchOnFunctionError` and `MaximumRecordAgeInSeconds` (-1: no limit) from the settings.
  * - `DestinationConfig.OnFailure` = the dead-letter queue: records that Lambda gives up on
  *   (retries exhausted by function errors or timeouts, records older than the maximum age) are
@@ -221,13 +288,16 @@ export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUN
  * actions on `*`), and the consumer's role has no AWS managed policy; one code path serves both
  * kinds of cluster. The role gets
  * (https://docs.aws.amazon.com/lambda/latest/dg/with-msk-permissions.html):
- * - MSK: `kafka:DescribeClusterV2` and `kafka:GetBootstrapBrokers` on the cluster; for IAM
- *   authentication `kafka-cluster:Connect` and `kafka-cluster:DescribeClusterDynamicConfiguration`
- *   on the cluster, `kafka-cluster:DescribeTopic` and `kafka-cluster:ReadData` on the topic,
- *   `kafka-cluster:DescribeGroup` and `kafka-cluster:AlterGroup` on the consumer group;
+ * - MSK: `kafka:DescribeClusterV2` and `kafka:GetBootstrapBrokers` on the cluster; without a
+ *   secret (IAM authentication) also `kafka-cluster:Connect` and
+ *   `kafka-cluster:DescribeClusterDynamicConfiguration` on the cluster, `kafka-cluster:DescribeTopic`
+ *   and `kafka-cluster:ReadData` on the topic, `kafka-cluster:DescribeGroup` and
+ *   `kafka-cluster:AlterGroup` on the consumer group (with SASL/SCRAM the brokers' ACLs decide);
  * - MSK, or self-managed in a VPC: the six EC2 network interface actions the pollers need in
  *   the cluster's VPC, on `*` (in a separate policy, acknowledged for cdk-nag with its reason);
- * - `secretsmanager:GetSecretValue` and `DescribeSecret` on the secret, when there is one;
+ * - `secretsmanager:GetSecretValue` and `DescribeSecret` on the secret, when there is one, and
+ *   `kms:Decrypt` on its customer managed key (`secretEncryptionKeyArn`), only through Secrets
+ *   Manager (condition `kms:ViaService` = `secretsmanager.<region>.amazonaws.com`);
  * - `sqs:SendMessage` on the dead-letter queue (the on-failure destination; the consumer has it
  *   already).
  *
@@ -270,7 +340,7 @@ export class KafkaSource extends Construct {
       startingPosition: kafka.startingPosition === 'LATEST' ? StartingPosition.LATEST : StartingPosition.TRIM_HORIZON,
       batchSize: kafka.batchSize,
       reportBatchItemFailures: true,
-      retryAttempts: kafka.retryAttempts,
+      retryAttempts: kafkaRetryAttempts(settings),
       bisectBatchOnError: kafka.bisectBatchOnError,
       maxRecordAge: kafka.maxRecordAgeSeconds === -1 ? undefined : Duration.seconds(kafka.maxRecordAgeSeconds),
       onFailure: new SqsDlq(props.deadLetterQueue),
@@ -285,7 +355,7 @@ export class KafkaSource extends Construct {
         sourceAccessConfigurations:
           secret === undefined ? undefined : [{ type: SourceAccessConfigurationType.SASL_SCRAM_512_AUTH, uri: secret.secretArn }],
       });
-      this.grantMskAccess(role, props.clusterArn);
+      this.grantMskAccess(role, props.clusterArn, secret === undefined);
     } else {
       const placement = props.vpc;
       const authentication = SourceAccessConfigurationType.of(props.authenticationMethod ?? KafkaAuthentication.SASL_SCRAM_512);
@@ -307,6 +377,17 @@ export class KafkaSource extends Construct {
     }
     if (this.kind === 'msk' || props.vpc !== undefined) this.grantNetworkInterfaces(role);
     secret?.grantRead(props.function);
+    if (props.secretArn !== undefined && props.secretEncryptionKeyArn !== undefined) {
+      // Secrets Manager, in the secret's region, decrypts the secret with its key for the role.
+      role.addToPrincipalPolicy(
+        new PolicyStatement({
+          sid: 'KafkaSecretKey',
+          actions: ['kms:Decrypt'],
+          resources: [props.secretEncryptionKeyArn],
+          conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${arnRegion(props.secretArn)}.amazonaws.com` } },
+        }),
+      );
+    }
 
     if (kafka.maxRecordAgeSeconds === -1) {
       // The L2 leaves the property out for "no limit"; state AWS's default in the template.
@@ -320,15 +401,17 @@ export class KafkaSource extends Construct {
     return this.mapping.node.defaultChild as CfnEventSourceMapping;
   }
 
-  /** The MSK cluster, topic and group permissions (see the class comment). */
-  private grantMskAccess(role: IRole, clusterArn: string): void {
+  /** The MSK cluster permissions, and with IAM authentication the topic and group ones (see the class comment). */
+  private grantMskAccess(role: IRole, clusterArn: string, iamAuthentication: boolean): void {
     const arns = mskResourceArns(clusterArn, this.topic, this.consumerGroupId);
+    const discovery = new PolicyStatement({
+      sid: 'KafkaClusterDiscovery',
+      actions: ['kafka:DescribeClusterV2', 'kafka:GetBootstrapBrokers'],
+      resources: [clusterArn],
+    });
+    role.addToPrincipalPolicy(discovery);
+    if (!iamAuthentication) return;
     const statements = [
-      new PolicyStatement({
-        sid: 'KafkaClusterDiscovery',
-        actions: ['kafka:DescribeClusterV2', 'kafka:GetBootstrapBrokers'],
-        resources: [clusterArn],
-      }),
       new PolicyStatement({
         sid: 'KafkaClusterConnect',
         actions: ['kafka-cluster:Connect', 'kafka-cluster:DescribeClusterDynamicConfiguration'],
@@ -426,4 +509,9 @@ export function mskResourceArns(clusterArn: string, topic: string, consumerGroup
     topic: `${prefix}:topic/${clusterName}/${clusterUuid}/${topic}`,
     group: `${prefix}:group/${clusterName}/${clusterUuid}/${consumerGroupId}`,
   };
+}
+
+/** The region field of an ARN (`arn:<partition>:<service>:<region>:…`), for a literal ARN or a token. */
+function arnRegion(arn: string): string {
+  return Token.isUnresolved(arn) ? Fn.select(3, Fn.split(':', arn)) : (arn.split(':')[3] ?? '');
 }

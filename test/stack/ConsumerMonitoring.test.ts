@@ -1,10 +1,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CfnElement } from 'aws-cdk-lib';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { Role } from 'aws-cdk-lib/aws-iam';
+import { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
+import { Queue } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
-import type { ConsumerAlarms } from '../../lib/ConsumerMonitoring.js';
-import { ConsumerStack } from '../../lib/ConsumerStack.js';
-import { acknowledgedRules, awsSolutionsViolations, newApp, skipBundling, synthConsumerStack } from './synthConsumerStack.js';
+import { InvalidSettingsError } from '../../config/validateSettings.js';
+import { CafeStack } from '../../examples/cafe/infra/CafeStack.js';
+import { ConsumerMonitoring, type ConsumerAlarms } from '../../lib/ConsumerMonitoring.js';
+import { acknowledgedRules, awsSolutionsViolations, newApp, refusal, skipBundling, synthCafeStack, synthConsumer } from './stackHelpers.js';
 
 // Alarms and dashboard do not depend on the handler's code: these stacks skip bundling.
 const clusterArn = 'arn:aws:kafka:us-east-1:123456789012:cluster/demo/abc';
@@ -14,7 +18,7 @@ interface ExpectedAlarm {
   readonly alarm: keyof ConsumerAlarms;
   readonly namespace: string;
   readonly metricName: string;
-  readonly dimensions: (stack: ConsumerStack) => unknown[];
+  readonly dimensions: (stack: CafeStack) => unknown[];
   readonly statistic: string;
   /** Seconds. */
   readonly period: number;
@@ -23,7 +27,7 @@ interface ExpectedAlarm {
   readonly treatMissingData: string;
 }
 
-const logicalId = (stack: ConsumerStack, construct: IConstruct) => stack.getLogicalId(construct.node.defaultChild as CfnElement);
+const logicalId = (stack: CafeStack, construct: IConstruct) => stack.getLogicalId(construct.node.defaultChild as CfnElement);
 
 /** The alarms of the default stack, with the default thresholds. */
 const defaultAlarms: readonly ExpectedAlarm[] = [
@@ -85,14 +89,14 @@ const defaultAlarms: readonly ExpectedAlarm[] = [
 ];
 
 /** The properties of the alarm `name` in the template. */
-function alarmProperties(stack: ConsumerStack, template: Template, name: keyof ConsumerAlarms): Record<string, unknown> {
+function alarmProperties(stack: CafeStack, template: Template, name: keyof ConsumerAlarms): Record<string, unknown> {
   const alarm = stack.monitoring.alarms[name];
   if (alarm === undefined) throw new Error(`no alarm ${name}`);
   return (template.toJSON().Resources as Record<string, { Properties: Record<string, unknown> }>)[logicalId(stack, alarm)]!.Properties;
 }
 
 /** Checks one alarm's metric, threshold, comparison, periods, missing-data rule and actions. */
-function expectAlarm(stack: ConsumerStack, template: Template, expected: ExpectedAlarm): void {
+function expectAlarm(stack: CafeStack, template: Template, expected: ExpectedAlarm): void {
   const properties = alarmProperties(stack, template, expected.alarm);
   const topic = { Ref: logicalId(stack, stack.monitoring.topic) };
 
@@ -121,11 +125,11 @@ function dashboardBody(template: Template): string {
 }
 
 describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
-  let stack: ConsumerStack;
+  let stack: CafeStack;
   let template: Template;
 
   beforeAll(() => {
-    ({ stack, template } = synthConsumerStack({ context: skipBundling }));
+    ({ stack, template } = synthCafeStack());
   });
 
   it('creates exactly the five SQS and Lambda alarms', () => {
@@ -150,6 +154,18 @@ describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
             Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
           }),
         ]),
+      },
+    });
+    const keyPolicy = (template.toJSON().Resources as Record<string, { Properties: { KeyPolicy: { Statement: Record<string, unknown>[] } } }>)[key]!
+      .Properties.KeyPolicy.Statement;
+    const forCloudWatch = keyPolicy.filter((statement) => JSON.stringify(statement.Principal).includes('cloudwatch.amazonaws.com'));
+    expect(forCloudWatch).toHaveLength(1);
+    expect(forCloudWatch[0]!.Condition).toEqual({
+      StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+      ArnLike: {
+        'aws:SourceArn': {
+          'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:*']],
+        },
       },
     });
     template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: { 'Fn::GetAtt': [key, 'Arn'] } });
@@ -204,13 +220,13 @@ describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
 });
 
 describe('ConsumerMonitoring with Kafka, an email address and custom thresholds', () => {
-  let stack: ConsumerStack;
+  let stack: CafeStack;
   let template: Template;
 
   beforeAll(() => {
-    ({ stack, template } = synthConsumerStack({
-      context: { ...skipBundling, kafkaClusterArn: clusterArn, alarmEmail: 'ops@example.com' },
-      monitoring: { oldestMessageAgeThresholdSeconds: 600, kafkaOffsetLagThreshold: 5000 },
+    ({ stack, template } = synthCafeStack({
+      context: { kafkaClusterArn: clusterArn, alarmEmail: 'ops@example.com' },
+      props: { monitoring: { oldestMessageAgeThresholdSeconds: 600, kafkaOffsetLagThreshold: 5000 } },
     }));
   });
 
@@ -253,15 +269,53 @@ describe('ConsumerMonitoring with Kafka, an email address and custom thresholds'
 });
 
 describe('ConsumerMonitoring options', () => {
-  it('refuses an alarm email that is not an address before building anything', () => {
-    expect(() => new ConsumerStack(newApp({ alarmEmail: 'ops-at-example' }), 'BadEmail')).toThrow(
-      'alarm email "ops-at-example" is not an email address',
-    );
+  it('refuses an alarm email that is not an address', () => {
+    const { error } = refusal(newApp({ ...skipBundling, alarmEmail: 'ops-at-example' }), (app) => new CafeStack(app, 'BadEmail'));
+
+    expect(error).toBeInstanceOf(InvalidSettingsError);
+    expect(error.message).toContain('alarm email "ops-at-example" is not an email address');
   });
 
-  it('refuses a threshold that is not a positive whole number', () => {
-    expect(() => new ConsumerStack(newApp(), 'BadAge', { monitoring: { oldestMessageAgeThresholdSeconds: 0 } })).toThrow(
-      'oldest message age threshold 0 s must be a positive whole number of seconds',
+  it('refuses thresholds that are not positive whole numbers, all at once, before building anything', () => {
+    const { consumer } = synthConsumer();
+    const before = consumer.node.scope!.node.findAll().length;
+    const { error } = refusal(newApp(), () =>
+      new ConsumerMonitoring(consumer, 'Monitoring', { consumer, oldestMessageAgeThresholdSeconds: 0, kafkaOffsetLagThreshold: 1.5 }),
     );
+
+    expect((error as InvalidSettingsError).problems).toEqual([
+      'oldest message age threshold 0 s must be a positive whole number of seconds',
+      'Kafka offset lag threshold 1.5 must be a positive whole number of records',
+    ]);
+    expect(consumer.node.scope!.node.findAll().length).toBe(before);
+  });
+});
+
+describe('ConsumerMonitoring of a consumer with an imported queue and function', () => {
+  it('watches them by name', () => {
+    const { template } = synthConsumer({
+      extra: (s) => ({
+        existingQueue: Queue.fromQueueArn(s, 'Imported', 'arn:aws:sqs:us-east-1:123456789012:orders'),
+        existingDeadLetterQueue: Queue.fromQueueArn(s, 'ImportedDlq', 'arn:aws:sqs:us-east-1:123456789012:orders-dlq'),
+        existingFunction: LambdaFunction.fromFunctionAttributes(s, 'ImportedFunction', {
+          functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:orders-consumer',
+          role: Role.fromRoleArn(s, 'ImportedRole', 'arn:aws:iam::123456789012:role/orders-consumer'),
+        }),
+      }),
+      after: (stack, consumer) => new ConsumerMonitoring(stack, 'Monitoring', { consumer }),
+    });
+
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: 'orders-dlq' }],
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ApproximateAgeOfOldestMessage',
+      Dimensions: [{ Name: 'QueueName', Value: 'orders' }],
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: 'orders-consumer' }],
+    });
   });
 });
