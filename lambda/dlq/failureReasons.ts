@@ -21,8 +21,10 @@ export const FailureReason = {
   UnknownMessageType: 'UnknownMessageType',
   /** The event can never apply to the state it addresses. */
   BusinessRuleViolation: 'BusinessRuleViolation',
-  /** A write to an item the decision did not read failed its own condition. */
+  /** A condition the decision put on a write failed at commit time, on a consistent view. */
   ConditionalWriteFailed: 'ConditionalWriteFailed',
+  /** DynamoDB refused a write of the decision as invalid (e.g. an item over 400 KB). */
+  InvalidWrite: 'InvalidWrite',
   /** A retryable failure happened on the last allowed attempt. */
   RetriesExhausted: 'RetriesExhausted',
 } as const;

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createQueue, createQueuePair, orderEvent, readAll, seedDeadLetters, startSqs, visibleCount, type FauxqsServer } from './dlqFixtures.js';
+import { createQueue, createQueuePair, eventBody, readAll, seedDeadLetters, startSqs, visibleCount, type FauxqsServer } from './dlqFixtures.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'idempotent-consumer.js');
@@ -28,8 +28,8 @@ beforeAll(async () => {
   ({ source, dlq } = await createQueuePair(sqs, 'orders'));
   await seedDeadLetters(sqs, dlq.url, [
     { reason: 'ValidationError', body: '{"eventId": 1', source: source.arn, originalMessageId: 's-1' },
-    { reason: 'ValidationError', body: orderEvent('s-2', { points: 'many' }), source: source.arn, originalMessageId: 's-2' },
-    { reason: 'BusinessRuleViolation', body: orderEvent('s-3'), source: source.arn, originalMessageId: 's-3' },
+    { reason: 'ValidationError', body: eventBody('s-2', { points: 'many' }), source: source.arn, originalMessageId: 's-2' },
+    { reason: 'BusinessRuleViolation', body: eventBody('s-3'), source: source.arn, originalMessageId: 's-3' },
   ]);
 });
 
@@ -104,7 +104,7 @@ describe('idempotent-consumer dlq (the bin)', () => {
     const result = await run(['dlq', 'show', 's-2', '--queue-url', dlq.url, '--endpoint', endpoint]);
 
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain(orderEvent('s-2', { points: 'many' }));
+    expect(result.stdout).toContain(eventBody('s-2', { points: 'many' }));
     expect(result.stdout).toMatch(/failureReason\s+String\s+ValidationError/);
   });
 
@@ -129,7 +129,7 @@ describe('idempotent-consumer dlq (the bin)', () => {
   it('archive --delete --yes, then replay: every message back in the DLQ', async () => {
     const own = await createQueue(sqs, 'bin-dlq');
     await seedDeadLetters(sqs, own.url, [
-      { reason: 'UnknownMessageType', body: orderEvent('t-1', { type: 'Nope' }), source: source.arn, originalMessageId: 't-1' },
+      { reason: 'UnknownMessageType', body: eventBody('t-1', { type: 'Nope' }), source: source.arn, originalMessageId: 't-1' },
       { reason: 'ValidationError', body: 'x', source: source.arn, originalMessageId: 't-2' },
     ]);
     const before = (await readAll(sqs, own.url)).map((m) => m.Body).sort();

@@ -187,6 +187,7 @@ describe('buildDeadLetterMessage: failure reasons are open', () => {
       'UnknownMessageType',
       'BusinessRuleViolation',
       'ConditionalWriteFailed',
+      'InvalidWrite',
       'RetriesExhausted',
     ]);
     expect(builtInFailureReasons.every(isValidFailureReason)).toBe(true);
