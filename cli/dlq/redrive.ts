@@ -137,6 +137,7 @@ export async function redriveDeadLetters(context: DlqContext, options: RedriveOp
   if (options.to !== undefined && sameQueue(options.to, options.queueUrl)) {
     throw new UsageError('--to is the dead-letter queue itself');
   }
+  clockOf(context); // attached before the first request, so the server's time is known from it on
   return explainNothingMoved(await redrive(context, options), options.selection ?? {});
 }
 

@@ -1,5 +1,6 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { UsageError } from './errors.js';
+import { serverClockOf } from './serverClock.js';
 
 /** How the tool reaches SQS. */
 export interface SqsConnectionOptions {
@@ -68,7 +69,8 @@ export function resolveConnection(options: SqsConnectionOptions): ResolvedConnec
 
 /**
  * Creates the SQS client for a queue (see {@link resolveConnection} for endpoint, region and
- * credentials). The SDK retries throttling and network errors itself (3 attempts).
+ * credentials), its server clock attached (see `serverClockOf`). The SDK retries throttling and
+ * network errors itself (3 attempts).
  *
  * @throws UsageError when the endpoint is not an http(s) URL
  */
@@ -79,6 +81,7 @@ export function createSqsClient(options: SqsConnectionOptions): { sqs: SQSClient
     ...(connection.region !== undefined ? { region: connection.region } : {}),
     ...(connection.dummyCredentials ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
   });
+  serverClockOf(sqs);
   return { sqs, connection };
 }
 
