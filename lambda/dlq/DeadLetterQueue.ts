@@ -76,8 +76,9 @@ export class DeadLetterQueue {
    * Every entry gets its own outcome, at its index: `{ ok: true, messageId }`, or `{ ok: false,
    * error }` when it could not be built (see {@link send}), its offload failed, SQS refused it
    * (`DeadLetterSendError` with SQS's code) or its request failed as a whole. An entry that is not
-   * `ok` must not be acknowledged. On a FIFO queue, an entry after a failed one of the same
-   * message group is not sent (it would overtake it) and fails too.
+   * `ok` must not be acknowledged. On a FIFO queue a request holds at most one entry of each
+   * message group (SQS takes a request's entries independently), and an entry after a failed one
+   * of the same group is not sent (it would overtake it): it fails too.
    *
    * Never throws.
    */
@@ -119,17 +120,17 @@ export class DeadLetterQueue {
     };
     for (const entry of built) {
       if (results[entry.index] !== undefined) continue;
-      if (entry.group !== undefined && failedGroups.has(entry.group)) {
+      const groupQueued = entry.group !== undefined && batch.some((queued) => queued.group === entry.group);
+      if (groupQueued || batch.length >= MAX_BATCH_ENTRIES || batchBytes + entry.message.sizeBytes > this.#options.maxMessageSizeBytes) {
         await flush();
-        if (failedGroups.has(entry.group)) {
-          results[entry.index] = {
-            ok: false,
-            error: new DeadLetterSendError(`not sent: an earlier dead letter of message group ${entry.group} failed`, 'GroupBlocked', false),
-          };
-          continue;
-        }
       }
-      if (batch.length >= MAX_BATCH_ENTRIES || batchBytes + entry.message.sizeBytes > this.#options.maxMessageSizeBytes) await flush();
+      if (entry.group !== undefined && failedGroups.has(entry.group)) {
+        results[entry.index] = {
+          ok: false,
+          error: new DeadLetterSendError(`not sent: an earlier dead letter of message group ${entry.group} failed`, 'GroupBlocked', false),
+        };
+        continue;
+      }
       batch.push(entry);
       batchBytes += entry.message.sizeBytes;
     }

@@ -12,13 +12,17 @@ import { fileURLToPath } from 'node:url';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildCli } from './buildCli.js';
+import { DeadLetterQueue } from '../../lambda/dlq/DeadLetterQueue.js';
 import {
   comparable,
+  contextOf,
+  createBucket,
   createQueue,
   createQueuePair,
   eventBody,
   moveByRedrivePolicy,
   readAll,
+  s3For,
   seedDeadLetters,
   startSqs,
   visibleCount,
@@ -155,6 +159,25 @@ describe('idempotent-consumer dlq (the bin)', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(eventBody('s-2', { points: 'many' }));
     expect(result.stdout).toMatch(/ic\.failureReason\s+String\s+ValidationError/);
+  });
+
+  it('show of a body offloaded to S3 (C20) reads it back from the emulator\'s S3 endpoint', async () => {
+    const { s3 } = s3For(endpoint);
+    const own = await createQueue(sqs, 'bin-c20');
+    const bucket = await createBucket(s3);
+    const value = Buffer.alloc(800 * 1024, 0xfe).toString('base64');
+    await new DeadLetterQueue({ sqs, s3, queueUrl: own.url, maxMessageSizeBytes: 1_048_576, payloadBucket: bucket }).send(
+      contextOf({ reason: 'ValidationError', body: value, bodyEncoding: 'base64', source: 'arn:aws:kafka:us-east-1:1:cluster/c/1', originalMessageId: 'events-0@10' }),
+    );
+    s3.destroy();
+
+    const result = await run(['dlq', 'show', 'events-0@10', '--json', '--queue-url', own.url, '--endpoint', endpoint]);
+
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const shown = JSON.parse(result.stdout) as { message: { offloaded: { location: string; body: string } } };
+    expect(shown.message.offloaded.location).toMatch(new RegExp(`^s3://${bucket}/dead-letters/`));
+    expect(shown.message.offloaded.body).toBe(value);
   });
 
   it('redrive --reason ValidationError --dry-run: exit 0, nothing changes', async () => {
