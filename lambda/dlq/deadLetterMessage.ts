@@ -367,11 +367,14 @@ export interface DeadLetterInfo {
 /**
  * Reads the consumer's attributes of a dead-letter message.
  *
- * @param attributes - the message's attributes as received (`ReceiveMessage` with `MessageAttributeNames: ['All']`)
+ * @param attributes - the message's attributes as received (`ReceiveMessage` with `MessageAttributeNames: ['All']`);
+ *   only their `StringValue`s are read
  * @returns `undefined` when the message carries no `ic.*` attribute: the queue's redrive policy
  *   moved it (or someone sent it there by hand)
  */
-export function readDeadLetterAttributes(attributes: Readonly<Record<string, MessageAttributeValue>>): DeadLetterInfo | undefined {
+export function readDeadLetterAttributes(
+  attributes: Readonly<Record<string, { readonly StringValue?: string | undefined }>>,
+): DeadLetterInfo | undefined {
   if (!Object.keys(attributes).some((name) => name.startsWith(RESERVED_ATTRIBUTE_PREFIX))) return undefined;
   const text = (name: string): string | undefined => attributes[name]?.StringValue;
   const raw = text(DeadLetterAttribute.context);
