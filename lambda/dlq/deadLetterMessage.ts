@@ -235,9 +235,9 @@ export interface DeadLetterMessage {
  * as the module's documentation describes.
  *
  * Size: if body and attributes exceed `maxMessageSizeBytes`, the error message is first cut to
- * 128 characters; if that is not enough, the body is offloaded to `payloadBucket` at a key derived
- * from the source, the original message id and the body (so a retry writes the same object). The
- * body is never cut and nothing is dropped.
+ * 128 characters; if that is not enough, the body is offloaded to `payloadBucket` (with the error
+ * message whole again) at a key derived from the source, the original message id and the body
+ * (so a retry writes the same object). The body is never cut and nothing is dropped.
  *
  * FIFO (`fifo: true`): the original message group is kept and the deduplication id is derived
  * from the source and the original message id (SHA-256, hex), so a consumer that sends the same
@@ -313,8 +313,13 @@ export function buildDeadLetterMessage(queueUrl: string, context: DeadLetterCont
     const key = `${PAYLOAD_KEY_PREFIX}${createHash('sha256').update(`${context.source}\n${context.originalMessageId}\n${sha256}`).digest('hex')}`;
     const payload: OffloadedPayload = { bucket: options.payloadBucket, key, bytes: bodyBytes, sha256 };
     messageBody = formatPayloadPointer(payload);
-    attributes = assemble(SHORT_ERROR_MESSAGE_LENGTH, payload);
-    size = Buffer.byteLength(messageBody, 'utf8') + attributesSize(attributes);
+    const pointerBytes = Buffer.byteLength(messageBody, 'utf8');
+    attributes = assemble(MAX_ERROR_MESSAGE_LENGTH, payload);
+    size = pointerBytes + attributesSize(attributes);
+    if (size > options.maxMessageSizeBytes) {
+      attributes = assemble(SHORT_ERROR_MESSAGE_LENGTH, payload);
+      size = pointerBytes + attributesSize(attributes);
+    }
     if (size > options.maxMessageSizeBytes) {
       throw new DeadLetterTooLargeError(
         `dead-letter message of ${context.originalMessageId} does not fit the dead-letter queue's ` +

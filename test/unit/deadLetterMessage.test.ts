@@ -237,6 +237,7 @@ describe('buildDeadLetterMessage: a message too large for the DLQ (C20)', () => 
     expect(message.sizeBytes).toBeLessThanOrEqual(MiB);
     expect(Object.keys(attrs).length).toBeLessThanOrEqual(SQS_MAX_MESSAGE_ATTRIBUTES);
     expect(producerAttributesOf(attrs)).toEqual({ traceparent: str('00-abc-def-01') });
+    expect(attrs[DeadLetterAttribute.errorMessage]).toEqual(str('points: expected number'));
   });
 
   it('derives the same S3 key for the same failure (a retry overwrites, leaves no stray object)', () => {
