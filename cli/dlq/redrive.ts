@@ -129,13 +129,16 @@ export interface RedriveResult {
  *   back to receive → send → delete when the server does not support move tasks (fauxqs) or when
  *   no queue names the DLQ in its redrive policy (SQS refuses a move task then).
  *
- * @throws UsageError when `to` is the dead-letter queue itself
+ * @throws UsageError when `to` is the dead-letter queue itself, or `useMoveTask` comes with a selection
  * @throws QueueNotFoundError for the DLQ or `to`; NotADeadLetterQueueError;
  *   MoveTaskFailedError when the move task ends `FAILED`; the SDK's errors otherwise
  */
 export async function redriveDeadLetters(context: DlqContext, options: RedriveOptions): Promise<RedriveResult> {
   if (options.to !== undefined && sameQueue(options.to, options.queueUrl)) {
     throw new UsageError('--to is the dead-letter queue itself');
+  }
+  if (options.useMoveTask === true && !selectsAll(options.selection ?? {})) {
+    throw new UsageError('--move-task moves every message: it cannot be combined with --reason, --id or --older-than');
   }
   clockOf(context); // attached before the first request, so the server's time is known from it on
   return explainNothingMoved(await redrive(context, options), options.selection ?? {});
@@ -146,9 +149,6 @@ async function redrive(context: DlqContext, options: RedriveOptions): Promise<Re
   if (options.dlqCheck !== false) assertDeadLetterQueue(info);
   const selection = options.selection ?? {};
   let fallbackReason: string | undefined;
-  if (options.useMoveTask === true && !selectsAll(selection)) {
-    throw new UsageError('--move-task moves every message: it cannot be combined with --reason, --id or --older-than');
-  }
   if (options.useMoveTask === true) {
     if (info.deadLetterSources !== undefined && info.deadLetterSources.length === 0) {
       fallbackReason = 'no queue names this queue in its redrive policy, and SQS moves messages only out of such queues';
