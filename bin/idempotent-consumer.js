@@ -1,9 +1,16 @@
 #!/usr/bin/env node
-// Launcher of the TypeScript command line (cli/main.ts): tsx compiles it on the fly, so the
-// package needs no build step. Usage: npx idempotent-consumer dlq --help
-import { fileURLToPath } from 'node:url';
-import { register } from 'tsx/esm/api';
-
-register({ tsconfig: fileURLToPath(new URL('../tsconfig.json', import.meta.url)) });
-const { runCli } = await import('../cli/main.ts');
-process.exitCode = await runCli(process.argv.slice(2));
+// The idempotent-consumer command line: runs the compiled JavaScript in dist/ (built by
+// `npm run build`, which `npm install` of the package and `npm ci` in the repository run).
+// Usage: npx idempotent-consumer --help
+const main = new URL('../dist/cli/main.js', import.meta.url);
+let cli;
+try {
+  cli = await import(main.href);
+} catch (error) {
+  if (error?.code === 'ERR_MODULE_NOT_FOUND' && String(error.message).includes('dist/cli/main.js')) {
+    process.stderr.write('error: the command line is not built (dist/cli/main.js is missing): run `npm run build` first\n');
+    process.exit(1);
+  }
+  throw error;
+}
+process.exitCode = await cli.runCli(process.argv.slice(2));

@@ -1,38 +1,74 @@
 /**
- * The `idempotent-consumer` command line (`bin/idempotent-consumer.js` runs it through tsx).
+ * The `idempotent-consumer` command line. `bin/idempotent-consumer.js` runs its compiled form
+ * (`dist/cli/main.js`); no TypeScript runtime is needed.
  *
- * Exit codes: 0 done; 1 an error, or something left undone (a failed send, a delete that
- * failed, a declined confirmation); 2 a bad flag or argument; 130 interrupted (Ctrl-C).
+ * Command groups register themselves below; each loads its heavy modules (the AWS SDK) only when
+ * one of its commands runs, so `--version` and `--help` answer at once.
+ *
+ * Exit codes: 0 done; 1 an error, or nothing that was asked for moved; 2 a bad flag or argument;
+ * 130 interrupted (Ctrl-C).
  *
  * @module
  */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { addDlqCommands, type CliIo, type CliOutcome } from './dlq/commands.js';
 import { DlqToolError, toDlqToolError } from './dlq/errors.js';
 
 /**
- * Builds the program: `idempotent-consumer dlq <command>`. Parse errors throw `CommanderError`
- * instead of exiting the process.
+ * The command groups, in the order `--help` lists them. Each adds its commands to the program.
+ * (`local`, `invoke` and `send` are to join `dlq` here.)
+ */
+const commandGroups: readonly ((program: Command, io: CliIo, outcome: CliOutcome) => void)[] = [addDlqCommands];
+
+/**
+ * The package's version, from its `package.json` (found by walking up from this file: it is one
+ * folder up from `cli/main.ts`, two from `dist/cli/main.js`).
+ *
+ * @throws Error when no `package.json` of this package is found (a broken installation)
+ */
+export function packageVersion(): string {
+  for (const relative of ['../package.json', '../../package.json']) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (manifest.name === 'idempotent-consumer' && typeof manifest.version === 'string') return manifest.version;
+    } catch {
+      // not there: try the next folder up
+    }
+  }
+  throw new Error('cannot find the package.json of idempotent-consumer next to the command line');
+}
+
+/**
+ * Builds the program. Parse errors throw `CommanderError` instead of exiting the process.
  */
 export function createProgram(io: CliIo, outcome: CliOutcome): Command {
   const program = new Command('idempotent-consumer')
-    .description('Operator tools of the idempotent SQS/Kafka consumer')
+    .description('Tools of the idempotent SQS/Kafka consumer for AWS Lambda')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .exitOverride()
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
     });
-  addDlqCommands(program, io, outcome);
-  for (const command of program.commands) {
+  for (const addGroup of commandGroups) addGroup(program, io, outcome);
+  const overrideExits = (command: Command): void => {
     command.exitOverride();
-    for (const sub of command.commands) sub.exitOverride();
-  }
+    for (const sub of command.commands) overrideExits(sub);
+  };
+  overrideExits(program);
   return program;
 }
 
+let quietOnClosedPipe = false;
+
 /**
  * Runs the command line.
+ *
+ * The AWS SDK's notice that it will require Node.js 22 (nine lines on every command on Node 20)
+ * is turned off unless `AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED` is set already: it is
+ * about the SDK's future releases, not about this command (`docs/dlq.md` says so).
  *
  * @param argv - the arguments after the program name (`process.argv.slice(2)`)
  * @param io - streams and environment; by default the process's, with Ctrl-C handled: the first
@@ -40,6 +76,7 @@ export function createProgram(io: CliIo, outcome: CliOutcome): Command {
  * @returns the exit code; never throws
  */
 export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Promise<number> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const controller = new AbortController();
   const fullIo: CliIo = {
     stdout: io?.stdout ?? process.stdout,
@@ -58,6 +95,14 @@ export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Prom
     fullIo.stderr.write('interrupt: stopping at the next safe point and restoring held messages (Ctrl-C again to quit at once)\n');
     controller.abort();
   };
+  // A reader that stops early (`| head`) closes the pipe: stop quietly instead of crashing on EPIPE.
+  if (io?.stdout === undefined && !quietOnClosedPipe) {
+    quietOnClosedPipe = true;
+    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw error;
+    });
+  }
   const handleSignals = io?.signal === undefined;
   if (handleSignals) {
     process.on('SIGINT', onSignal);

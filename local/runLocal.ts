@@ -5,7 +5,7 @@ import { DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { MessageHold } from '../cli/dlq/queueInspector.js';
-import { DeadLetterAttribute } from '../lambda/dlq/deadLetterMessage.js';
+import { readDeadLetterAttributes } from '../lambda/dlq/deadLetterMessage.js';
 import { type ConsumerSettings, lambdaEnvironment, METRICS_NAMESPACE } from '../config/settings.js';
 import { assertValidSettings } from '../config/validateSettings.js';
 import { readRuntimeConfig, type RuntimeConfig } from '../lambda/config/runtimeConfig.js';
@@ -290,12 +290,13 @@ export async function readDeadLetterQueue(run: SourceRun, since: Date): Promise<
       const { ready, delayed, inflight } = state.messages;
       const messages = [...ready, ...delayed, ...inflight.map((entry) => (entry as { message: unknown }).message)] as InspectedMessage[];
       return messages
-        .filter((m) => Date.parse(m.messageAttributes?.[DeadLetterAttribute.failedAt]?.StringValue ?? '') >= since.getTime() || (m.sentTimestamp ?? 0) >= since.getTime())
-        .map((m) => ({
+        .map((m) => ({ m, dead: readDeadLetterAttributes(m.messageAttributes ?? {}) }))
+        .filter(({ m, dead }) => (dead?.failedAt?.getTime() ?? 0) >= since.getTime() || (m.sentTimestamp ?? 0) >= since.getTime())
+        .map(({ m, dead }) => ({
           messageId: m.messageId,
           body: m.body,
-          failureReason: m.messageAttributes?.[DeadLetterAttribute.failureReason]?.StringValue,
-          originalMessageId: m.messageAttributes?.[DeadLetterAttribute.originalMessageId]?.StringValue ?? m.messageId,
+          failureReason: dead?.failureReason,
+          originalMessageId: dead?.context.originalMessageId ?? m.messageId,
         }));
     }
   } catch {

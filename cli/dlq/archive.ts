@@ -1,13 +1,15 @@
 import { access } from 'node:fs/promises';
 import { DeleteMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { appendArchiveLines, writeArchiveFile } from './archiveFile.js';
+import { arrivalCutoff } from './arrivalCutoff.js';
+import { ArchiveWriter } from './archiveFile.js';
 import { toArchiveLine } from './archiveFormat.js';
-import { confirmed, type ConfirmOptions, type DlqContext } from './context.js';
+import { clockOf, confirmed, type ConfirmOptions, type DlqContext } from './context.js';
 import type { DeadLetterRecord } from './deadLetterRecord.js';
 import { ArchiveFileError } from './errors.js';
 import { scanWarnings } from './list.js';
+import { readOffloadedBody } from './offloadedBody.js';
 import { assertDeadLetterQueue, inspectQueue, MessageHold, type ReceiveOptions } from './queueInspector.js';
-import { matchesSelection, type MessageSelection } from './selection.js';
+import { matchesSelection, reasonWarnings, type MessageSelection } from './selection.js';
 
 /** Options of {@link archiveDeadLetters}. */
 export interface ArchiveOptions extends ReceiveOptions, ConfirmOptions {
@@ -35,6 +37,8 @@ export interface ArchiveResult {
   readonly deleted: number;
   /** Archived, but the delete failed: still in the queue. */
   readonly notDeleted: readonly { readonly messageId: string; readonly error: string }[];
+  /** Not archived (nor deleted): the body the consumer offloaded to S3 could not be read back. */
+  readonly notArchived: readonly { readonly messageId: string; readonly error: string }[];
   /** With `delete`: messages that entered the queue after the start, left for a later run. */
   readonly arrivedDuringRun: number;
   /** The operator declined the deletion: the file is written, nothing was deleted. */
@@ -44,39 +48,47 @@ export interface ArchiveResult {
 }
 
 /**
- * Writes dead-letter messages to a JSON Lines file (see `ArchivedMessage`), and with `delete`
- * deletes them from the queue, never before the file holding them is complete on disk:
+ * Writes dead-letter messages to a JSON Lines file (see `ArchivedMessage`), ending with a
+ * trailer line (count and SHA-256 of the lines, see `ArchiveTrailer`) that `replay` checks, and
+ * with `delete` deletes them from the queue, never before the file holding them is complete on disk:
  *
- * 1. receive what is visible (held invisible), keep what the selection matches;
- * 2. write those lines (a new file: temporary file, `fsync`, link into place; then appends,
- *    each `fsync`ed);
+ * 1. receive what is visible (held invisible), keep what the selection matches; read back the
+ *    bodies the consumer offloaded to S3 (a message whose body cannot be read is not archived
+ *    and not deleted);
+ * 2. write those lines and a trailer (a new file: temporary file, `fsync`, link into place; then
+ *    appends, each `fsync`ed);
  * 3. with `delete`: ask once, then delete exactly the messages written; on a FIFO queue this
- *    reveals the next messages of their groups, so steps 1–3 repeat until nothing new comes.
+ *    reveals the next messages of their groups, so steps 1–3 repeat until nothing new comes
+ *    (messages sent to the queue after the first deletion, by the SQS server's clock, are left
+ *    for a later run).
  *
- * Every message still held at the end is made visible again. With `dryRun` nothing is written
- * and nothing deleted.
+ * The final trailer is written when the command ends, also when it is interrupted. Every message
+ * still held at the end is made visible again. With `dryRun` nothing is written and nothing deleted.
  *
  * @throws ArchiveFileError when `out` exists (without `force`) or cannot be written; nothing is deleted then
  * @throws QueueNotFoundError, NotADeadLetterQueueError; the SDK's errors otherwise
  */
 export async function archiveDeadLetters(context: DlqContext, options: ArchiveOptions): Promise<ArchiveResult> {
-  const now = context.now ?? (() => new Date());
-  const startedAt = now();
+  const clock = clockOf(context);
   const info = await inspectQueue(context.sqs, options.queueUrl);
+  const now = clock.now();
   if (options.dlqCheck !== false) assertDeadLetterQueue(info);
   if (options.force !== true && options.dryRun !== true && (await exists(options.out))) {
     throw new ArchiveFileError(`${options.out} exists; pass --force to overwrite it`);
   }
   const hold = new MessageHold(context.sqs, options.queueUrl);
+  const writer = new ArchiveWriter(options.out, options.force === true);
   let archived = 0;
   let deleted = 0;
   let seen = 0;
   let arrivedDuringRun = 0;
   let cancelled = false;
   let interrupted = false;
-  let fileWritten = false;
   let remaining = options.maxMessages ?? Number.POSITIVE_INFINITY;
   const notDeleted: { messageId: string; error: string }[] = [];
+  const notArchived: { messageId: string; error: string }[] = [];
+  let firstScan: DeadLetterRecord[] = [];
+  let cutoff: number | undefined;
   let releaseFailures = 0;
   try {
     for (let round = 0; ; round += 1) {
@@ -87,12 +99,13 @@ export async function archiveDeadLetters(context: DlqContext, options: ArchiveOp
       const records = remaining > 0 ? await hold.scan({ ...options, maxMessages: remaining }) : [];
       remaining -= records.length;
       seen += records.length;
+      if (round === 0) firstScan = records;
       if (round === 0 && options.dlqCheck !== false) assertDeadLetterQueue(info, records);
       const batch: DeadLetterRecord[] = [];
       for (const record of records) {
-        if (options.delete === true && record.sentAt !== undefined && record.sentAt.getTime() > startedAt.getTime()) {
+        if (round > 0 && cutoff !== undefined && record.sentAt !== undefined && record.sentAt.getTime() > cutoff) {
           arrivedDuringRun += 1;
-        } else if (matchesSelection(record, options.selection ?? {}, startedAt)) {
+        } else if (matchesSelection(record, options.selection ?? {}, now)) {
           batch.push(record);
         }
       }
@@ -100,18 +113,32 @@ export async function archiveDeadLetters(context: DlqContext, options: ArchiveOp
         archived = batch.length;
         break;
       }
-      if (batch.length === 0 && fileWritten) break;
-      const archivedAt = now();
-      const lines = batch.map((record) => toArchiveLine(record, options.queueUrl, archivedAt));
-      if (!fileWritten) await writeArchiveFile(options.out, lines, options.force === true);
-      else await appendArchiveLines(options.out, lines);
-      fileWritten = true;
-      archived += batch.length;
-      if (options.delete !== true || batch.length === 0) break;
+      if (batch.length === 0 && writer.created) break;
+      const archivedAt = new Date();
+      const lines: string[] = [];
+      const written: DeadLetterRecord[] = [];
+      for (const record of batch) {
+        let offloadedBody: string | undefined;
+        if (record.offloaded !== undefined) {
+          const read = await readOffloadedBody(context, record.offloaded);
+          if ('error' in read) {
+            notArchived.push({ messageId: record.messageId, error: read.error });
+            continue;
+          }
+          offloadedBody = read.body;
+        }
+        lines.push(toArchiveLine(record, options.queueUrl, archivedAt, offloadedBody));
+        written.push(record);
+      }
+      const last = options.delete !== true || written.length === 0;
+      await writer.write(lines, last);
+      archived += written.length;
+      if (last) break;
       if (round === 0) {
+        cutoff = arrivalCutoff(clock, firstScan);
         const go = await confirmed(
           options,
-          `Delete the ${batch.length} archived message(s) from ${options.queueUrl}` +
+          `Delete the ${written.length} archived message(s) from ${options.queueUrl}` +
             `${info.fifo ? ' (and archive and delete the messages of their groups revealed behind them)' : ''}? ` +
             `They are in ${options.out}.`,
         );
@@ -120,14 +147,18 @@ export async function archiveDeadLetters(context: DlqContext, options: ArchiveOp
           break;
         }
       }
-      const failures = await deleteMessages(context, options.queueUrl, hold, batch);
+      const failures = await deleteMessages(context, options.queueUrl, hold, written);
       notDeleted.push(...failures);
-      deleted += batch.length - failures.length;
+      deleted += written.length - failures.length;
     }
   } finally {
-    releaseFailures = (await hold.release()).failed.length;
+    try {
+      await writer.finish();
+    } finally {
+      releaseFailures = (await hold.release()).failed.length;
+    }
   }
-  const warnings = options.delete === true ? [] : scanWarnings(info, seen, releaseFailures);
+  const warnings = [...reasonWarnings(options.selection ?? {}, firstScan), ...(options.delete === true ? [] : scanWarnings(info, seen, releaseFailures))];
   if (interrupted) warnings.push('interrupted: everything written to the file is on disk; messages not deleted are still in the queue');
   return {
     queueUrl: options.queueUrl,
@@ -136,6 +167,7 @@ export async function archiveDeadLetters(context: DlqContext, options: ArchiveOp
     archived,
     deleted,
     notDeleted,
+    notArchived,
     arrivedDuringRun,
     cancelled,
     interrupted,

@@ -1,7 +1,65 @@
 import { constants } from 'node:fs';
 import { link, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { ArchiveDigest } from './archiveFormat.js';
 import { ArchiveFileError } from './errors.js';
+
+/**
+ * Writes an archive file round by round, each round's lines followed by a trailer line (count and
+ * SHA-256 of every message line so far; see `ArchiveTrailer`), each round flushed to disk before
+ * {@link write} resolves. {@link finish} appends the final trailer, which is what tells `replay`
+ * the file is whole: a file cut at any line, or whose writer stopped, does not end with one.
+ */
+export class ArchiveWriter {
+  readonly #file: string;
+  readonly #overwrite: boolean;
+  readonly #digest = new ArchiveDigest();
+  #created = false;
+  #finished = false;
+
+  /**
+   * @param file - the archive to write
+   * @param overwrite - replace `file` if it exists (else an existing file is an error)
+   */
+  constructor(file: string, overwrite: boolean) {
+    this.#file = file;
+    this.#overwrite = overwrite;
+  }
+
+  /** Message lines written so far. */
+  get messages(): number {
+    return this.#digest.messages;
+  }
+
+  /** Whether the file exists (the first {@link write} created it). */
+  get created(): boolean {
+    return this.#created;
+  }
+
+  /**
+   * Writes lines and a trailer; the first call creates the file (see {@link writeArchiveFile}).
+   * When this resolves, the lines are on disk.
+   *
+   * @param final - this is the last round: its trailer is the final one, and {@link finish} adds nothing
+   * @throws ArchiveFileError when the file exists (first call, without `overwrite`) or cannot be written
+   */
+  async write(lines: readonly string[], final: boolean): Promise<void> {
+    if (this.#finished) throw new Error('the archive is finished');
+    for (const line of lines) this.#digest.add(line);
+    const content = [...lines, this.#digest.trailer(final)];
+    if (!this.#created) await writeArchiveFile(this.#file, content, this.#overwrite);
+    else await appendArchiveLines(this.#file, content);
+    this.#created = true;
+    this.#finished = final;
+  }
+
+  /** Appends the final trailer, unless the last {@link write} was final or nothing was written. */
+  async finish(): Promise<void> {
+    if (this.#finished || !this.#created) return;
+    await appendArchiveLines(this.#file, [this.#digest.trailer(true)]);
+    this.#finished = true;
+  }
+}
 
 /**
  * Writes a new archive file durably: the lines go to a temporary file beside it, which is

@@ -1,4 +1,6 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { PayloadStore } from './payloadStore.js';
+import { serverClockOf, type Clock } from './serverClock.js';
 
 /** What every DLQ command function needs besides its options. */
 export interface DlqContext {
@@ -7,8 +9,21 @@ export interface DlqContext {
   readonly log?: (line: string) => void;
   /** Aborted on Ctrl-C: a command stops at the next safe point and restores what it holds. */
   readonly signal?: AbortSignal;
-  /** The clock. @default `() => new Date()` */
-  readonly now?: () => Date;
+  /**
+   * Where bodies the consumer offloaded to S3 are read (`show`, `archive`, `redrive`) and written
+   * back (`replay`). @default none: a command that meets an offloaded body reports it cannot read it
+   */
+  readonly payloads?: PayloadStore;
+  /**
+   * The clock that SQS timestamps and failure times are compared with.
+   * @default the SQS server's clock ({@link serverClockOf}), never the local wall clock
+   */
+  readonly clock?: Clock;
+}
+
+/** The clock of a command: `context.clock`, else the SQS server's. */
+export function clockOf(context: DlqContext): Clock {
+  return context.clock ?? serverClockOf(context.sqs);
 }
 
 /**

@@ -80,6 +80,16 @@ export class ArchiveFormatError extends DlqToolError {
   }
 }
 
+/**
+ * An archive does not end with the trailer line `archive` writes (a count and a SHA-256 of its
+ * lines), or the trailer does not match: the file was cut, changed, or written by hand. Nothing
+ * was sent.
+ */
+export class ArchiveIncompleteError extends DlqToolError {}
+
+/** A body the consumer offloaded to S3 cannot be read back, or is not the one it stored. */
+export class PayloadUnavailableError extends DlqToolError {}
+
 /** The archive file cannot be written (it exists, its folder is missing, no permission). Nothing was deleted. */
 export class ArchiveFileError extends DlqToolError {}
 

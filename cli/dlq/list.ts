@@ -1,7 +1,8 @@
-import type { DlqContext } from './context.js';
+import { toPlainAttributes, type PlainAttribute } from '../../lambda/dlq/deadLetterMessage.js';
+import { clockOf, type DlqContext } from './context.js';
 import { failedAtOf, reasonOf, type DeadLetterRecord } from './deadLetterRecord.js';
 import { assertDeadLetterQueue, inspectQueue, MessageHold, type ReceiveOptions } from './queueInspector.js';
-import { matchesSelection, type MessageSelection } from './selection.js';
+import { matchesSelection, reasonWarnings, type MessageSelection } from './selection.js';
 
 /** Options of {@link listDeadLetters}. */
 export interface ListOptions extends ReceiveOptions {
@@ -17,6 +18,8 @@ export interface ListOptions extends ReceiveOptions {
 export interface DeadLetterSummary {
   readonly messageId: string;
   readonly originalMessageId: string | undefined;
+  /** `false`: no `ic.*` attributes, the queue's redrive policy moved it (reason `none`). */
+  readonly deadLettered: boolean;
   readonly failureReason: string | undefined;
   readonly errorType: string | undefined;
   readonly errorMessage: string | undefined;
@@ -25,13 +28,17 @@ export interface DeadLetterSummary {
   readonly attempts: number | undefined;
   /** When it failed (`failedAt`, else when it entered the DLQ), ISO 8601. */
   readonly failedAt: string | undefined;
-  /** Seconds since `failedAt`. */
+  /** Seconds since `failedAt`, on the SQS server's clock. */
   readonly ageSeconds: number | undefined;
+  /** The producer's attributes as a redrive restores them (binary values in base64); `undefined` when unreadable. */
+  readonly attributes: Readonly<Record<string, PlainAttribute>> | undefined;
+  /** Where the consumer offloaded the body (`s3://bucket/key`), when it did. */
+  readonly offloadedTo?: string;
 }
 
 /** The messages of one reason. */
 export interface ReasonGroup {
-  /** The `failureReason`, or `(none)`. */
+  /** The `ic.failureReason`, or `none` (moved by the redrive policy). */
   readonly reason: string;
   readonly count: number;
   /** Oldest first. */
@@ -56,13 +63,14 @@ export interface ListResult {
 }
 
 /**
- * Lists the dead-letter messages grouped by `failureReason`, without consuming them: every
- * message received is made visible again before this returns (also when it throws).
+ * Lists the dead-letter messages grouped by `ic.failureReason` (those the queue's redrive policy
+ * moved under `none`), without consuming them: every message received is made visible again
+ * before this returns (also when it throws). Ages are measured on the SQS server's clock.
  *
  * @throws QueueNotFoundError, NotADeadLetterQueueError; the SDK's errors otherwise
  */
 export async function listDeadLetters(context: DlqContext, options: ListOptions): Promise<ListResult> {
-  const now = (context.now ?? (() => new Date()))();
+  const clock = clockOf(context);
   const info = await inspectQueue(context.sqs, options.queueUrl);
   if (options.dlqCheck !== false) assertDeadLetterQueue(info);
   const hold = new MessageHold(context.sqs, options.queueUrl);
@@ -74,8 +82,9 @@ export async function listDeadLetters(context: DlqContext, options: ListOptions)
   } finally {
     release = await hold.release();
   }
+  const now = clock.now();
   const selected = records.filter((record) => matchesSelection(record, options.selection ?? {}, now));
-  const warnings = scanWarnings(info, records.length, release.failed.length);
+  const warnings = [...reasonWarnings(options.selection ?? {}, records), ...scanWarnings(info, records.length, release.failed.length)];
   if (context.signal?.aborted === true) warnings.push('interrupted: the list is incomplete');
   return {
     queueUrl: options.queueUrl,
@@ -113,6 +122,7 @@ export function summarize(record: DeadLetterRecord, now: Date): DeadLetterSummar
   return {
     messageId: record.messageId,
     originalMessageId: record.originalMessageId,
+    deadLettered: record.deadLettered,
     failureReason: record.failureReason,
     errorType: record.errorType,
     errorMessage: record.errorMessage,
@@ -121,6 +131,8 @@ export function summarize(record: DeadLetterRecord, now: Date): DeadLetterSummar
     attempts: record.attempts,
     failedAt: failedAt?.toISOString(),
     ageSeconds: failedAt !== undefined ? Math.max(0, Math.floor((now.getTime() - failedAt.getTime()) / 1000)) : undefined,
+    attributes: record.producerAttributes !== undefined ? toPlainAttributes(record.producerAttributes) : undefined,
+    ...(record.offloaded !== undefined ? { offloadedTo: `s3://${record.offloaded.bucket}/${record.offloaded.key}` } : {}),
   };
 }
 

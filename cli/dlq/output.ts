@@ -2,7 +2,7 @@ import type { ArchiveResult } from './archive.js';
 import { formatDuration } from './duration.js';
 import type { ListResult } from './list.js';
 import type { RedriveItem, RedriveResult } from './redrive.js';
-import { parseSqsQueueArn } from './redriveTarget.js';
+import { parseSqsQueueArn } from './queueUrl.js';
 import type { ReplayResult } from './replay.js';
 import type { ShowResult } from './show.js';
 
@@ -29,15 +29,17 @@ export function formatList(result: ListResult): string {
       `${result.seen} seen, about ${result.approximateNumberOfMessages} in the queue. None was consumed.`,
   ];
   for (const group of result.groups) {
-    lines.push('', `${group.reason} (${group.count})`);
+    const movedByPolicy = group.messages.every((m) => !m.deadLettered);
+    lines.push('', `${group.reason} (${group.count})${movedByPolicy ? ': moved by the redrive policy, no reason given' : ''}`);
     const rows = group.messages.map((m) => [
       m.messageId,
       m.errorType !== undefined ? `${m.errorType}: ${m.errorMessage ?? ''}` : '-',
       shortSource(m.source),
       m.ageSeconds !== undefined ? formatDuration(m.ageSeconds * 1000) : '-',
       m.attempts !== undefined ? String(m.attempts) : '-',
+      m.attributes === undefined ? '(unreadable)' : attributeList(m.attributes),
     ]);
-    lines.push(indent(formatTable(['MESSAGE ID', 'ERROR', 'SOURCE', 'AGE', 'ATTEMPTS'], rows)));
+    lines.push(indent(formatTable(['MESSAGE ID', 'ERROR', 'SOURCE', 'AGE', 'ATTEMPTS', 'ATTRIBUTES'], rows)));
   }
   if (result.groups.length === 0) lines.push('', 'No messages.');
   return withWarnings(lines, result.warnings);
@@ -51,7 +53,7 @@ export function formatShow(result: ShowResult): string {
     value === undefined ? [] : [[name, typeof value === 'string' ? value : JSON.stringify(value)]].map(([k, v]) => `  ${k}: ${v}`);
   const lines = [
     `Message ${m.messageId} in ${result.queueUrl}`,
-    ...field('failureReason', d.failureReason ?? '(none: moved by the redrive policy)'),
+    ...field('failureReason', d.failureReason ?? 'none (moved by the redrive policy)'),
     ...field('errorType', d.errorType),
     ...field('errorMessage', d.errorMessage),
     ...field('failedAt', d.failedAt),
@@ -60,6 +62,8 @@ export function formatShow(result: ShowResult): string {
     ...field('originalMessageId', d.originalMessageId),
     ...field('messageGroupId', d.messageGroupId),
     ...field('coordinates', d.coordinates),
+    ...field('bodyEncoding', d.bodyEncoding),
+    ...field('problem', d.problem),
     '',
     'System attributes',
     indent(formatTable(['NAME', 'VALUE'], Object.entries(m.systemAttributes).map(([k, v]) => [k, v]), 1000)),
@@ -67,10 +71,21 @@ export function formatShow(result: ShowResult): string {
     'Message attributes',
     indent(formatTable(['NAME', 'TYPE', 'VALUE'], attributeRows(m.messageAttributes), 1000)),
   ];
-  if (d.originalAttributes !== undefined) {
-    lines.push('', 'Original attributes (restored by a redrive)', indent(formatTable(['NAME', 'TYPE', 'VALUE'], attributeRows(d.originalAttributes), 1000)));
+  if (d.producerAttributes !== undefined) {
+    lines.push(
+      '',
+      "Producer's attributes (restored by a redrive)",
+      Object.keys(d.producerAttributes).length > 0 ? indent(formatTable(['NAME', 'TYPE', 'VALUE'], attributeRows(d.producerAttributes), 1000)) : '  (none)',
+    );
   }
-  lines.push('', `Body (${Buffer.byteLength(m.body, 'utf8')} bytes${m.md5OfBody !== undefined ? `, MD5 ${m.md5OfBody}` : ''}):`, m.body);
+  const o = m.offloaded;
+  if (o === undefined) {
+    lines.push('', `Body (${Buffer.byteLength(m.body, 'utf8')} bytes${m.md5OfBody !== undefined ? `, MD5 ${m.md5OfBody}` : ''}):`, m.body);
+  } else if (o.body !== undefined) {
+    lines.push('', `Body (offloaded to ${o.location}, ${o.bytes} bytes, SHA-256 checked):`, o.body);
+  } else {
+    lines.push('', `Body: offloaded to ${o.location} (${o.bytes} bytes), and cannot be read: ${o.error ?? 'unknown error'}`, `Pointer in the queue: ${m.body}`);
+  }
   return lines.join('\n');
 }
 
@@ -90,7 +105,11 @@ export function formatRedrive(result: RedriveResult): string {
         `Message move task ${task.taskHandle ?? ''} ${task.status}: ${task.approximateNumberOfMessagesMoved ?? 0} of ` +
           `~${task.approximateNumberOfMessagesToMove ?? result.approximateNumberOfMessages ?? '?'} message(s) moved to ${destination}.`,
       );
+      lines.push(
+        'SQS moved each message as it is: the consumer\'s ic.* attributes stay on it, and a body offloaded to S3 stays a pointer.',
+      );
     }
+    if (result.nothingMoved !== undefined) lines.push(`${capitalize(result.nothingMoved)}.`);
     return lines.join('\n');
   }
   if (result.dryRun) {
@@ -100,11 +119,11 @@ export function formatRedrive(result: RedriveResult): string {
         `${movable.length < result.selected.length ? `, and leave ${result.selected.length - movable.length} that cannot go anywhere` : ''}. Nothing changed.`,
     );
     if (result.selected.length > 0) lines.push(indent(itemTable(result.selected)));
+    if (result.nothingMoved !== undefined) lines.push(`${capitalize(result.nothingMoved)}.`);
     return withWarnings(lines, [...result.warnings, ...arrivalWarning(result.arrivedDuringRun)]);
   }
   if (result.cancelled) return 'Cancelled: nothing changed.';
-  if (result.selected.length === 0) lines.push('No message matched: nothing changed.');
-  else lines.push(`Redriven by receive → send → delete: ${result.moved.length} moved, ${result.skipped.length} left in the DLQ, ${result.failed.length} failed.`);
+  if (result.selected.length > 0) lines.push(`Redriven by receive → send → delete: ${result.moved.length} moved, ${result.skipped.length} left in the DLQ, ${result.failed.length} failed.`);
   if (result.moved.length > 0) lines.push('', 'Moved', indent(itemTable(result.moved)));
   if (result.skipped.length > 0) lines.push('', 'Left in the dead-letter queue', indent(itemTable(result.skipped)));
   if (result.failed.length > 0) {
@@ -117,8 +136,9 @@ export function formatRedrive(result: RedriveResult): string {
       indent(itemTable(result.notDeleted)),
     );
   }
-  const warnings = arrivalWarning(result.arrivedDuringRun);
+  const warnings = [...result.warnings, ...arrivalWarning(result.arrivedDuringRun)];
   if (result.interrupted) warnings.push('interrupted: every message not moved is still in the dead-letter queue');
+  if (result.nothingMoved !== undefined) lines.push(`${capitalize(result.nothingMoved)}.`);
   return withWarnings(lines, warnings);
 }
 
@@ -131,6 +151,7 @@ export function formatArchive(result: ArchiveResult): string {
     lines.push(`Archived ${result.archived} message(s) to ${result.file}; deleted ${result.deleted} from ${result.queueUrl}.`);
     if (result.cancelled) lines.push('Deletion cancelled: the file is written, every message is still in the queue.');
   }
+  for (const failure of result.notArchived) lines.push(`  not archived (still in the queue): ${failure.messageId}: ${failure.error}`);
   for (const failure of result.notDeleted) lines.push(`  not deleted (still in the queue): ${failure.messageId}: ${failure.error}`);
   return withWarnings(lines, [...result.warnings, ...arrivalWarning(result.arrivedDuringRun)]);
 }
@@ -146,6 +167,10 @@ export function formatReplay(result: ReplayResult): string {
   for (const problem of result.invalid) lines.push(`  skipped ${result.file}:${problem.line}: ${problem.message}`);
   if (result.failed !== undefined) lines.push(`  ${result.file}:${result.failed.line}: send failed: ${result.failed.error}`);
   if (result.resumeFromLine !== undefined) lines.push(`Resume with --from-line ${result.resumeFromLine}.`);
+  if (result.trailer.status !== 'complete') {
+    lines.push(`warning: ${result.file} has no valid final trailer (${result.trailer.status}); it was replayed because of --no-trailer-check`);
+  }
+  if (result.nothingMoved !== undefined) lines.push(`${capitalize(result.nothingMoved)}.`);
   return lines.join('\n');
 }
 
@@ -159,6 +184,16 @@ function itemTable(items: readonly RedriveItem[]): string {
 
 function attributeRows(attributes: Readonly<Record<string, { DataType: string; StringValue?: string; BinaryValue?: string }>>): string[][] {
   return Object.entries(attributes).map(([name, a]) => [name, a.DataType, a.StringValue ?? `(base64) ${a.BinaryValue ?? ''}`]);
+}
+
+function attributeList(attributes: Readonly<Record<string, { DataType: string; StringValue?: string; BinaryValue?: string }>>): string {
+  const entries = Object.entries(attributes);
+  if (entries.length === 0) return '-';
+  return entries.map(([name, a]) => `${name}=${a.StringValue ?? `(base64)${a.BinaryValue ?? ''}`}`).join(', ');
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function shortSource(source: string | undefined): string {

@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { looksDeadLettered, toDeadLetterRecord, type DeadLetterRecord } from './deadLetterRecord.js';
 import { isQueueDoesNotExist, isUnsupportedOperation, NotADeadLetterQueueError, QueueNotFoundError } from './errors.js';
-import { isFifoQueueUrl } from './sqsClient.js';
+import { isFifoQueueUrl } from './queueUrl.js';
 
 /** What the tool knows of a queue before it touches its messages. */
 export interface QueueInfo {

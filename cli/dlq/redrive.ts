@@ -6,21 +6,24 @@ import {
   StartMessageMoveTaskCommand,
   type ListMessageMoveTasksResultEntry,
 } from '@aws-sdk/client-sqs';
-import { confirmed, type ConfirmOptions, type DlqContext } from './context.js';
+import { clockOf, confirmed, type ConfirmOptions, type DlqContext } from './context.js';
 import { reasonOf, type DeadLetterRecord } from './deadLetterRecord.js';
 import { isQueueDoesNotExist, isUnsupportedOperation, MoveTaskFailedError, QueueNotFoundError, UsageError } from './errors.js';
 import { scanWarnings } from './list.js';
+import { readOffloadedBody } from './offloadedBody.js';
 import { assertDeadLetterQueue, inspectQueue, MessageHold, type QueueInfo, type ReceiveOptions } from './queueInspector.js';
+import { sameQueue } from './queueUrl.js';
 import { buildRedriveMessage, NotRedrivableError } from './redriveMessage.js';
-import { RedriveTargetResolver, sameQueue } from './redriveTarget.js';
-import { matchesSelection, selectsAll, type MessageSelection } from './selection.js';
+import { RedriveTargetResolver } from './redriveTarget.js';
+import { matchesSelection, reasonWarnings, selectsAll, type MessageSelection } from './selection.js';
+import { arrivalCutoff } from './arrivalCutoff.js';
 import { createRateLimiter, sleep } from './timing.js';
 
 /** Options of {@link redriveDeadLetters}. */
 export interface RedriveOptions extends ReceiveOptions, ConfirmOptions {
   /** The dead-letter queue's URL. */
   readonly queueUrl: string;
-  /** Which messages to move. @default all (then a message move task is used where supported) */
+  /** Which messages to move. @default all */
   readonly selection?: MessageSelection;
   /** Send every message to this queue URL instead of its source queue. */
   readonly to?: string;
@@ -30,7 +33,12 @@ export interface RedriveOptions extends ReceiveOptions, ConfirmOptions {
    * @default as fast as SQS goes
    */
   readonly ratePerSecond?: number;
-  /** Use `StartMessageMoveTask` when every message is to be moved. @default true */
+  /**
+   * Move every message with one SQS `StartMessageMoveTask` (server side) instead of receive →
+   * send → delete. SQS moves each message as it is: the consumer's `ic.*` attributes stay on it,
+   * packed producer attributes stay packed, and an offloaded body stays an S3 pointer. Only with
+   * no selection. @default false
+   */
   readonly useMoveTask?: boolean;
   /** Wait for the move task to end, reporting its progress. @default true */
   readonly wait?: boolean;
@@ -91,27 +99,37 @@ export interface RedriveResult {
   readonly cancelled: boolean;
   /** Ctrl-C: the redrive stopped at a message boundary. */
   readonly interrupted: boolean;
-  /** What a dry run may have missed (on FIFO queues: messages behind the first of each group). */
+  /** Messages the scan received (before selection). */
+  readonly seen: number;
+  /**
+   * Set when nothing that was asked for moved (or, on a dry run, would move): the sentence saying
+   * why. The command line exits 1 then.
+   */
+  readonly nothingMoved?: string;
+  /** `--reason` values that matched nothing; what a dry run may have missed (on FIFO queues: messages behind the first of each group). */
   readonly warnings: readonly string[];
 }
 
 /**
  * Moves dead-letter messages back to their source queue (or to `to`).
  *
- * - Everything selected and `useMoveTask`: one `StartMessageMoveTask` (server side, at
- *   `ratePerSecond`), then its progress until it ends. SQS moves each message as it is: body,
- *   attributes (the consumer's failure attributes included) and message group. Falls back to
- *   receive → send → delete when the server does not support move tasks (fauxqs) or when no
- *   queue names the DLQ in its redrive policy (SQS refuses a move task then).
- * - Otherwise receive → send → delete, one message at a time: receive (held invisible), send
- *   the body with the original attributes restored and the FIFO group kept (see
- *   `buildRedriveMessage`), and delete from the DLQ only after the send succeeded. A send
- *   failure stops the redrive; every message not moved is made visible again. An interruption
- *   between send and delete leaves a duplicate in the target, never a loss. On a FIFO DLQ,
- *   messages of a group are moved in order, and a group stops at its first message that cannot
- *   move.
+ * - By default, receive → send → delete, one message at a time: receive (held invisible), send
+ *   the original body (read back from S3 when the consumer offloaded it) with the producer's
+ *   attributes restored exactly and the FIFO group kept (see `buildRedriveMessage`), and delete
+ *   from the DLQ only after the send succeeded. A message that cannot go back as it was (its
+ *   body cannot be read, it does not fit the target, its source is not an SQS queue) stays in
+ *   the DLQ and is reported. A send failure stops the redrive; every message not moved is made
+ *   visible again. An interruption between send and delete leaves a duplicate in the target,
+ *   never a loss. On a FIFO DLQ, messages of a group are moved in order, and a group stops at
+ *   its first message that cannot move. Messages that enter the DLQ after the redrive's first
+ *   send (a live consumer failing a redriven message again) are left for a later run: that is
+ *   decided on the SQS server's clock (see `arrivalCutoff`), never the local one.
+ * - With `useMoveTask` and no selection: one `StartMessageMoveTask` (server side, at
+ *   `ratePerSecond`), then its progress until it ends. SQS moves each message as it is. Falls
+ *   back to receive → send → delete when the server does not support move tasks (fauxqs) or when
+ *   no queue names the DLQ in its redrive policy (SQS refuses a move task then).
  *
- * @throws UsageError when `to` is the dead-letter queue itself
+ * @throws UsageError when `to` is the dead-letter queue itself, or `useMoveTask` comes with a selection
  * @throws QueueNotFoundError for the DLQ or `to`; NotADeadLetterQueueError;
  *   MoveTaskFailedError when the move task ends `FAILED`; the SDK's errors otherwise
  */
@@ -119,11 +137,19 @@ export async function redriveDeadLetters(context: DlqContext, options: RedriveOp
   if (options.to !== undefined && sameQueue(options.to, options.queueUrl)) {
     throw new UsageError('--to is the dead-letter queue itself');
   }
+  if (options.useMoveTask === true && !selectsAll(options.selection ?? {})) {
+    throw new UsageError('--move-task moves every message: it cannot be combined with --reason, --id or --older-than');
+  }
+  clockOf(context); // attached before the first request, so the server's time is known from it on
+  return explainNothingMoved(await redrive(context, options), options.selection ?? {});
+}
+
+async function redrive(context: DlqContext, options: RedriveOptions): Promise<RedriveResult> {
   const info = await inspectQueue(context.sqs, options.queueUrl);
   if (options.dlqCheck !== false) assertDeadLetterQueue(info);
   const selection = options.selection ?? {};
   let fallbackReason: string | undefined;
-  if (selectsAll(selection) && options.useMoveTask !== false) {
+  if (options.useMoveTask === true) {
     if (info.deadLetterSources !== undefined && info.deadLetterSources.length === 0) {
       fallbackReason = 'no queue names this queue in its redrive policy, and SQS moves messages only out of such queues';
     } else {
@@ -161,6 +187,7 @@ async function redriveWithMoveTask(
     notDeleted: [],
     arrivedDuringRun: 0,
     interrupted: false,
+    seen: 0,
     warnings: [],
   };
   const progress = (status: string, entry?: ListMessageMoveTasksResultEntry, taskHandle?: string): MoveTaskProgress => ({
@@ -253,8 +280,8 @@ async function redriveByCopy(
   fallbackReason: string | undefined,
 ): Promise<RedriveResult> {
   const { sqs } = context;
-  const now = context.now ?? (() => new Date());
-  const startedAt = now();
+  const clock = clockOf(context);
+  const now = clock.now();
   const selection = options.selection ?? {};
   if (options.to !== undefined) await queueArnOf(context, options.to);
   const resolver = new RedriveTargetResolver(sqs, {
@@ -272,7 +299,10 @@ async function redriveByCopy(
   let cancelled = false;
   let interrupted = false;
   let remaining = options.maxMessages ?? Number.POSITIVE_INFINITY;
-  let firstScan = 0;
+  let firstScan: DeadLetterRecord[] = [];
+  let seen = 0;
+  /** Messages sent to the DLQ after this (server time, ms) may be our own redrives failing again. */
+  let cutoff: number | undefined;
   const result = (): RedriveResult => ({
     queueUrl: options.queueUrl,
     method: 'receive-send-delete',
@@ -286,7 +316,8 @@ async function redriveByCopy(
     arrivedDuringRun,
     cancelled,
     interrupted,
-    warnings: options.dryRun === true ? scanWarnings(info, firstScan, 0) : [],
+    seen,
+    warnings: [...reasonWarnings(selection, firstScan), ...(options.dryRun === true ? scanWarnings(info, firstScan.length, 0) : [])],
   });
 
   /** Receives what is visible now and keeps the messages to move. */
@@ -294,15 +325,16 @@ async function redriveByCopy(
     if (remaining <= 0) return [];
     const records = await hold.scan({ ...options, maxMessages: remaining });
     remaining -= records.length;
-    if (first) firstScan = records.length;
+    seen += records.length;
+    if (first) firstScan = records;
     if (first && options.dlqCheck !== false) assertDeadLetterQueue(info, records);
     const candidates: DeadLetterRecord[] = [];
     for (const record of records) {
-      // A message that entered the DLQ after the start (the consumer failed it again) waits for
-      // the next run: without this, a live consumer and a redrive could pass it back and forth.
-      if (record.sentAt !== undefined && record.sentAt.getTime() > startedAt.getTime()) {
+      // A message that entered the DLQ after the first send (the consumer failed it again) waits
+      // for the next run: without this, a live consumer and a redrive could pass it back and forth.
+      if (!first && cutoff !== undefined && record.sentAt !== undefined && record.sentAt.getTime() > cutoff) {
         arrivedDuringRun += 1;
-      } else if (matchesSelection(record, selection, startedAt)) {
+      } else if (matchesSelection(record, selection, now)) {
         candidates.push(record);
       }
     }
@@ -336,6 +368,7 @@ async function redriveByCopy(
     const limit = createRateLimiter(options.ratePerSecond);
     const blockedGroups = new Set<string>();
     let stop = false;
+    cutoff = arrivalCutoff(clock, firstScan);
     while (candidates.length > 0 && !stop) {
       for (const record of candidates) {
         if (context.signal?.aborted === true) {
@@ -353,7 +386,17 @@ async function redriveByCopy(
         try {
           const target = await resolver.resolve(record);
           if ('skip' in target) throw new NotRedrivableError(target.skip);
-          input = buildRedriveMessage(record, target.queueUrl);
+          let body: string | undefined;
+          if (record.offloaded !== undefined) {
+            const read = await readOffloadedBody(context, record.offloaded);
+            if ('error' in read) throw new NotRedrivableError(read.error);
+            body = read.body;
+          }
+          const maxMessageSizeBytes = await resolver.maxMessageSizeOf(target.queueUrl);
+          input = buildRedriveMessage(record, target.queueUrl, {
+            ...(body !== undefined ? { body } : {}),
+            ...(maxMessageSizeBytes !== undefined ? { maxMessageSizeBytes } : {}),
+          });
         } catch (error) {
           if (group !== undefined) blockedGroups.add(group);
           if (error instanceof NotRedrivableError) {
@@ -390,6 +433,32 @@ async function redriveByCopy(
   } finally {
     await hold.release();
   }
+}
+
+/** Adds {@link RedriveResult.nothingMoved} when nothing that was asked for moved. */
+function explainNothingMoved(result: RedriveResult, selection: MessageSelection): RedriveResult {
+  if (result.cancelled || result.interrupted) return result;
+  let why: string | undefined;
+  if (result.method === 'move-task') {
+    const task = result.moveTask;
+    if (!result.dryRun && task?.status === 'COMPLETED' && (task.approximateNumberOfMessagesMoved ?? 0) === 0) {
+      why = 'the message move task completed without moving a message: the dead-letter queue was empty';
+    }
+  } else {
+    const movable = result.selected.filter((item) => item.target !== undefined).length;
+    const done = result.dryRun ? movable : result.moved.length + result.notDeleted.length;
+    if (done === 0) {
+      if (result.seen === 0) why = 'the dead-letter queue has no visible message';
+      else if (result.selected.length === 0) {
+        why = selectsAll(selection)
+          ? `none of the ${result.seen} message(s) seen can be redriven now (they entered the queue during the run)`
+          : `no message matched the selection among the ${result.seen} seen` +
+            (result.warnings.length > 0 ? ` (${result.warnings.filter((w) => w.startsWith('--reason')).join('; ')})` : '');
+      } else if (result.failed.length > 0) why = 'the first send failed (see above); every message is still in the dead-letter queue';
+      else why = `every one of the ${result.selected.length} selected message(s) has to stay in the dead-letter queue (see why above)`;
+    }
+  }
+  return why !== undefined ? { ...result, nothingMoved: `nothing ${result.dryRun ? 'would move' : 'moved'}: ${why}` } : result;
 }
 
 function describe(error: unknown): string {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { MessageAttributeValue, SendMessageCommandInput } from '@aws-sdk/client-sqs';
-import { deadLetterAttributeNames } from '../../lambda/dlq/deadLetterMessage.js';
+import type { SendMessageCommandInput } from '@aws-sdk/client-sqs';
+import { attributesSize } from '../../lambda/dlq/deadLetterMessage.js';
 import type { DeadLetterRecord } from './deadLetterRecord.js';
-import { isFifoQueueUrl } from './sqsClient.js';
+import { isFifoQueueUrl } from './queueUrl.js';
 
 /** A dead-letter message that cannot be redriven as it is, and why. */
 export class NotRedrivableError extends Error {
@@ -12,14 +12,22 @@ export class NotRedrivableError extends Error {
   }
 }
 
+/** Options of {@link buildRedriveMessage}. */
+export interface RedriveMessageOptions {
+  /** The original body, when the DLQ holds an S3 pointer in its place (read back by the caller). @default `record.body` */
+  readonly body?: string;
+  /** The target queue's `MaximumMessageSize`, in bytes, when known: a message that does not fit is refused. */
+  readonly maxMessageSizeBytes?: number;
+}
+
 /**
  * Builds the `SendMessage` request that puts a dead-letter message back on a queue:
  *
- * - the body, byte for byte;
- * - the original message attributes: those packed in `originalAttributes`, plus any attribute
- *   of the dead-letter message that is not one of the consumer's (`deadLetterAttributeNames`),
- *   which is how a message moved by SQS's redrive policy carries its own; the consumer's failure
- *   attributes are dropped;
+ * - the original body, byte for byte (for a body the consumer offloaded to S3, the body read
+ *   back, given as `options.body`);
+ * - the producer's attributes exactly as they were (`record.producerAttributes`: every `ic.*`
+ *   attribute dropped, those packed in `ic.originalAttributes` restored; a message moved by the
+ *   redrive policy keeps all of its own);
  * - for a FIFO target, the original message group (the DLQ message's `MessageGroupId`, else
  *   `coordinates.messageGroupId`) and a deduplication id derived from the DLQ message id
  *   (SHA-256 of `redrive:<id>`, hex): a rerun after an interruption within SQS's 5-minute
@@ -28,17 +36,34 @@ export class NotRedrivableError extends Error {
  *
  * @param record - the message as received from the dead-letter queue
  * @param targetQueueUrl - where it goes (the source queue, or `--to`)
- * @throws NotRedrivableError when the target is FIFO and the message has no message group
+ * @throws NotRedrivableError when it cannot go back as it was: its producer attributes cannot be
+ *   read, its offloaded body was not given, its original body is not text SQS can hold (a Kafka
+ *   value kept in base64, or empty), it does not fit the target, or the target is FIFO and it has no group
  */
-export function buildRedriveMessage(record: DeadLetterRecord, targetQueueUrl: string): SendMessageCommandInput {
-  const attributes: Record<string, MessageAttributeValue> = {};
-  for (const [name, value] of Object.entries(record.messageAttributes)) {
-    if (!deadLetterAttributeNames.includes(name)) attributes[name] = value;
+export function buildRedriveMessage(record: DeadLetterRecord, targetQueueUrl: string, options: RedriveMessageOptions = {}): SendMessageCommandInput {
+  if (record.producerAttributes === undefined) {
+    throw new NotRedrivableError(`its producer attributes cannot be restored (${record.problem ?? 'unreadable'})`);
   }
-  Object.assign(attributes, record.originalAttributes ?? {});
+  if (record.bodyEncoding === 'base64') {
+    throw new NotRedrivableError('its original body is bytes SQS cannot hold as text (the DLQ keeps them in base64); use archive');
+  }
+  if (record.bodyEncoding === 'empty') {
+    throw new NotRedrivableError('its original body was empty, which SQS cannot hold; use archive');
+  }
+  if (record.offloaded !== undefined && options.body === undefined) {
+    throw new NotRedrivableError(`its body is in s3://${record.offloaded.bucket}/${record.offloaded.key} and was not read`);
+  }
+  const body = options.body ?? record.body;
+  const attributes = { ...record.producerAttributes };
+  const size = Buffer.byteLength(body, 'utf8') + attributesSize(attributes);
+  if (options.maxMessageSizeBytes !== undefined && size > options.maxMessageSizeBytes) {
+    throw new NotRedrivableError(
+      `its body with its attributes is ${size} bytes, more than the ${options.maxMessageSizeBytes} bytes ${targetQueueUrl} accepts`,
+    );
+  }
   const input: SendMessageCommandInput = {
     QueueUrl: targetQueueUrl,
-    MessageBody: record.body,
+    MessageBody: body,
     ...(Object.keys(attributes).length > 0 ? { MessageAttributes: attributes } : {}),
   };
   if (isFifoQueueUrl(targetQueueUrl)) {

@@ -1,25 +1,10 @@
-import { GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DeadLetterRecord } from './deadLetterRecord.js';
 import { isQueueDoesNotExist } from './errors.js';
+import { parseSqsQueueArn, sameQueue } from './queueUrl.js';
 
 /** Where a dead-letter message goes on redrive, or why it cannot go anywhere. */
 export type RedriveTarget = { readonly queueUrl: string } | { readonly skip: string };
-
-/** The parts of an SQS queue ARN (`arn:<partition>:sqs:<region>:<account>:<name>`). */
-export interface SqsQueueArn {
-  readonly partition: string;
-  readonly region: string;
-  readonly account: string;
-  readonly name: string;
-}
-
-/** Parses an SQS queue ARN; `undefined` for anything else (a Kafka event source ARN, say). */
-export function parseSqsQueueArn(arn: string): SqsQueueArn | undefined {
-  const match = /^arn:([^:]+):sqs:([^:]+):(\d+):([^:/]+)$/.exec(arn);
-  if (match === null) return undefined;
-  const [, partition, region, account, name] = match as unknown as [string, string, string, string, string];
-  return { partition, region, account, name };
-}
 
 /**
  * Finds each dead-letter message's destination on redrive:
@@ -38,6 +23,7 @@ export class RedriveTargetResolver {
   readonly #deadLetterQueueUrl: string;
   readonly #onlySource: string | undefined;
   readonly #cache = new Map<string, Promise<RedriveTarget>>();
+  readonly #sizes = new Map<string, Promise<number | undefined>>();
 
   /**
    * @param options.to - the `--to` queue URL
@@ -70,6 +56,24 @@ export class RedriveTargetResolver {
     return pending;
   }
 
+  /**
+   * A target queue's `MaximumMessageSize`, in bytes (cached); `undefined` when the server does
+   * not say. Throws what `GetQueueAttributes` throws.
+   */
+  maxMessageSizeOf(queueUrl: string): Promise<number | undefined> {
+    let pending = this.#sizes.get(queueUrl);
+    if (pending === undefined) {
+      pending = this.#sqs
+        .send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['MaximumMessageSize'] }))
+        .then((output) => {
+          const size = Number.parseInt(output.Attributes?.MaximumMessageSize ?? '', 10);
+          return Number.isFinite(size) && size > 0 ? size : undefined;
+        });
+      this.#sizes.set(queueUrl, pending);
+    }
+    return pending;
+  }
+
   async #resolveArn(source: string): Promise<RedriveTarget> {
     const arn = parseSqsQueueArn(source);
     if (arn === undefined) {
@@ -92,8 +96,3 @@ export class RedriveTargetResolver {
   }
 }
 
-/** Whether two queue URLs name the same queue (same account and name; hosts may differ locally). */
-export function sameQueue(a: string, b: string): boolean {
-  const path = (url: string): string => new URL(url).pathname.replace(/\/+$/, '');
-  return path(a) === path(b);
-}

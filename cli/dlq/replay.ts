@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { buildReplayMessage, parseArchive } from './archiveFormat.js';
+import { buildReplayMessage, offloadedPayloadOf, parseArchive, type TrailerCheck } from './archiveFormat.js';
 import type { DlqContext } from './context.js';
-import { ArchiveFormatError, type ArchiveLineProblem } from './errors.js';
+import { ArchiveFormatError, ArchiveIncompleteError, type ArchiveLineProblem } from './errors.js';
 import { assertDeadLetterQueue, inspectQueue } from './queueInspector.js';
-import { isFifoQueueUrl } from './sqsClient.js';
+import { isFifoQueueUrl } from './queueUrl.js';
 import { createRateLimiter } from './timing.js';
 
 /** Options of {@link replayArchive}. */
@@ -19,6 +19,11 @@ export interface ReplayOptions {
   readonly fromLine?: number;
   /** Send the good lines of a file that has bad ones (and report the bad ones). @default false */
   readonly skipInvalid?: boolean;
+  /**
+   * Send a file that does not end with a valid final trailer: one written by hand, or one whose
+   * `archive` stopped before its end. Without it such a file is refused. @default false
+   */
+  readonly noTrailerCheck?: boolean;
   /** Check the file and the queue, send nothing. @default false */
   readonly dryRun?: boolean;
   /** Messages sent per second. @default as fast as SQS goes */
@@ -32,6 +37,8 @@ export interface ReplayResult {
   readonly dryRun: boolean;
   /** Good lines at or after `fromLine`. */
   readonly toSend: number;
+  /** What the file's trailer says (`complete` for an archive written to its end). */
+  readonly trailer: TrailerCheck;
   readonly sent: number;
   /** Bad lines left out (only with `skipInvalid`). */
   readonly invalid: readonly ArchiveLineProblem[];
@@ -39,18 +46,25 @@ export interface ReplayResult {
   readonly failed?: { readonly line: number; readonly error: string };
   /** When not every line was sent: the `--from-line` that resumes the replay. */
   readonly resumeFromLine?: number;
+  /** Set when nothing was (or, on a dry run, would be) sent: the sentence saying why. The command line exits 1 then. */
+  readonly nothingMoved?: string;
   readonly interrupted: boolean;
 }
 
 /**
  * Sends the messages of an archive to a queue, in file order: body and message attributes
- * exactly as archived, the FIFO group kept (see `buildReplayMessage`).
+ * exactly as archived, the FIFO group kept (see `buildReplayMessage`). A message whose body the
+ * consumer had offloaded to S3 is sent as the pointer it was, after its body (`offloadedBody`)
+ * is stored at its S3 key again (`context.payloads`), so the pointer never dangles.
  *
- * The whole file is checked first: if any line is bad, nothing is sent and the error lists
+ * The whole file is checked first: its trailer must say it is whole (see `ArchiveTrailer`;
+ * `noTrailerCheck` skips that), and if any line is bad, nothing is sent and the error lists
  * every bad line (file and line number), unless `skipInvalid`. Sending stops at the first
  * failed send; the result names the line to resume from. The file is only read, so nothing in
  * it can be lost.
  *
+ * @throws ArchiveIncompleteError when the file does not end with a matching final trailer (cut,
+ *   changed, or its writer stopped), unless `noTrailerCheck`
  * @throws ArchiveFormatError when the file cannot be read, or has bad lines (without `skipInvalid`)
  * @throws QueueNotFoundError, NotADeadLetterQueueError; the SDK's errors otherwise
  */
@@ -64,12 +78,22 @@ export async function replayArchive(context: DlqContext, options: ReplayOptions)
     });
   }
   const parsed = parseArchive(text, { fifoTarget: isFifoQueueUrl(options.queueUrl) });
+  if (parsed.trailer.status !== 'complete' && options.noTrailerCheck !== true) {
+    throw new ArchiveIncompleteError(describeIncomplete(options.in, parsed.trailer));
+  }
   if (parsed.problems.length > 0 && options.skipInvalid !== true) throw new ArchiveFormatError(options.in, parsed.problems);
   const info = await inspectQueue(context.sqs, options.queueUrl);
   if (options.dlqCheck !== false) assertDeadLetterQueue(info);
   const fromLine = options.fromLine ?? 1;
   const entries = parsed.entries.filter((entry) => entry.line >= fromLine);
-  const base = { file: options.in, queueUrl: options.queueUrl, toSend: entries.length, invalid: parsed.problems };
+  const base = { file: options.in, queueUrl: options.queueUrl, toSend: entries.length, invalid: parsed.problems, trailer: parsed.trailer };
+  if (entries.length === 0) {
+    const why =
+      parsed.entries.length === 0
+        ? `nothing to send: ${options.in} holds no message${parsed.problems.length > 0 ? ' that is not bad' : ''}`
+        : `nothing to send: ${options.in} has no message at or after line ${fromLine} (its last is line ${parsed.entries.at(-1)?.line ?? 0})`;
+    return { ...base, dryRun: options.dryRun === true, sent: 0, interrupted: false, nothingMoved: why };
+  }
   if (options.dryRun === true) return { ...base, dryRun: true, sent: 0, interrupted: false };
 
   const limit = createRateLimiter(options.ratePerSecond);
@@ -80,6 +104,11 @@ export async function replayArchive(context: DlqContext, options: ReplayOptions)
     }
     await limit();
     try {
+      const payload = entry.message.offloadedBody !== undefined ? offloadedPayloadOf(entry.message) : undefined;
+      if (payload !== undefined && entry.message.offloadedBody !== undefined) {
+        if (context.payloads === undefined) throw new Error(`its body must be stored at s3://${payload.bucket}/${payload.key} again, and this command has no S3 access`);
+        await context.payloads.put(payload, entry.message.offloadedBody);
+      }
       await context.sqs.send(new SendMessageCommand(buildReplayMessage(entry, options.queueUrl)));
     } catch (error) {
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -88,4 +117,26 @@ export async function replayArchive(context: DlqContext, options: ReplayOptions)
     sent += 1;
   }
   return { ...base, dryRun: false, sent, interrupted: false };
+}
+
+/** The operator's sentence for an archive whose trailer does not say it is whole. */
+function describeIncomplete(file: string, trailer: TrailerCheck): string {
+  switch (trailer.status) {
+    case 'missing':
+      return (
+        `${file} does not end with the trailer line that archive writes (its count and SHA-256): the file was cut ` +
+        `(${trailer.messages} message line(s) are there) or written by hand. Nothing was sent. ` +
+        'For a file written by hand, pass --no-trailer-check.'
+      );
+    case 'unfinished':
+      return (
+        `${file} ends with an intermediate trailer (line ${trailer.line}): the archive command that wrote it stopped before ` +
+        `its end (a crash or a kill); the ${trailer.messages} message(s) before it are whole. Nothing was sent. ` +
+        'Pass --no-trailer-check to replay them.'
+      );
+    case 'mismatch':
+      return `${file}:${trailer.line}: ${trailer.detail}: the file was changed or cut. Nothing was sent.`;
+    default:
+      return `${file} is complete`;
+  }
 }

@@ -1,9 +1,8 @@
-import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
-import { serializeAttributes } from '../../lambda/dlq/deadLetterMessage.js';
-import type { ArchivedAttribute } from './archiveFormat.js';
+import { toPlainAttributes, type PlainAttribute } from '../../lambda/dlq/deadLetterMessage.js';
 import type { DlqContext } from './context.js';
 import type { DeadLetterRecord } from './deadLetterRecord.js';
 import { MessageNotFoundError } from './errors.js';
+import { readOffloadedBody } from './offloadedBody.js';
 import { assertDeadLetterQueue, inspectQueue, MessageHold, type ReceiveOptions } from './queueInspector.js';
 
 /** Options of {@link showDeadLetter}. */
@@ -18,14 +17,26 @@ export interface ShowOptions extends ReceiveOptions {
 /** One dead-letter message in full. */
 export interface DeadLetterDetail {
   readonly messageId: string;
+  /** The body as the DLQ holds it (the S3 pointer when offloaded; the original is {@link offloaded}.body). */
   readonly body: string;
   readonly md5OfBody: string | undefined;
   /** Every message attribute (binary values in base64). */
-  readonly messageAttributes: Readonly<Record<string, ArchivedAttribute>>;
+  readonly messageAttributes: Readonly<Record<string, PlainAttribute>>;
   /** SQS system attributes. */
   readonly systemAttributes: Readonly<Record<string, string>>;
+  /** When the consumer offloaded the body to S3: where, and the body read back (or why it could not be). */
+  readonly offloaded?: {
+    readonly location: string;
+    readonly bytes: number;
+    readonly sha256: string;
+    /** The original body, checked against its size and SHA-256. */
+    readonly body?: string;
+    readonly error?: string;
+  };
   /** The consumer's dead-letter attributes, read back. */
   readonly deadLetter: {
+    /** `false`: no `ic.*` attributes, moved by the queue's redrive policy. */
+    readonly deadLettered: boolean;
     readonly failureReason: string | undefined;
     readonly errorType: string | undefined;
     readonly errorMessage: string | undefined;
@@ -35,8 +46,11 @@ export interface DeadLetterDetail {
     readonly originalMessageId: string | undefined;
     readonly messageGroupId: string | undefined;
     readonly coordinates: Readonly<Record<string, unknown>> | undefined;
-    /** The original attributes a redrive restores (binary values in base64). */
-    readonly originalAttributes: Readonly<Record<string, ArchivedAttribute>> | undefined;
+    readonly bodyEncoding: string | undefined;
+    /** The producer's attributes a redrive restores (binary values in base64); `undefined` when unreadable. */
+    readonly producerAttributes: Readonly<Record<string, PlainAttribute>> | undefined;
+    /** What is wrong with the consumer's attributes, if anything. */
+    readonly problem: string | undefined;
   };
 }
 
@@ -47,8 +61,8 @@ export interface ShowResult {
 }
 
 /**
- * Finds one dead-letter message by id and returns it in full. Every message received on the
- * way is made visible again.
+ * Finds one dead-letter message by id and returns it in full, with a body the consumer offloaded
+ * to S3 read back (`context.payloads`). Every message received on the way is made visible again.
  *
  * @throws MessageNotFoundError when no visible message has that id
  * @throws QueueNotFoundError, NotADeadLetterQueueError; the SDK's errors otherwise
@@ -77,18 +91,25 @@ export async function showDeadLetter(context: DlqContext, options: ShowOptions):
         (info.fifo ? ' (on a FIFO queue, messages behind a held message of the same group are hidden)' : ''),
     );
   }
-  return { queueUrl: options.queueUrl, message: toDetail(found) };
+  let offloaded: DeadLetterDetail['offloaded'];
+  if (found.offloaded !== undefined) {
+    const { bucket, key, bytes, sha256 } = found.offloaded;
+    const read = await readOffloadedBody(context, found.offloaded);
+    offloaded = { location: `s3://${bucket}/${key}`, bytes, sha256, ...read };
+  }
+  return { queueUrl: options.queueUrl, message: { ...toDetail(found), ...(offloaded !== undefined ? { offloaded } : {}) } };
 }
 
-/** A record in full, binary values in base64. */
+/** A record in full, binary values in base64 (an offloaded body is not read). */
 export function toDetail(record: DeadLetterRecord): DeadLetterDetail {
   return {
     messageId: record.messageId,
     body: record.body,
     md5OfBody: record.md5OfBody,
-    messageAttributes: plain(record.messageAttributes),
+    messageAttributes: toPlainAttributes(record.messageAttributes),
     systemAttributes: record.systemAttributes,
     deadLetter: {
+      deadLettered: record.deadLettered,
       failureReason: record.failureReason,
       errorType: record.errorType,
       errorMessage: record.errorMessage,
@@ -98,11 +119,9 @@ export function toDetail(record: DeadLetterRecord): DeadLetterDetail {
       originalMessageId: record.originalMessageId,
       messageGroupId: record.messageGroupId,
       coordinates: record.coordinates,
-      originalAttributes: record.originalAttributes !== undefined ? plain(record.originalAttributes) : undefined,
+      bodyEncoding: record.bodyEncoding,
+      producerAttributes: record.producerAttributes !== undefined ? toPlainAttributes(record.producerAttributes) : undefined,
+      problem: record.problem,
     },
   };
-}
-
-function plain(attributes: Readonly<Record<string, MessageAttributeValue>>): Record<string, ArchivedAttribute> {
-  return JSON.parse(serializeAttributes(attributes)) as Record<string, ArchivedAttribute>;
 }

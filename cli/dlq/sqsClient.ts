@@ -1,5 +1,6 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { UsageError } from './errors.js';
+import { serverClockOf } from './serverClock.js';
 
 /** How the tool reaches SQS. */
 export interface SqsConnectionOptions {
@@ -19,42 +20,6 @@ export interface ResolvedConnection {
   readonly region: string | undefined;
   /** Whether dummy credentials are used (a loopback endpoint and no credentials in the environment). */
   readonly dummyCredentials: boolean;
-}
-
-/**
- * Checks that `value` looks like an SQS queue URL (`<scheme>://<host>/<account>/<queue name>`).
- *
- * @returns the parsed URL
- * @throws UsageError naming the problem (an ARN instead of a URL, a missing path, not a URL)
- */
-export function parseQueueUrl(value: string, flag = '--queue-url'): URL {
-  if (value.startsWith('arn:')) {
-    throw new UsageError(
-      `${flag} takes a queue URL, not an ARN (${value}); find the URL with ` +
-        '`aws sqs get-queue-url --queue-name <name>`',
-    );
-  }
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new UsageError(`${flag} is not a URL: ${value} (expected https://sqs.<region>.amazonaws.com/<account>/<queue>)`);
-  }
-  const segments = url.pathname.split('/').filter((s) => s !== '');
-  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || segments.length !== 2) {
-    throw new UsageError(`${flag} is not an SQS queue URL: ${value} (expected https://sqs.<region>.amazonaws.com/<account>/<queue>)`);
-  }
-  return url;
-}
-
-/** The queue's name: the last segment of its URL. */
-export function queueNameOf(queueUrl: string): string {
-  return new URL(queueUrl).pathname.split('/').filter((s) => s !== '').at(-1) ?? queueUrl;
-}
-
-/** Whether the queue is FIFO: SQS requires the name of a FIFO queue to end in `.fifo`. */
-export function isFifoQueueUrl(queueUrl: string): boolean {
-  return queueNameOf(queueUrl).endsWith('.fifo');
 }
 
 /**
@@ -104,7 +69,8 @@ export function resolveConnection(options: SqsConnectionOptions): ResolvedConnec
 
 /**
  * Creates the SQS client for a queue (see {@link resolveConnection} for endpoint, region and
- * credentials). The SDK retries throttling and network errors itself (3 attempts).
+ * credentials), its server clock attached (see `serverClockOf`). The SDK retries throttling and
+ * network errors itself (3 attempts).
  *
  * @throws UsageError when the endpoint is not an http(s) URL
  */
@@ -115,14 +81,17 @@ export function createSqsClient(options: SqsConnectionOptions): { sqs: SQSClient
     ...(connection.region !== undefined ? { region: connection.region } : {}),
     ...(connection.dummyCredentials ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
   });
+  serverClockOf(sqs);
   return { sqs, connection };
 }
 
-function isAwsHost(hostname: string): boolean {
+/** Whether a host name is one of AWS's service domains. */
+export function isAwsHost(hostname: string): boolean {
   return /\.amazonaws\.com(\.cn)?$/.test(hostname) || hostname.endsWith('.api.aws') || hostname.endsWith('.c2s.ic.gov') || hostname.endsWith('.sc2s.sgov.gov');
 }
 
-function isLoopback(endpoint: string): boolean {
+/** Whether an endpoint URL points at this machine (`localhost`, `*.localhost`, `127.x.x.x`, `::1`). */
+export function isLoopback(endpoint: string): boolean {
   const host = new URL(endpoint).hostname;
   return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

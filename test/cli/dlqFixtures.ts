@@ -1,6 +1,7 @@
 /**
- * Fixtures of the DLQ tool's tests: a fauxqs server of the test file's own, queues, and
- * dead-letter messages built exactly as the consumer builds them (`buildDeadLetterMessage`).
+ * Fixtures of the DLQ tool's tests: an SQS server (fauxqs, which serves S3 on the same endpoint)
+ * of the test file's own on 127.0.0.1, queues, and dead-letter messages built exactly as the
+ * consumer builds them (`buildDeadLetterMessage`).
  */
 import {
   ChangeMessageVisibilityBatchCommand,
@@ -13,20 +14,39 @@ import {
   type Message,
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
-import { startFauxqs } from 'fauxqs';
-import { Disposition } from '../../lambda/classifier.js';
-import { buildDeadLetterMessage } from '../../lambda/dlq/deadLetterMessage.js';
-import { defaultSettings } from '../../config/settings.js';
-import type { FailureReason } from '../../lambda/errors.js';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { defaultSettings, maxReceiveCount } from '../../config/settings.js';
+import type { DeadLetterContext } from '../../lambda/dlq/deadLetterMessage.js';
+import { DeadLetterQueue } from '../../lambda/dlq/DeadLetterQueue.js';
+import { startSqsServer, type SqsServer } from '../../local/sqsServer.js';
+import { createPayloadStore, type PayloadStore } from '../../cli/dlq/payloadStore.js';
 
-export type FauxqsServer = Awaited<ReturnType<typeof startFauxqs>>;
+export type FauxqsServer = SqsServer;
 
-/** Starts fauxqs on 127.0.0.1, a free port, and a client for it. */
+const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+
+/** Starts fauxqs on 127.0.0.1 and a free port, with an SQS client for it. */
 export async function startSqs(): Promise<{ server: FauxqsServer; sqs: SQSClient; endpoint: string }> {
-  const server = await startFauxqs({ port: 0, logger: false });
-  const endpoint = server.address;
-  const sqs = new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
-  return { server, sqs, endpoint };
+  const server = await startSqsServer();
+  const sqs = new SQSClient({ endpoint: server.endpoint, region: 'us-east-1', credentials });
+  return { server, sqs, endpoint: server.endpoint };
+}
+
+/** An S3 client for the fauxqs server (path-style), and the DLQ tool's payload store on it. */
+export function s3For(endpoint: string): { s3: S3Client; payloads: PayloadStore } {
+  const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials });
+  const payloads = createPayloadStore({ connection: { endpoint, region: 'us-east-1', dummyCredentials: true }, env: {} });
+  return { s3, payloads };
+}
+
+let buckets = 0;
+
+/** Creates a bucket with a unique name. */
+export async function createBucket(s3: S3Client, prefix = 'payloads'): Promise<string> {
+  buckets += 1;
+  const name = `${prefix}-${buckets}-${process.pid}`;
+  await s3.send(new CreateBucketCommand({ Bucket: name }));
+  return name;
 }
 
 let counter = 0;
@@ -48,74 +68,110 @@ export async function createQueue(
   return { url, arn };
 }
 
+/** The redrive policy's `maxReceiveCount` of the default settings (what the stack creates). */
+export const MAX_RECEIVE_COUNT = maxReceiveCount(defaultSettings);
+
 /**
  * A source queue and its dead-letter queue, the source's redrive policy naming the DLQ (as the
- * stack creates them). `fifo` makes both FIFO.
+ * stack creates them). `fifo` makes both FIFO; `sourceAttributes` are extra attributes of the source.
  */
 export async function createQueuePair(
   sqs: SQSClient,
   prefix: string,
   fifo = false,
+  sourceAttributes: Record<string, string> = {},
 ): Promise<{ source: { url: string; arn: string }; dlq: { url: string; arn: string } }> {
   const suffix = fifo ? '.fifo' : '';
   const dlq = await createQueue(sqs, `${prefix}-dlq${suffix}`);
   const source = await createQueue(sqs, `${prefix}${suffix}`, {
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: defaultSettings.queue.maxReceiveCount }),
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: MAX_RECEIVE_COUNT }),
+    ...sourceAttributes,
   });
   return { source, dlq };
 }
 
 /** One poison message, as the consumer would dead-letter it. */
 export interface PoisonSpec {
-  readonly reason: FailureReason;
+  /** Any reason name: a built-in one or a user's own. */
+  readonly reason: string;
   readonly body: string;
-  /** The source queue ARN. */
+  readonly bodyEncoding?: 'base64';
+  /** The source queue ARN (or a Kafka event source ARN). */
   readonly source: string;
   readonly originalMessageId: string;
   readonly errorType?: string;
   readonly errorMessage?: string;
   readonly messageGroupId?: string;
+  readonly coordinates?: Record<string, string | number | null>;
+  /** The producer's attributes. */
   readonly originalAttributes?: Record<string, MessageAttributeValue>;
   readonly failedAt?: Date;
+  readonly attempts?: number;
 }
 
-/** Sends dead-letter messages built by `buildDeadLetterMessage` to `dlqUrl`, in order. */
-export async function seedDeadLetters(sqs: SQSClient, dlqUrl: string, specs: readonly PoisonSpec[]): Promise<void> {
-  for (const spec of specs) {
-    const input = buildDeadLetterMessage(
-      dlqUrl,
-      {
-        body: spec.body,
-        failure: {
-          disposition: Disposition.DeadLetter,
-          reason: spec.reason,
-          errorType: spec.errorType ?? spec.reason,
-          errorMessage: spec.errorMessage ?? `${spec.reason} for ${spec.originalMessageId}`,
-        },
-        attempts: spec.reason === 'RetriesExhausted' ? 5 : 1,
-        source: spec.source,
-        originalMessageId: spec.originalMessageId,
-        ...(spec.messageGroupId !== undefined
-          ? { messageGroupId: spec.messageGroupId, coordinates: { messageGroupId: spec.messageGroupId } }
-          : {}),
-        ...(spec.originalAttributes !== undefined ? { originalAttributes: spec.originalAttributes } : {}),
-        failedAt: spec.failedAt ?? new Date(),
-      },
-      { fifo: dlqUrl.endsWith('.fifo'), maxMessageSizeBytes: defaultSettings.queue.deadLetterMaxMessageSizeBytes },
-    );
-    await sqs.send(new SendMessageCommand(input));
-  }
+/** Sends dead-letter messages built by `buildDeadLetterMessage` to `dlqUrl`, in order (offloading to `options.s3` when too large). */
+export async function seedDeadLetters(
+  sqs: SQSClient,
+  dlqUrl: string,
+  specs: readonly PoisonSpec[],
+  options: { readonly payloadBucket?: string; readonly s3?: S3Client } = {},
+): Promise<void> {
+  const writer = new DeadLetterQueue({
+    sqs,
+    queueUrl: dlqUrl,
+    maxMessageSizeBytes: defaultSettings.queue.deadLetterMaxMessageSizeBytes,
+    ...(options.payloadBucket !== undefined ? { payloadBucket: options.payloadBucket } : {}),
+    ...(options.s3 !== undefined ? { s3: options.s3 } : {}),
+  });
+  for (const spec of specs) await writer.send(contextOf(spec));
 }
 
-/** A café event body. */
-export function orderEvent(eventId: string, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({ eventId, type: 'OrderPlaced', orderId: `order-${eventId}`, occurredAt: '2025-01-01T00:00:00.000Z', ...extra });
+/** The writer's context of a spec. */
+export function contextOf(spec: PoisonSpec): DeadLetterContext {
+  const group = spec.messageGroupId;
+  return {
+    body: spec.body,
+    ...(spec.bodyEncoding !== undefined ? { bodyEncoding: spec.bodyEncoding } : {}),
+    failure: {
+      reason: spec.reason,
+      errorType: spec.errorType ?? spec.reason,
+      errorMessage: spec.errorMessage ?? `${spec.reason} for ${spec.originalMessageId}`,
+    },
+    attempts: spec.attempts ?? (spec.reason === 'RetriesExhausted' ? 5 : 1),
+    source: spec.source,
+    originalMessageId: spec.originalMessageId,
+    ...(group !== undefined ? { messageGroupId: group } : {}),
+    ...(spec.coordinates !== undefined ? { coordinates: spec.coordinates } : group !== undefined ? { coordinates: { messageGroupId: group } } : {}),
+    ...(spec.originalAttributes !== undefined ? { originalAttributes: spec.originalAttributes } : {}),
+    failedAt: spec.failedAt ?? new Date(),
+  };
+}
+
+/** An event body of no particular domain. */
+export function eventBody(eventId: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ eventId, type: 'ItemAdded', subject: `subject-${eventId}`, occurredAt: '2025-01-01T00:00:00.000Z', ...extra });
 }
 
 /** Visible messages of a queue as SQS counts them. */
 export async function visibleCount(sqs: SQSClient, url: string): Promise<number> {
   const output = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages'] }));
   return Number(output.Attributes?.ApproximateNumberOfMessages ?? 0);
+}
+
+/**
+ * Sends a message to a source queue and receives it until the queue's redrive policy moves it to
+ * its dead-letter queue (`MAX_RECEIVE_COUNT` receives, then one more).
+ */
+export async function moveByRedrivePolicy(
+  sqs: SQSClient,
+  sourceUrl: string,
+  body: string,
+  attributes: Record<string, MessageAttributeValue>,
+): Promise<void> {
+  await sqs.send(new SendMessageCommand({ QueueUrl: sourceUrl, MessageBody: body, MessageAttributes: attributes }));
+  for (let receive = 0; receive <= MAX_RECEIVE_COUNT; receive += 1) {
+    await sqs.send(new ReceiveMessageCommand({ QueueUrl: sourceUrl, VisibilityTimeout: 0 }));
+  }
 }
 
 /**

@@ -8,14 +8,24 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeadLetterAttribute, deadLetterAttributeNames } from '../../lambda/dlq/deadLetterMessage.js';
+import { DeadLetterAttribute } from '../../lambda/dlq/deadLetterMessage.js';
 import { MoveTaskFailedError, UsageError } from '../../cli/dlq/errors.js';
 import { formatRedrive } from '../../cli/dlq/output.js';
 import { NO_REASON } from '../../cli/dlq/deadLetterRecord.js';
 import { listDeadLetters } from '../../cli/dlq/list.js';
 import { redriveDeadLetters } from '../../cli/dlq/redrive.js';
-import { defaultSettings } from '../../config/settings.js';
-import { comparable, createQueue, createQueuePair, orderEvent, readAll, seedDeadLetters, startSqs, visibleCount, type FauxqsServer } from './dlqFixtures.js';
+import {
+  comparable,
+  createQueue,
+  createQueuePair,
+  eventBody,
+  moveByRedrivePolicy,
+  readAll,
+  seedDeadLetters,
+  startSqs,
+  visibleCount,
+  type FauxqsServer,
+} from './dlqFixtures.js';
 
 let server: FauxqsServer;
 let sqs: SQSClient;
@@ -46,8 +56,8 @@ async function standardScenario() {
       },
     },
     { reason: 'ValidationError', body: 'not json at all ✓', source: source.arn, originalMessageId: 'v-2' },
-    { reason: 'BusinessRuleViolation', body: orderEvent('b-1'), source: source.arn, originalMessageId: 'b-1' },
-    { reason: 'RetriesExhausted', body: orderEvent('r-1'), source: source.arn, originalMessageId: 'r-1' },
+    { reason: 'BusinessRuleViolation', body: eventBody('b-1'), source: source.arn, originalMessageId: 'b-1' },
+    { reason: 'RetriesExhausted', body: eventBody('r-1'), source: source.arn, originalMessageId: 'r-1' },
   ]);
   return { source, dlq };
 }
@@ -85,7 +95,7 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
       count: { DataType: 'Number', StringValue: '3' },
     });
     const plain = moved.find((m) => m.Body === 'not json at all ✓');
-    for (const name of deadLetterAttributeNames) expect(plain?.MessageAttributes?.[name]).toBeUndefined();
+    expect(plain?.MessageAttributes ?? {}).toEqual({});
     const left = await readAll(sqs, dlq.url);
     expect(left.map((m) => m.MessageAttributes?.[DeadLetterAttribute.failureReason]?.StringValue).sort()).toEqual([
       'BusinessRuleViolation',
@@ -93,39 +103,89 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     ]);
   });
 
-  it('selects by --id and --older-than', async () => {
-    const { source, dlq } = await standardScenario();
-    const now = new Date(Date.now() + 3_600_000);
+  it('selects by --id and --older-than (ages from the failure time, on the server\'s clock)', async () => {
+    const { source, dlq } = await createQueuePair(sqs, 'ages');
+    const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3_600_000);
+    await seedDeadLetters(sqs, dlq.url, [
+      { reason: 'ValidationError', body: eventBody('o-1'), source: source.arn, originalMessageId: 'o-1', failedAt: hoursAgo(3) },
+      { reason: 'ValidationError', body: eventBody('o-2'), source: source.arn, originalMessageId: 'o-2', failedAt: hoursAgo(1) },
+      { reason: 'BusinessRuleViolation', body: eventBody('o-3'), source: source.arn, originalMessageId: 'o-3', failedAt: hoursAgo(3) },
+    ]);
 
-    const none = await redriveDeadLetters(
-      { sqs },
-      { queueUrl: dlq.url, selection: { olderThanMs: 2 * 3_600_000 }, yes: true, ...fast },
-    );
-    const byId = await redriveDeadLetters({ sqs, now: () => now }, { queueUrl: dlq.url, selection: { ids: ['b-1'], olderThanMs: 1_800_000 }, yes: true, ...fast });
+    const none = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { olderThanMs: 4 * 3_600_000 }, yes: true, ...fast });
+    const byId = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { ids: ['o-1', 'o-2'], olderThanMs: 2 * 3_600_000 }, yes: true, ...fast });
 
     expect(none.moved).toHaveLength(0);
-    expect(byId.moved.map((m) => m.reason)).toEqual(['BusinessRuleViolation']);
-    expect((await readAll(sqs, source.url)).map((m) => m.Body)).toEqual([orderEvent('b-1')]);
-    expect(await visibleCount(sqs, dlq.url)).toBe(3);
+    expect(none.nothingMoved).toBe('nothing moved: no message matched the selection among the 3 seen');
+    expect(byId.moved.map((m) => m.reason)).toEqual(['ValidationError']);
+    expect((await readAll(sqs, source.url)).map((m) => m.Body)).toEqual([eventBody('o-1')]);
+    expect(await visibleCount(sqs, dlq.url)).toBe(2);
+  });
+
+  it('moves nothing for a --reason that matches nothing, and says why: the reasons present', async () => {
+    const { source, dlq } = await standardScenario();
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['Foo'] }, yes: true, ...fast });
+
+    expect(result.moved).toEqual([]);
+    expect(result.nothingMoved).toMatch(
+      /^nothing moved: no message matched the selection among the 4 seen \(--reason Foo matches no message seen; reasons present: ValidationError \(2\), BusinessRuleViolation \(1\), RetriesExhausted \(1\)\)$/,
+    );
+    expect(formatRedrive(result)).toContain('Nothing moved: no message matched');
+    expect(await visibleCount(sqs, dlq.url)).toBe(4);
+    expect(await visibleCount(sqs, source.url)).toBe(0);
+  });
+
+  it('redrives a user\'s own reason like a built-in one', async () => {
+    const { source, dlq } = await createQueuePair(sqs, 'own-reason');
+    await seedDeadLetters(sqs, dlq.url, [
+      { reason: 'inventory.OutOfStock', body: eventBody('u-1'), source: source.arn, originalMessageId: 'u-1' },
+      { reason: 'ValidationError', body: eventBody('u-2'), source: source.arn, originalMessageId: 'u-2' },
+    ]);
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['inventory.OutOfStock'] }, yes: true, ...fast });
+
+    expect(result.moved.map((m) => m.reason)).toEqual(['inventory.OutOfStock']);
+    expect((await readAll(sqs, source.url)).map((m) => m.Body)).toEqual([eventBody('u-1')]);
+  });
+
+  it('restores producer attributes that were packed in ic.originalAttributes (7 of them, binary included), bit for bit', async () => {
+    const { source, dlq } = await createQueuePair(sqs, 'packed');
+    const producer = {
+      ...Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`a${i}`, { DataType: 'String', StringValue: `value ${i} ✓` }])),
+      blob: { DataType: 'Binary.gz', BinaryValue: Uint8Array.from([0, 255, 10, 13, 128]) },
+    };
+    await seedDeadLetters(sqs, dlq.url, [
+      { reason: 'ValidationError', body: eventBody('p-1'), source: source.arn, originalMessageId: 'p-1', originalAttributes: producer },
+    ]);
+    const [inDlq] = await readAll(sqs, dlq.url);
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, yes: true, ...fast });
+
+    expect(Object.keys(inDlq?.MessageAttributes ?? {}).every((name) => name.startsWith('ic.'))).toBe(true);
+    expect(result.moved).toHaveLength(1);
+    const [back] = await readAll(sqs, source.url);
+    expect(back?.Body).toBe(eventBody('p-1'));
+    expect(comparable(back?.MessageAttributes)).toEqual(comparable(producer));
   });
 
   it('keeps the FIFO message group, in order, with a deduplication id', async () => {
     const { source, dlq } = await createQueuePair(sqs, 'orders', true);
     await seedDeadLetters(sqs, dlq.url, [
-      { reason: 'ValidationError', body: orderEvent('f-1'), source: source.arn, originalMessageId: 'f-1', messageGroupId: 'order-A' },
-      { reason: 'ValidationError', body: orderEvent('f-2'), source: source.arn, originalMessageId: 'f-2', messageGroupId: 'order-A' },
-      { reason: 'BusinessRuleViolation', body: orderEvent('f-3'), source: source.arn, originalMessageId: 'f-3', messageGroupId: 'order-B' },
+      { reason: 'ValidationError', body: eventBody('f-1'), source: source.arn, originalMessageId: 'f-1', messageGroupId: 'order-A' },
+      { reason: 'ValidationError', body: eventBody('f-2'), source: source.arn, originalMessageId: 'f-2', messageGroupId: 'order-A' },
+      { reason: 'BusinessRuleViolation', body: eventBody('f-3'), source: source.arn, originalMessageId: 'f-3', messageGroupId: 'order-B' },
     ]);
 
     const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast });
 
     expect(result.moved.map((m) => m.reason)).toEqual(['ValidationError', 'ValidationError']);
     const moved = await readAll(sqs, source.url, { consume: true });
-    expect(moved.map((m) => m.Body)).toEqual([orderEvent('f-1'), orderEvent('f-2')]);
+    expect(moved.map((m) => m.Body)).toEqual([eventBody('f-1'), eventBody('f-2')]);
     expect(moved.map((m) => m.Attributes?.MessageGroupId)).toEqual(['order-A', 'order-A']);
     expect(moved.every((m) => /^[0-9a-f]{64}$/.test(m.Attributes?.MessageDeduplicationId ?? ''))).toBe(true);
     const left = await readAll(sqs, dlq.url, { consume: true });
-    expect(left.map((m) => m.Body)).toEqual([orderEvent('f-3')]);
+    expect(left.map((m) => m.Body)).toEqual([eventBody('f-3')]);
   });
 
   it('loses nothing when a send fails mid-way: stops there, the rest stay in the DLQ and visible', async () => {
@@ -152,7 +212,7 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     expect(inDlq).toHaveLength(3);
     const bodies = [...inSource, ...inDlq].map((m) => m.Body).sort();
     expect(bodies).toEqual(
-      ['{"eventId":"v-1","type":"OrderPlaced", "bad": true}', 'not json at all ✓', orderEvent('b-1'), orderEvent('r-1')].sort(),
+      ['{"eventId":"v-1","type":"OrderPlaced", "bad": true}', 'not json at all ✓', eventBody('b-1'), eventBody('r-1')].sort(),
     );
     expect(formatRedrive(result)).toContain('the redrive stopped here');
   });
@@ -161,7 +221,7 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     const dlq = await createQueue(sqs, 'kafka-dlq');
     const elsewhere = await createQueue(sqs, 'elsewhere');
     await seedDeadLetters(sqs, dlq.url, [
-      { reason: 'ValidationError', body: orderEvent('k-1'), source: 'arn:aws:kafka:us-east-1:123456789012:cluster/c/abc', originalMessageId: 'orders-0@12' },
+      { reason: 'ValidationError', body: eventBody('k-1'), source: 'arn:aws:kafka:us-east-1:123456789012:cluster/c/abc', originalMessageId: 'orders-0@12' },
     ]);
 
     const skipped = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast });
@@ -169,30 +229,30 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
 
     expect(skipped.skipped[0]?.detail).toMatch(/not an SQS queue/);
     expect(sent.moved).toHaveLength(1);
-    expect((await readAll(sqs, elsewhere.url)).map((m) => m.Body)).toEqual([orderEvent('k-1')]);
+    expect((await readAll(sqs, elsewhere.url)).map((m) => m.Body)).toEqual([eventBody('k-1')]);
   });
 
-  it('redrives a message moved by the redrive policy (no failureReason) to the DLQ\'s only source queue', async () => {
+  it('C22: redrive --reason none puts a message moved by the redrive policy back with source=web-checkout and attempts=3 intact', async () => {
     const { source, dlq } = await createQueuePair(sqs, 'policy');
-    await sqs.send(
-      new SendMessageCommand({
-        QueueUrl: source.url,
-        MessageBody: orderEvent('p-1'),
-        MessageAttributes: { traceId: { DataType: 'String', StringValue: 'trace-p1' } },
-      }),
-    );
-    for (let receive = 0; receive <= defaultSettings.queue.maxReceiveCount; receive += 1) {
-      await sqs.send(new ReceiveMessageCommand({ QueueUrl: source.url, VisibilityTimeout: 0 }));
-    }
-    expect(await visibleCount(sqs, dlq.url)).toBe(1);
+    const producer = { source: { DataType: 'String', StringValue: 'web-checkout' }, attempts: { DataType: 'Number', StringValue: '3' } };
+    await moveByRedrivePolicy(sqs, source.url, eventBody('p-1'), producer);
+    await seedDeadLetters(sqs, dlq.url, [{ reason: 'ValidationError', body: eventBody('p-2'), source: source.arn, originalMessageId: 'p-2' }]);
+    expect(await visibleCount(sqs, dlq.url)).toBe(2);
 
     const listed = await listDeadLetters({ sqs }, { queueUrl: dlq.url, ...fast });
     const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: [NO_REASON] }, yes: true, ...fast });
 
-    expect(listed.groups.map((g) => [g.reason, g.count])).toEqual([[NO_REASON, 1]]);
-    expect(result.moved.map((m) => m.target)).toEqual([source.url]);
+    expect(NO_REASON).toBe('none');
+    expect(listed.groups.map((g) => [g.reason, g.count]).sort()).toEqual([
+      ['ValidationError', 1],
+      ['none', 1],
+    ]);
+    expect(result.moved.map((m) => [m.reason, m.target])).toEqual([['none', source.url]]);
     const back = await readAll(sqs, source.url);
-    expect(back.map((m) => [m.Body, m.MessageAttributes?.traceId?.StringValue])).toEqual([[orderEvent('p-1'), 'trace-p1']]);
+    expect(back.map((m) => m.Body)).toEqual([eventBody('p-1')]);
+    expect(comparable(back[0]?.MessageAttributes)).toEqual(comparable(producer));
+    const left = await readAll(sqs, dlq.url);
+    expect(left.map((m) => m.MessageAttributes?.[DeadLetterAttribute.failureReason]?.StringValue)).toEqual(['ValidationError']);
   });
 
   it('refuses --to pointing at the dead-letter queue itself', async () => {
@@ -213,11 +273,40 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
 });
 
 describe('redriveDeadLetters of everything', () => {
-  it('falls back to receive → send → delete on fauxqs, which has no StartMessageMoveTask', async () => {
+  it('moves everything by receive → send → delete by default, restoring the producer attributes', async () => {
+    const { source, dlq } = await standardScenario();
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, yes: true, ...fast });
+
+    expect(result.method).toBe('receive-send-delete');
+    expect(result.fallbackReason).toBeUndefined();
+    expect(result.moved).toHaveLength(4);
+    expect(result.nothingMoved).toBeUndefined();
+    const back = await readAll(sqs, source.url);
+    expect(back.flatMap((m) => Object.keys(m.MessageAttributes ?? {})).filter((name) => name.startsWith('ic.'))).toEqual([]);
+  });
+
+  it('says why when the dead-letter queue is empty', async () => {
+    const { dlq } = await createQueuePair(sqs, 'empty');
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, yes: true, ...fast });
+
+    expect(result.nothingMoved).toBe('nothing moved: the dead-letter queue has no visible message');
+  });
+
+  it('refuses --move-task with a selection', async () => {
+    const { dlq } = await standardScenario();
+
+    await expect(redriveDeadLetters({ sqs }, { queueUrl: dlq.url, useMoveTask: true, selection: { reasons: ['ValidationError'] }, yes: true })).rejects.toThrow(
+      /--move-task moves every message/,
+    );
+  });
+
+  it('--move-task falls back to receive → send → delete on fauxqs, which has no StartMessageMoveTask', async () => {
     const { source, dlq } = await standardScenario();
     const logs: string[] = [];
 
-    const result = await redriveDeadLetters({ sqs, log: (l) => logs.push(l) }, { queueUrl: dlq.url, yes: true, ...fast });
+    const result = await redriveDeadLetters({ sqs, log: (l) => logs.push(l) }, { queueUrl: dlq.url, useMoveTask: true, yes: true, ...fast });
 
     expect(result.method).toBe('receive-send-delete');
     expect(result.fallbackReason).toMatch(/does not support StartMessageMoveTask/);
@@ -279,7 +368,7 @@ describe('redriveDeadLetters with StartMessageMoveTask (stubbed SQS client)', ()
 
     const result = await redriveDeadLetters(
       { sqs: client, log: (l) => logs.push(l) },
-      { queueUrl: dlqUrl, ratePerSecond: 50, pollIntervalSeconds: 0, yes: true },
+      { queueUrl: dlqUrl, useMoveTask: true, ratePerSecond: 50, pollIntervalSeconds: 0, yes: true },
     );
 
     const start = sent.find((c) => c instanceof StartMessageMoveTaskCommand) as StartMessageMoveTaskCommand;
@@ -289,12 +378,29 @@ describe('redriveDeadLetters with StartMessageMoveTask (stubbed SQS client)', ()
     expect(result.moveTask?.approximateNumberOfMessagesMoved).toBe(3);
     expect(logs).toEqual(expect.arrayContaining(['move task RUNNING: 1 of ~3 moved', 'move task RUNNING: 2 of ~3 moved', 'move task COMPLETED: 3 of ~3 moved']));
     expect(formatRedrive(result)).toContain('COMPLETED: 3 of ~3 message(s) moved');
+    expect(result.nothingMoved).toBeUndefined();
+  });
+
+  it('says so when the move task completed without moving anything', async () => {
+    const { client } = stubClient([{ Status: 'COMPLETED', moved: 0 }]);
+
+    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, useMoveTask: true, pollIntervalSeconds: 0, yes: true });
+
+    expect(result.nothingMoved).toMatch(/without moving a message/);
+  });
+
+  it('starts no move task unless asked', async () => {
+    const { client, sent } = stubClient([{ Status: 'COMPLETED', moved: 3 }]);
+
+    await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, yes: true, waitTimeSeconds: 0 });
+
+    expect(sent.some((c) => c instanceof StartMessageMoveTaskCommand)).toBe(false);
   });
 
   it('does not start a task on --dry-run', async () => {
     const { client, sent } = stubClient([{ Status: 'COMPLETED', moved: 0 }]);
 
-    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, dryRun: true });
+    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, useMoveTask: true, dryRun: true });
 
     expect(result.dryRun).toBe(true);
     expect(sent.some((c) => c instanceof StartMessageMoveTaskCommand)).toBe(false);
@@ -303,7 +409,7 @@ describe('redriveDeadLetters with StartMessageMoveTask (stubbed SQS client)', ()
   it('throws MoveTaskFailedError with SQS\'s reason when the task fails', async () => {
     const { client } = stubClient([{ Status: 'FAILED', moved: 1, FailureReason: 'AWS.SimpleQueueService.NonExistentQueue' }]);
 
-    await expect(redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, pollIntervalSeconds: 0, yes: true })).rejects.toThrow(
+    await expect(redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, useMoveTask: true, pollIntervalSeconds: 0, yes: true })).rejects.toThrow(
       MoveTaskFailedError,
     );
   });
@@ -313,7 +419,7 @@ describe('redriveDeadLetters with StartMessageMoveTask (stubbed SQS client)', ()
       Promise.reject(Object.assign(new Error('not supported'), { name: 'UnsupportedOperation', $metadata: { httpStatusCode: 400 } })),
     );
 
-    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, yes: true, waitTimeSeconds: 0 });
+    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, useMoveTask: true, yes: true, waitTimeSeconds: 0 });
 
     expect(result.method).toBe('receive-send-delete');
     expect(sent.some((c) => c instanceof ReceiveMessageCommand)).toBe(true);
@@ -322,7 +428,7 @@ describe('redriveDeadLetters with StartMessageMoveTask (stubbed SQS client)', ()
   it('returns after starting with wait: false', async () => {
     const { client, sent } = stubClient([{ Status: 'RUNNING', moved: 0 }]);
 
-    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, wait: false, to: sourceUrl, yes: true });
+    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, useMoveTask: true, wait: false, to: sourceUrl, yes: true });
 
     expect(result.moveTask?.status).toBe('STARTED');
     expect(result.moveTask?.taskHandle).toBe('task-1');
