@@ -14,8 +14,9 @@ export default defineConfig({
   ssr: { resolve: { conditions: sourceConditions, externalConditions: ['@idempotent-consumer/source'] } },
   test: {
     // The AWS SDK's notice that its 2027 releases need Node 22 (Lambda runs nodejs22.x), and the
-    // consumer's INFO logs, would drown the test output; a test that reads logs sets its level.
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT' },
+    // consumer's INFO logs and metric lines, would drown the test output; a test that reads logs sets
+    // their level, and the local runtime turns its metrics on for itself.
+    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Two cores: two workers keep the emulators responsive.

@@ -7,3 +7,4 @@
  */
 export * from './settings.js';
 export * from './validateSettings.js';
+export * from './metricNames.js';

@@ -208,19 +208,15 @@ async function buildEnvironment<Event>(definition: ConsumerDefinition<Event>, ru
   const deadLetters = () =>
     (deadLetterSink ??= (async () => {
       const { DeadLetterQueue } = await import('./dlq/DeadLetterQueue.js');
-      const queue = new DeadLetterQueue({
+      const s3 = runtime.clients?.s3;
+      return new DeadLetterQueue({
         sqs: await sqs(),
-        ...(runtime.clients?.s3 !== undefined ? { s3: runtime.clients.s3 } : {}),
+        // Loaded only when a body is too large for the dead-letter queue.
+        s3: s3 !== undefined ? s3 : () => import('@aws-sdk/client-s3').then(({ S3Client }) => new S3Client({})),
         queueUrl: config.deadLetterQueueUrl,
         maxMessageSizeBytes: config.deadLetterMaxMessageSizeBytes,
         ...(config.payloadBucket !== undefined ? { payloadBucket: config.payloadBucket } : {}),
-      } as never) as unknown as DeadLetterSink & { send(request: unknown): Promise<unknown> };
-      // TODO(merge dlq): sendBatch comes with the new writer.
-      if (typeof queue.sendBatch === 'function') return queue;
-      return {
-        sendBatch: (requests) =>
-          Promise.all(requests.map((request) => queue.send(request).then(() => ({ ok: true as const }), (error: unknown) => ({ ok: false as const, error })))),
-      };
+      });
     })());
 
   const engine = new BatchEngine<Event>({ definition, config, client, cache: new ItemCache(), sideEffects: loadSideEffects, logger, now });

@@ -11,37 +11,18 @@
  * @module
  */
 
+export { FailureReason } from './dlq/failureReasons.js';
+import { FailureReason, isValidFailureReason } from './dlq/failureReasons.js';
+
 /**
- * The failure reasons the library itself gives (the values of the dead-letter attribute
- * `ic.failureReason`). A user's non-retryable error adds its own reason: the set is open.
+ * `reason` made into a valid failure reason (see `isValidFailureReason`): other characters
+ * become `_`, cut to 64; the reserved `none` (the DLQ tool's word for "moved by the redrive
+ * policy") becomes `none_`.
  */
-export const FailureReason = {
-  /** The body is not JSON, fails the schema, or an id in it is not well-formed Unicode. */
-  ValidationError: 'ValidationError',
-  /** The body has no usable idempotency key. */
-  MissingIdempotencyKey: 'MissingIdempotencyKey',
-  /** The inbox already holds this idempotency key with a different payload hash. */
-  IdempotencyConflict: 'IdempotencyConflict',
-  /** The event's type is not one the consumer knows (thrown by a user's `parse`). */
-  UnknownMessageType: 'UnknownMessageType',
-  /** The event can never apply to the stored state (thrown by a user's `decide`). */
-  BusinessRuleViolation: 'BusinessRuleViolation',
-  /** A condition the decision put on a write failed at commit time, on a consistent view. */
-  ConditionalWriteFailed: 'ConditionalWriteFailed',
-  /** DynamoDB refused a write of the decision as invalid (e.g. an item over 400 KB). */
-  InvalidWrite: 'InvalidWrite',
-  /** A retryable failure happened on the last allowed attempt. */
-  RetriesExhausted: 'RetriesExhausted',
-} as const;
-export type FailureReason = (typeof FailureReason)[keyof typeof FailureReason];
-
-/** A failure reason: 1 to 64 letters, digits, `_`, `-` or `.` (it becomes an SQS attribute value and a metric dimension). */
-export const failureReasonPattern = /^[A-Za-z0-9_.-]{1,64}$/;
-
-/** `reason` made into a valid failure reason: other characters become `_`, cut to 64. */
 export function toFailureReason(reason: string): string {
   const cleaned = reason.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64);
-  return cleaned === '' ? 'Unknown' : cleaned;
+  if (cleaned === '') return 'Unknown';
+  return isValidFailureReason(cleaned) ? cleaned : `${cleaned}_`.slice(0, 64);
 }
 
 /** Options of the library's error constructors. */

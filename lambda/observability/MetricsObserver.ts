@@ -1,24 +1,8 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { FAILURE_REASON_DIMENSION, MetricName } from '../../config/metricNames.js';
 import { Outcome, type OutcomeObserver, type OutcomeRecord } from './outcomes.js';
 
-/** Names of the consumer's CloudWatch metrics; the construct's alarms and dashboard use them. */
-export const MetricName = {
-  /** Messages whose effects were committed (Count). */
-  MessagesApplied: 'MessagesApplied',
-  /** Messages acknowledged as duplicates, nothing written (Count). */
-  DuplicatesAcknowledged: 'DuplicatesAcknowledged',
-  /** Messages reported as batch item failures, to be redelivered (Count). */
-  RetryableFailures: 'RetryableFailures',
-  /** Messages sent to the dead-letter queue; also emitted with the `failureReason` dimension (Count). */
-  DeadLettered: 'DeadLettered',
-  /** Time from the start of a message's batch to its outcome, in milliseconds. */
-  ProcessingLatency: 'ProcessingLatency',
-  /** Records per invocation (Count). */
-  BatchSize: 'BatchSize',
-} as const;
-
-/** The dimension that splits `DeadLettered` by reason (reasons are open: a user's own appear as they come). */
-export const FAILURE_REASON_DIMENSION = 'failureReason';
+export { FAILURE_REASON_DIMENSION, MetricName };
 
 /**
  * Records the outcomes as CloudWatch metrics in the embedded metric format (Powertools Metrics).

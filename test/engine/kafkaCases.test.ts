@@ -2,6 +2,7 @@
  * The consumer's Kafka handler against the real DynamoDB Local and SQS server: cases C8 (with
  * C12's response), C12, C18 on a partition, and the attempt budget counted by coordinates.
  */
+import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KafkaBatchResponse, type KafkaEvent, RetryableError } from 'idempotent-consumer';
@@ -29,7 +30,7 @@ function resumed(event: KafkaEvent, response: KafkaBatchResponse): KafkaEvent {
 /** The event with only the reported records (the other reading of AWS's rule). */
 function onlyReported(event: KafkaEvent, response: KafkaBatchResponse): KafkaEvent {
   const reported = new Set(response.batchItemFailures.map(({ itemIdentifier }) => `${itemIdentifier.partition}@${itemIdentifier.offset}`));
-  return { ...event, records: Object.fromEntries(Object.entries(event.records).map(([partition, records]) => [partition, records.filter((r) => reported.has(`${partition}@${r.offset}`))]).filter(([, records]) => records.length > 0)) };
+  return { ...event, records: Object.fromEntries(Object.entries(event.records).map(([partition, records]) => [partition, (records ?? []).filter((r) => reported.has(`${partition}@${r.offset}`))]).filter(([, records]) => (records ?? []).length > 0)) };
 }
 
 async function placeOrders(env: TestResources, ...orderIds: string[]) {
@@ -169,6 +170,24 @@ describe('Kafka: values that are not events', () => {
     expect(deadLetterAttribute(dead, 'bodyEncoding')).toBe('base64');
     expect(Buffer.from(dead?.Body ?? '', 'base64')).toEqual(bytes);
     expect((await orderState(env, 'O-41'))?.status).toBe('Created');
+  });
+
+  it('C20: a value too large for the DLQ is set aside on its first attempt, whole, and the next record is applied in the same invocation', async () => {
+    const value = Buffer.alloc(800 * 1024, 0xff).toString('base64'); // 800 KiB that are not UTF-8: over 1 MiB in base64
+    const event = mskEvent({ ...kafkaRecord('orders', 0, 10, null, { key: 'O-BIG' }), value }, kafkaRecord('orders', 0, 11, body.placed('e-after-big', 'O-AFTER-BIG')));
+    const { handler, outcomes } = executionEnvironment(env);
+    expect(await handler(event, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(outcomes.map((o) => [o.messageId, o.outcome, o.reason])).toEqual([
+      ['orders-0@10', 'dead-lettered', 'ValidationError'],
+      ['orders-0@11', 'applied', undefined],
+    ]);
+    expect((await orderState(env, 'O-AFTER-BIG'))?.status).toBe('Created');
+    const dead = (await deadLetters(env)).find((m) => deadLetterAttribute(m, 'originalMessageId') === 'orders-0@10');
+    expect(JSON.parse(deadLetterAttribute(dead, 'coordinates') ?? '{}')).toMatchObject({ topic: 'orders', partition: 0, offset: 10 });
+    const pointer = JSON.parse(dead?.Body ?? '[]') as [string, { s3BucketName: string; s3Key: string }];
+    expect(pointer[0]).toBe('software.amazon.payloadoffloading.PayloadS3Pointer');
+    const stored = await env.s3.send(new GetObjectCommand({ Bucket: pointer[1].s3BucketName, Key: pointer[1].s3Key }));
+    expect(await stored.Body?.transformToString()).toBe(value);
   });
 
   it('C18: a deeply nested unknown field does not block its partition', async () => {

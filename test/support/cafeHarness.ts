@@ -31,7 +31,7 @@ export function executionEnvironment(env: TestResources, options: { consumer?: P
     { ...cafeConsumerOptions, ...options.consumer },
     {
       environment: env.environment,
-      clients: { dynamoDb: options.dynamoDb ?? env.dynamoDb, sqs: env.sqs },
+      clients: { dynamoDb: options.dynamoDb ?? env.dynamoDb, sqs: env.sqs, s3: env.s3 },
       observer: { onOutcome: (record) => outcomes.push(record) },
     },
   );

@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { TableDefinition } from 'idempotent-consumer';
@@ -20,6 +21,8 @@ export interface AwsClients {
   /** Document client over `dynamoDb` (plain JavaScript values, `removeUndefinedValues` on). */
   readonly documentClient: DynamoDBDocumentClient;
   readonly sqs: SQSClient;
+  /** S3 on the SQS emulator's endpoint (fauxqs serves both), path-style. */
+  readonly s3: S3Client;
   readonly endpoints: AwsEndpoints;
   /** Destroys the clients. */
   destroy(): void;
@@ -35,6 +38,8 @@ export interface TestResourceNames {
   readonly queueArn: string;
   readonly deadLetterQueueUrl: string;
   readonly deadLetterQueueArn: string;
+  /** The bucket for dead-letter bodies too large for the DLQ. */
+  readonly payloadBucket: string;
 }
 
 /** What {@link testResources} gives a test. */
@@ -56,16 +61,19 @@ export function awsClients(): AwsClients {
   const common = { region: endpoints.region, credentials: { ...localCredentials } };
   const dynamoDb = new DynamoDBClient({ ...common, endpoint: endpoints.dynamoDbEndpoint });
   const sqs = new SQSClient({ ...common, endpoint: endpoints.sqsEndpoint });
+  const s3 = new S3Client({ ...common, endpoint: endpoints.sqsEndpoint, forcePathStyle: true });
   const documentClient = DynamoDBDocumentClient.from(dynamoDb, { marshallOptions: { removeUndefinedValues: true } });
   return {
     dynamoDb,
     documentClient,
     sqs,
+    s3,
     endpoints,
     destroy: () => {
       documentClient.destroy();
       dynamoDb.destroy();
       sqs.destroy();
+      s3.destroy();
     },
   };
 }
@@ -120,8 +128,10 @@ export async function testResources(name: string, tables: Readonly<Record<string
       }),
     );
     const queueArn = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queue.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
-    const resources: TestResourceNames = { ...names, tables: physical, queueUrl: queue.QueueUrl!, queueArn, deadLetterQueueUrl: dlq.QueueUrl!, deadLetterQueueArn: dlqArn };
-    const environment = lambdaEnvironment(settings, { inboxTable: names.inboxTable, idempotencyTable: names.idempotencyTable, deadLetterQueueUrl: dlq.QueueUrl!, tables: physical });
+    const payloadBucket = `${prefix}payloads`.toLowerCase();
+    await clients.s3.send(new CreateBucketCommand({ Bucket: payloadBucket }));
+    const resources: TestResourceNames = { ...names, tables: physical, queueUrl: queue.QueueUrl!, queueArn, deadLetterQueueUrl: dlq.QueueUrl!, deadLetterQueueArn: dlqArn, payloadBucket };
+    const environment = lambdaEnvironment(settings, { inboxTable: names.inboxTable, idempotencyTable: names.idempotencyTable, deadLetterQueueUrl: dlq.QueueUrl!, tables: physical, payloadBucket });
     let disposed: Promise<void> | undefined;
     return {
       ...clients,

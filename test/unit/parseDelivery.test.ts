@@ -75,7 +75,7 @@ describe('parseDelivery', () => {
   });
 
   it("reports a definition error (a read of a table that is not the consumer's) as such, not as the body's fault", () => {
-    const broken = defineConsumer({ schema, idempotencyKey: 'id', read: () => [{ table: 'nope', key: { sku: 'A' } }], decide: () => undefined });
+    const broken = defineConsumer({ schema, idempotencyKey: 'id', read: () => [{ table: 'nope', key: { sku: 'A' } }], decide: (): undefined => undefined });
     const result = parseDelivery(delivery('{"id":"r","sku":"A","quantity":1}'), broken, {});
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error).toBeInstanceOf(ConsumerDefinitionError);
@@ -84,11 +84,11 @@ describe('parseDelivery', () => {
 
 describe('defineConsumer', () => {
   it.each([
-    ['neither schema nor parse', { idempotencyKey: 'id', decide: () => undefined }, /exactly one of `schema` and `parse`/],
-    ['both schema and parse', { schema, parse: (json: unknown) => json, idempotencyKey: 'id', decide: () => undefined }, /exactly one/],
-    ['a schema that is not a Standard Schema', { schema: { parse: () => 1 }, idempotencyKey: 'id', decide: () => undefined }, /Standard Schema/],
-    ['a bad table name', { schema, idempotencyKey: 'id', tables: { 'my-table': { partitionKey: 'pk' } }, decide: () => undefined }, /my-table/],
-    ['a table without a partition key', { schema, idempotencyKey: 'id', tables: { t: {} }, decide: () => undefined }, /partitionKey/],
+    ['neither schema nor parse', { idempotencyKey: 'id', decide: (): undefined => undefined }, /exactly one of `schema` and `parse`/],
+    ['both schema and parse', { schema, parse: (json: unknown) => json, idempotencyKey: 'id', decide: (): undefined => undefined }, /exactly one/],
+    ['a schema that is not a Standard Schema', { schema: { parse: () => 1 }, idempotencyKey: 'id', decide: (): undefined => undefined }, /Standard Schema/],
+    ['a bad table name', { schema, idempotencyKey: 'id', tables: { 'my-table': { partitionKey: 'pk' } }, decide: (): undefined => undefined }, /my-table/],
+    ['a table without a partition key', { schema, idempotencyKey: 'id', tables: { t: {} }, decide: (): undefined => undefined }, /partitionKey/],
   ])('refuses %s with a clear error', (_what, options, message) => {
     expect(() => defineConsumer(options as never)).toThrow(message);
   });
