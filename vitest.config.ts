@@ -24,7 +24,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts', 'test/cli/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/outbox/**/*.test.ts'],
           globalSetup: ['test/setup/emulators.ts'],
         },
       },
