@@ -90,10 +90,12 @@ interface RelayEnvironment {
  * - Records are handled in stream order, one at a time, through Powertools'
  *   `processPartialResponse` with `BatchProcessor(EventType.DynamoDBStreams)`: a record that fails
  *   is reported by its `SequenceNumber` in `{"batchItemFailures":[{"itemIdentifier":"<SequenceNumber>"}]}`
- *   (https://docs.aws.amazon.com/lambda/latest/dg/services-ddb-batchfailurereporting.html), and
- *   so is every later record of the batch, unpublished: Lambda resumes from the lowest reported
- *   number, so publishing them would only reorder them. The handler never throws for a record,
- *   also when all fail.
+ *   (https://docs.aws.amazon.com/lambda/latest/dg/services-ddb-batchfailurereporting.html). The
+ *   records after it are still published: Lambda retries from the lowest reported record (the
+ *   retry finds their publishes completed and sends nothing), and when the retries run out it
+ *   discards the batch from that record on, so a message that can never be published (a poison
+ *   item) does not take the good ones behind it to the on-failure destination. The handler never
+ *   throws for a record, also when all fail.
  * - Records that are not an `INSERT` of an outbox item of this consumer are acknowledged and
  *   skipped (the event source mapping's filter drops them before; see `outboxFilterPattern`).
  * - Configuration comes from the environment that `outboxRelayEnvironment()` builds (consumer
@@ -176,14 +178,6 @@ async function buildEnvironment(options: OutboxRelayOptions, runtime: OutboxRela
   return { config, logger, metrics, publisher, onRelayed: runtime.onRelayed };
 }
 
-/** Thrown for the records of a batch behind a failed one: they are reported without being run. */
-class NotAttemptedBehindFailure extends Error {
-  constructor(sequenceNumber: string) {
-    super(`not attempted: record ${sequenceNumber} before it in the batch failed`);
-    this.name = 'NotAttemptedBehindFailure';
-  }
-}
-
 /** An error's type and message for a log line (the message cut to 500 characters). */
 function describeError(error: unknown): { name: string; message: string } {
   if (error instanceof Error) return { name: error.name, message: error.message.slice(0, 500) };
@@ -200,11 +194,9 @@ async function relayBatch(event: DynamoDBStreamEvent, context: Context, env: Rel
     metrics.addMetric(name, unit, value);
     metricsAdded = true;
   };
-  let failedAt: string | undefined;
 
   const recordHandler = async (record: DynamoDBRecord): Promise<void> => {
     const sequenceNumber = record.dynamodb?.SequenceNumber ?? '?';
-    if (failedAt !== undefined) throw new NotAttemptedBehindFailure(failedAt);
     try {
       const verdict = readOutboxRecord(record, config.consumerName);
       if (verdict.kind === 'skip') {
@@ -223,10 +215,9 @@ async function relayBatch(event: DynamoDBStreamEvent, context: Context, env: Rel
       onRelayed?.({ messageId: verdict.message.messageId, destination: verdict.message.destination, sent: result.sent, marked: result.marked });
       logger.debug('outbox message relayed', { sequenceNumber, messageId: verdict.message.messageId, sent: result.sent, marked: result.marked });
     } catch (error) {
-      failedAt = sequenceNumber;
       counts.failed += 1;
       addMetric(OutboxMetricName.OutboxPublishFailures, MetricUnit.Count, 1);
-      logger.error('outbox record failed; it is retried from here', { sequenceNumber, error: describeError(error) });
+      logger.error('outbox record failed; the batch is retried from the first failed record', { sequenceNumber, error: describeError(error) });
       throw error;
     }
   };
@@ -237,8 +228,7 @@ async function relayBatch(event: DynamoDBStreamEvent, context: Context, env: Rel
     throwOnFullBatchFailure: false,
     processInParallel: false,
   });
-  const notAttempted = response.batchItemFailures.length - counts.failed;
-  logger.info('outbox batch relayed', { records: event.Records.length, ...counts, notAttempted });
+  logger.info('outbox batch relayed', { records: event.Records.length, ...counts });
   if (metricsAdded) metrics.publishStoredMetrics();
   return { batchItemFailures: response.batchItemFailures.map(({ itemIdentifier }) => ({ itemIdentifier })) };
 }

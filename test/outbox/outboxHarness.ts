@@ -28,7 +28,7 @@ export const CONSUMER = 'outbox-test';
 export type RequestHook = (phase: 'before' | 'after', command: string, input: Record<string, unknown>) => Promise<void> | void;
 
 /** Adds `hook` to a client's middleware (at `initialize`, so no SDK retry sees what it throws). */
-export function hook<T extends DynamoDBClient | SQSClient | SNSClient>(client: T, requestHook: RequestHook): T {
+export function hook<T extends DynamoDBClient | DynamoDBStreamsClient | SQSClient | SNSClient>(client: T, requestHook: RequestHook): T {
   (client.middlewareStack as unknown as DynamoDBClient['middlewareStack']).add(
     (next, context) => async (args) => {
       await requestHook('before', context.commandName ?? '', args.input as Record<string, unknown>);
