@@ -8,6 +8,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { METRICS_NAMESPACE } from '../../config/settings.js';
 import { EnvironmentError } from '../config/runtimeConfig.js';
 import { OutboxMessageError, type OutboxDestination } from './OutboxDestination.js';
+import { OutboxMetricName } from './outboxMetrics.js';
 import { OutboxPublisher } from './OutboxPublisher.js';
 import { type OutboxRelayConfig, readOutboxRelayConfig } from './outboxRelayConfig.js';
 import { DEFAULT_DESTINATION, destinationEnvironmentVariable } from './outboxRelaySettings.js';
@@ -15,18 +16,7 @@ import { readOutboxRecord } from './outboxStreamRecords.js';
 import { snsTopicDestination } from './snsTopicDestination.js';
 import { sqsQueueDestination } from './sqsQueueDestination.js';
 
-/** Names of the relay's CloudWatch metrics (namespace `IdempotentConsumer`, dimension `service` = consumer name). */
-export const OutboxMetricName = {
-  /** Messages sent to their destination by this relay (Count); a publish found completed before is not counted. */
-  OutboxMessagesPublished: 'OutboxMessagesPublished',
-  /**
-   * Milliseconds from an item's commit (`createdAt`) to its send. Its maximum over a period is the
-   * age of the oldest item published in it; the construct alarms on it.
-   */
-  OutboxPublishDelay: 'OutboxPublishDelay',
-  /** Stream records reported as batch item failures (Count): they are retried. */
-  OutboxPublishFailures: 'OutboxPublishFailures',
-} as const;
+export { OutboxMetricName } from './outboxMetrics.js';
 
 /** What the relay is built with beside the environment: its destinations in code. */
 export interface OutboxRelayOptions {
