@@ -11,6 +11,7 @@ import { EnvironmentError } from '../../lambda/config/runtimeConfig.js';
 import { createOutboxRelay, OutboxMetricName, type OutboxRelayRuntimeOptions } from '../../lambda/outbox/createOutboxRelay.js';
 import type { OutboxDestination, OutboxMessage } from '../../lambda/outbox/OutboxDestination.js';
 import { outboxFilterPattern } from '../../lambda/outbox/outboxStreamRecords.js';
+import { redriveOutbox } from '../../lambda/outbox/redriveOutbox.js';
 import { matchesFilterPattern } from '../../local/outbox/matchesFilterPattern.js';
 import { receiveOutboxDeliveries } from '../../local/outbox/receiveOutboxDeliveries.js';
 import { CONSUMER, commitOutboxItems, insertEvent, invocationContext, type OutboxResources, outboxItem, outboxResources, streamRecords } from './outboxHarness.js';
@@ -173,6 +174,31 @@ describe('the outbox relay', () => {
     expect(await handler(await insertEvent(env, ids), invocationContext().context)).toEqual({ batchItemFailures: [] });
     const deliveries = await receiveOutboxDeliveries(env.sqs, env.fifoTopicSubscriberUrl);
     expect([...deliveries.byMessageId]).toEqual([[ids[0], 1]]);
+  });
+
+  it('redrives the items left unpublished (after the mapping gave them up) through the relay, once', async () => {
+    const ids = await commitOutboxItems(env, [
+      { idempotencyKey: 'r-1', outbox: [{ body: 'r1' }] },
+      { idempotencyKey: 'r-2', outbox: [{ body: 'r2' }, { body: 'r2 audit', destination: 'audit' }] },
+    ]);
+    // The stream relay could publish r-1 only; the others were given up (no such destination then).
+    const memory = new MemoryDestination();
+    memory.failFor.add(ids[1]!);
+    const live = createOutboxRelay({ destinations: { default: memory } }, runtime());
+    const response = await live(await insertEvent(env, ids), invocationContext().context);
+    expect(response.batchItemFailures).toHaveLength(2);
+
+    memory.failFor.clear();
+    const fixed = createOutboxRelay({ destinations: { default: memory } }, runtime({}, { audit: env.standardQueueUrl }));
+    const first = await redriveOutbox({ relay: fixed, dynamoDb: env.dynamoDb, inboxTableName: env.inboxTable, consumerName: CONSUMER });
+    expect(first.failed).toEqual([]);
+    expect(first.relayed).toBe(first.found);
+    for (const id of ids) expect((await outboxItem(env, id))?.['publishedAt']).toEqual(expect.any(String));
+    expect(memory.sent.map((m) => m.messageId)).toEqual([ids[0], ids[1]]);
+    expect((await receiveOutboxDeliveries(env.sqs, env.standardQueueUrl)).byMessageId.get(ids[2]!)).toBe(1);
+
+    const again = await redriveOutbox({ relay: fixed, dynamoDb: env.dynamoDb, inboxTableName: env.inboxTable, consumerName: CONSUMER });
+    expect(again).toEqual({ found: 0, relayed: 0, failed: [] });
   });
 
   it('fails its first invocation with every problem of its environment, and builds again once it is fixed', async () => {
