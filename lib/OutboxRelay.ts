@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy, Token, Validations } from 'aws-cdk-lib';
@@ -38,8 +39,12 @@ import { outboxFilterPattern } from '../lambda/outbox/outboxStreamRecords.js';
 /** The repository root: the bundler's project root and where the lock file lives. */
 const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The relay's default entry: the built-in SNS and SQS destinations, configured from the environment. */
-const defaultEntry = join(projectRoot, 'lambda', 'outbox', 'relayHandler.ts');
+/**
+ * The relay's default entry: the built-in SNS and SQS destinations, configured from the
+ * environment. The TypeScript source in the repository, the compiled `.js` in a built package.
+ */
+const defaultEntry = [join(projectRoot, 'lambda', 'outbox', 'relayHandler.ts'), join(projectRoot, 'lambda', 'outbox', 'relayHandler.js')].find((path) => existsSync(path)) ??
+  join(projectRoot, 'lambda', 'outbox', 'relayHandler.ts');
 
 /**
  * Where the relay publishes the messages of one logical destination name:

@@ -42,7 +42,7 @@ export interface OutboxRelayRuntimeOptions {
   readonly metrics?: Metrics;
   /** The clock. @default () => new Date() */
   readonly now?: () => Date;
-  /** Called after each outbox message the relay handled (sent now, or found sent before), once it is marked. */
+  /** Called after each outbox message the relay handled (sent now, or found sent before), once it is marked. What it throws is logged, not reported. */
   readonly onRelayed?: (relayed: RelayedMessage) => void;
 }
 
@@ -202,7 +202,11 @@ async function relayBatch(event: DynamoDBStreamEvent, context: Context, env: Rel
       } else {
         counts.replayed += 1;
       }
-      onRelayed?.({ messageId: verdict.message.messageId, destination: verdict.message.destination, sent: result.sent, marked: result.marked });
+      try {
+        onRelayed?.({ messageId: verdict.message.messageId, destination: verdict.message.destination, sent: result.sent, marked: result.marked });
+      } catch (error) {
+        logger.warn('the onRelayed observer threw; the record counts as relayed', { sequenceNumber, error: describeError(error) });
+      }
       logger.debug('outbox message relayed', { sequenceNumber, messageId: verdict.message.messageId, sent: result.sent, marked: result.marked });
     } catch (error) {
       counts.failed += 1;
