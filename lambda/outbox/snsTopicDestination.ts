@@ -1,5 +1,6 @@
 import type { SNSClient } from '@aws-sdk/client-sns';
 import { fifoMessageGroupId, messageAttributes, type OutboxDestination, type OutboxMessage, type PublishReceipt } from './OutboxDestination.js';
+import { lazyClient } from './lazyClient.js';
 
 /** Options of {@link snsTopicDestination}. */
 export interface SnsTopicDestinationOptions {
@@ -26,16 +27,7 @@ export interface SnsTopicDestinationOptions {
 export function snsTopicDestination(options: SnsTopicDestinationOptions): OutboxDestination {
   const { topicArn } = options;
   const fifo = topicArn.endsWith('.fifo');
-  let client: Promise<SNSClient> | undefined;
-  const load = (): Promise<SNSClient> =>
-    (client ??= (async () => {
-      const given = options.client;
-      if (given === undefined) return new (await import('@aws-sdk/client-sns')).SNSClient({});
-      return typeof given === 'function' ? given() : given;
-    })().catch((error: unknown) => {
-      client = undefined;
-      throw error;
-    }));
+  const load = lazyClient(options.client, async () => new (await import('@aws-sdk/client-sns')).SNSClient({}));
   return {
     target: topicArn,
     async publish(message: OutboxMessage): Promise<PublishReceipt> {

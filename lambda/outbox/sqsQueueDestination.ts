@@ -1,5 +1,6 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { fifoMessageGroupId, messageAttributes, type OutboxDestination, type OutboxMessage, type PublishReceipt } from './OutboxDestination.js';
+import { lazyClient } from './lazyClient.js';
 
 /** Options of {@link sqsQueueDestination}. */
 export interface SqsQueueDestinationOptions {
@@ -26,16 +27,7 @@ export interface SqsQueueDestinationOptions {
 export function sqsQueueDestination(options: SqsQueueDestinationOptions): OutboxDestination {
   const { queueUrl } = options;
   const fifo = queueUrl.endsWith('.fifo');
-  let client: Promise<SQSClient> | undefined;
-  const load = (): Promise<SQSClient> =>
-    (client ??= (async () => {
-      const given = options.client;
-      if (given === undefined) return new (await import('@aws-sdk/client-sqs')).SQSClient({});
-      return typeof given === 'function' ? given() : given;
-    })().catch((error: unknown) => {
-      client = undefined;
-      throw error;
-    }));
+  const load = lazyClient(options.client, async () => new (await import('@aws-sdk/client-sqs')).SQSClient({}));
   return {
     target: queueUrl,
     async publish(message: OutboxMessage): Promise<PublishReceipt> {
