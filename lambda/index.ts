@@ -38,6 +38,18 @@ export { canonicalJson, payloadHash } from './engine/canonicalJson.js';
 export { Outcome, combineObservers, type OutcomeObserver, type OutcomeRecord } from './observability/outcomes.js';
 export { MetricName, FAILURE_REASON_DIMENSION } from './observability/MetricsObserver.js';
 export { outboxMessageId, OUTBOX_KIND } from './outbox/outboxItems.js';
+export {
+  createOutboxRelay,
+  OutboxMetricName,
+  type OutboxRelayHandler,
+  type OutboxRelayOptions,
+  type OutboxRelayRuntimeOptions,
+  type RelayedMessage,
+} from './outbox/createOutboxRelay.js';
+export { MESSAGE_ID_ATTRIBUTE, OutboxMessageError, type OutboxDestination, type OutboxMessage, type PublishReceipt } from './outbox/OutboxDestination.js';
+export { snsTopicDestination } from './outbox/snsTopicDestination.js';
+export { sqsQueueDestination } from './outbox/sqsQueueDestination.js';
+export { redriveOutbox, type RedriveOutboxOptions, type RedriveOutboxResult } from './outbox/redriveOutbox.js';
 export { inboxKey, InboxStatus } from './inbox/inboxItems.js';
 export type { KafkaEvent, KafkaRecord } from './batch/kafkaEvent.js';
 export type { KafkaBatchResponse } from './batch/kafkaBatchResponse.js';

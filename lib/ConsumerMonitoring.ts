@@ -297,6 +297,11 @@ export class ConsumerMonitoring extends Construct {
         : []),
     ];
     for (const row of rows) this.dashboard.addWidgets(...row);
+    // The outbox relay's own alarms notify the same topic; its widgets join the dashboard.
+    if (consumer.outboxRelay !== undefined) {
+      consumer.outboxRelay.addAlarmAction(new SnsAction(this.topic));
+      consumer.outboxRelay.addToDashboard(this.dashboard);
+    }
   }
 
   /** The alarm topic: KMS-encrypted with a key CloudWatch may use, TLS only, an email subscription when given. */

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { Annotations, ArnFormat, Aws, type CfnElement, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, type ITable, type StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, BillingMode, type ITable, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
 import { Architecture, Function as LambdaFunction, type IFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
@@ -25,6 +25,7 @@ import {
 } from '../config/settings.js';
 import { InvalidSettingsError, settingsProblems } from '../config/validateSettings.js';
 import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
+import { OutboxRelay, type OutboxRelayProps } from './OutboxRelay.js';
 
 /**
  * The DynamoDB actions the engine calls, by table. `TransactWriteItems` and `TransactGetItems`
@@ -164,6 +165,16 @@ export interface IdempotentConsumerProps {
    * @default - no Kafka event source
    */
   readonly kafka?: KafkaSourceOptions;
+  /**
+   * The outbox relay: turns on the inbox table's DynamoDB stream (new images) and adds an
+   * {@link OutboxRelay} that publishes the messages decisions put in `Decision.outbox` to a
+   * destination (an SNS topic or an SQS queue, created or given), each at least once with a stable
+   * message id for deduplication. The consumer name, inbox and idempotency tables come from this
+   * construct.
+   *
+   * @default - no relay (outgoing messages are written to the inbox table but nobody publishes them)
+   */
+  readonly outbox?: Omit<OutboxRelayProps, 'consumerName' | 'inboxTable' | 'idempotencyTable'>;
   /**
    * How long the function's log group keeps log events (`entry` only).
    *
@@ -311,6 +322,10 @@ export class IdempotentConsumer extends Construct {
   public readonly eventSource: SqsEventSource;
   /** The Kafka event source mapping, when the `kafka` prop was given. */
   public readonly kafkaSource?: KafkaSource;
+  /** The outbox relay, when the `outbox` prop was given. */
+  public readonly outboxRelay?: OutboxRelay;
+  /** Whether the inbox table needs its stream (for the outbox relay). */
+  private readonly withOutbox: boolean;
   /** How the inbox and idempotency tables are encrypted at rest. */
   public readonly tableEncryption: TableEncryption;
 
@@ -328,6 +343,7 @@ export class IdempotentConsumer extends Construct {
     ];
     if (problems.length > 0) throw new InvalidSettingsError(problems);
     super(scope, id);
+    this.withOutbox = props.outbox !== undefined;
     this.settings = settings;
     this.tables = { ...props.tables };
 
@@ -387,9 +403,14 @@ export class IdempotentConsumer extends Construct {
         settings,
       });
     }
-    // Extension point: the outbox relay (a later `outbox` prop) is added here, after the
-    // function: a relay function, its event source mapping on `this.inboxTable.tableStreamArn`,
-    // and its grants.
+    if (props.outbox !== undefined) {
+      this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {
+        ...props.outbox,
+        consumerName: settings.consumerName,
+        inboxTable: this.inboxTable,
+        idempotencyTable: this.idempotencyTable,
+      });
+    }
   }
 
   /**
@@ -397,7 +418,11 @@ export class IdempotentConsumer extends Construct {
    * `stream: StreamViewType.NEW_IMAGE` here: a table's stream is set when the table is created.
    */
   protected inboxTableOptions(): TableOptions {
-    return { partitionKey: tableKeys.inbox.partitionKey, timeToLiveAttribute: tableKeys.inbox.ttlAttribute };
+    return {
+      partitionKey: tableKeys.inbox.partitionKey,
+      timeToLiveAttribute: tableKeys.inbox.ttlAttribute,
+      ...(this.withOutbox ? { stream: StreamViewType.NEW_IMAGE } : {}),
+    };
   }
 
   /** The library's grants to the function's role (see the class comment). */

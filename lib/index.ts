@@ -35,3 +35,4 @@ export {
 } from './KafkaSource.js';
 export { consumerContext, consumerContextKeys, type ConsumerContext } from './consumerContext.js';
 export { isInputError, runCdkApp, type RunCdkAppIo } from './runCdkApp.js';
+export { OutboxRelay, type OutboxRelayAlarms, type OutboxRelayDestination, type OutboxRelayProps } from './OutboxRelay.js';

@@ -429,6 +429,14 @@ export class BatchEngine<Event> {
     }
     for (const message of decision.outbox ?? []) {
       if (message === null || typeof message !== 'object' || !('body' in message)) throw new ConsumerDefinitionError('each outbox message needs a body');
+      const attributes = Object.entries(message.attributes ?? {});
+      // The relay adds its own `outboxMessageId` beside them, and SQS and SNS take 10 attributes.
+      if (attributes.length > 9) throw new ConsumerDefinitionError(`an outbox message has ${attributes.length} attributes; at most 9 (the relay adds outboxMessageId)`);
+      for (const [name, value] of attributes) {
+        if (name === 'outboxMessageId' || !/^(?!\.)(?!.*\.\.)(?!.*\.$)(?!(?:aws|amazon)\.)[A-Za-z0-9_.-]{1,256}$/i.test(name) || typeof value !== 'string' || value === '') {
+          throw new ConsumerDefinitionError(`an outbox message attribute ${JSON.stringify(name)} is reserved, not a name SQS and SNS accept, or has no string value`);
+        }
+      }
     }
     for (const effect of decision.sideEffects ?? []) {
       if (typeof effect?.name !== 'string' || !Object.hasOwn(definition.sideEffects, effect.name)) {

@@ -108,6 +108,8 @@ export class CafeStack extends Stack {
       kafka,
       tableEncryption,
       tableEncryptionKey: this.tableEncryptionKey,
+      // PaymentReceived events leave through the outbox, to an SNS FIFO topic (deduplicated by message id).
+      outbox: { destination: { create: 'topic', fifo: true } },
     });
     this.monitoring = new ConsumerMonitoring(this, 'Monitoring', { ...monitoring, consumer: this.consumer });
 
@@ -132,6 +134,14 @@ export class CafeStack extends Stack {
       AlarmTopicArn: { value: this.monitoring.topic.topicArn, description: 'ARN of the SNS topic the alarms notify (subscribe on-call here)' },
       DashboardName: { value: this.monitoring.dashboard.dashboardName, description: 'Name of the CloudWatch dashboard' },
     };
+    const relay = consumer.outboxRelay;
+    if (relay !== undefined) {
+      const topic = relay.destinations.default;
+      if (topic !== undefined && 'topicArn' in topic) {
+        outputs.OutboxTopicArn = { value: topic.topicArn, description: 'ARN of the SNS FIFO topic the outbox relay publishes PaymentReceived events to' };
+      }
+      outputs.OutboxRelayFunctionName = { value: relay.function.functionName, description: 'Name of the outbox relay function' };
+    }
     const { kafkaSource } = consumer;
     if (kafkaSource !== undefined) {
       outputs.KafkaConsumerGroupId = {
