@@ -77,3 +77,10 @@ export function errorResponse(service: LocalService, error: ServiceErrorShape): 
     body: new TextEncoder().encode(JSON.stringify(body)),
   };
 }
+
+/**
+ * A client of any service, for lists that mix them (`[dynamoDb, sqs, s3]`): each client's stack
+ * is typed by its own input and output unions, which no narrower common type accepts.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnySdkClient = SdkClient<any, any>;

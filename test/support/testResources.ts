@@ -13,6 +13,7 @@ import type { ConsumerSettings, SettingsOverrides } from '../../config/settings.
 import { localCredentials } from '../../local/localClientConfig.js';
 import { provisionResources } from '../../local/provision.js';
 import type { LocalResources } from '../../local/provision.js';
+import type { TableDefinition } from '../../lambda/types.js';
 import { awsEndpoints } from './awsEndpoints.js';
 import type { AwsEndpoints } from './awsEndpoints.js';
 
@@ -69,18 +70,23 @@ export function awsClients(): AwsClients {
  * @param name short label for the names (letters, digits, `-`, `_`)
  * @param overrides settings to change, e.g. `{ queue: { visibilityTimeoutSeconds: 1, fifo: true } }`;
  *   they are not validated, so tests may use values the stack would refuse (short timeouts)
+ * @param tables the consumer's business tables, by logical name (provisioned and deleted with the rest)
  *
  * @example
  * const env = await testResources('poller', { queue: { visibilityTimeoutSeconds: 1 } });
  * afterAll(() => env.dispose());
  */
-export async function testResources(name: string, overrides: SettingsOverrides = {}): Promise<TestResources> {
+export async function testResources(
+  name: string,
+  overrides: SettingsOverrides = {},
+  tables: Readonly<Record<string, TableDefinition>> = {},
+): Promise<TestResources> {
   const clients = awsClients();
   const settings = withOverrides(overrides);
   const prefix = `${name}-${randomUUID().slice(0, 8)}-`;
   let resources: LocalResources;
   try {
-    resources = await provisionResources({ dynamoDb: clients.dynamoDb, sqs: clients.sqs, settings, prefix });
+    resources = await provisionResources({ dynamoDb: clients.dynamoDb, sqs: clients.sqs, settings, prefix, tables });
   } catch (error) {
     clients.destroy();
     throw error;
@@ -96,7 +102,7 @@ export async function testResources(name: string, overrides: SettingsOverrides =
         try {
           await Promise.all([
             ...[resources.queueUrl, resources.deadLetterQueueUrl].map((QueueUrl) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl }))),
-            ...[resources.inboxTable, resources.ordersTable, resources.idempotencyTable].map((TableName) =>
+            ...[resources.inboxTable, resources.idempotencyTable, ...Object.values(resources.tables)].map((TableName) =>
               clients.dynamoDb.send(new DeleteTableCommand({ TableName })),
             ),
           ]);
