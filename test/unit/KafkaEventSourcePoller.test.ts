@@ -290,3 +290,93 @@ describe('KafkaEventSourcePoller: order within a partition (property)', () => {
     );
   });
 });
+
+describe('KafkaEventSourcePoller: the two readings of "retry the failed records"', () => {
+  const reportOnly = (offset: number) => (_event: KafkaEvent, invocation: number) => (invocation === 1 ? failAt('orders-0', offset) : null);
+
+  it('resume-from-lowest-offset brings back every record from the lowest reported one', async () => {
+    const { poller, events } = pollerWith(logWith(['a', 'b', 'c', 'd']), reportOnly(1), { retryReading: 'resume-from-lowest-offset' });
+
+    await poller.runUntilIdle();
+
+    expect(events.map(idsOf)).toEqual([['0@0', '0@1', '0@2', '0@3'], ['0@1', '0@2', '0@3']]);
+  });
+
+  it('retry-reported-records brings back only the reported records, alone, and moves the partition past the batch', async () => {
+    const { poller, events } = pollerWith(logWith(['a', 'b', 'c', 'd'], ['x']), reportOnly(1), { retryReading: 'retry-reported-records' });
+
+    const first = await poller.pollOnce();
+    expect(poller.committedOffset(0)).toBe(4);
+    expect(poller.lag()).toBe(1);
+    await poller.runUntilIdle();
+
+    expect(first?.verdict.kind).toBe('partial');
+    expect(events.map(idsOf)).toEqual([['0@0', '0@1', '0@2', '0@3', '1@0'], ['0@1']]);
+    expect(poller.lag()).toBe(0);
+  });
+
+  it('retry-reported-records gives up on the reported records only, after the retries', async () => {
+    const { poller, events, onFailure } = pollerWith(logWith(['a', 'b', 'c']), (event) => (idsOf(event).includes('0@1') ? failAt('orders-0', 1) : null), {
+      retryReading: 'retry-reported-records',
+    });
+
+    await poller.runUntilIdle();
+
+    expect(events.map(idsOf)).toEqual([['0@0', '0@1', '0@2'], ['0@1'], ['0@1']]);
+    expect(onFailure.map((record) => record.KafkaBatchInfo.recordsInfo['orders-0'])).toEqual([
+      expect.objectContaining({ firstRecordOffset: '1', lastRecordOffset: '1' }),
+    ]);
+    expect(poller.committedOffset(0)).toBe(3);
+  });
+
+  it.each(['resume-from-lowest-offset', 'retry-reported-records'] as const)(
+    'with %s, a consumer that reports a failure and every later record of its partition processes each record once, in order (property)',
+    async (retryReading) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.tuple(fc.constantFrom('K-1', 'K-2', 'K-3'), fc.integer({ min: 0, max: 2 })), { minLength: 1, maxLength: 30 }),
+          fc.integer({ min: 1, max: 3 }),
+          fc.integer({ min: 1, max: 6 }),
+          async (appends, partitions, batchSize) => {
+            const log = new PartitionedLog({ topic: 'orders', partitions });
+            const failuresLeft = new Map<string, number>();
+            appends.forEach(([key, failures], index) => {
+              log.append({ key, value: `${key}#${index}` });
+              failuresLeft.set(`${key}#${index}`, failures);
+            });
+            const applied: string[] = [];
+            const handler: LocalKafkaHandler = async (event) => {
+              const batchItemFailures = [];
+              for (const records of Object.values(event.records)) {
+                let failed = false;
+                for (const record of records) {
+                  const value = Buffer.from(record.value!, 'base64').toString();
+                  if (!failed && (failuresLeft.get(value) ?? 0) > 0) {
+                    failuresLeft.set(value, (failuresLeft.get(value) ?? 0) - 1);
+                    failed = true;
+                  }
+                  if (failed) {
+                    // The design: report the failed record and every later record of its partition (not run).
+                    batchItemFailures.push({ itemIdentifier: { partition: `${record.topic}-${record.partition}`, offset: record.offset } });
+                  } else {
+                    applied.push(value);
+                  }
+                }
+              }
+              return { batchItemFailures };
+            };
+            const poller = new KafkaEventSourcePoller({ log, createHandler: () => handler, batchSize, retryAttempts: 5, retryReading });
+
+            await poller.runUntilIdle({ maxInvocations: 1_000 });
+
+            expect([...applied].sort()).toEqual(appends.map(([key], index) => `${key}#${index}`).sort());
+            for (const key of new Set(appends.map(([k]) => k))) {
+              const ofKey = applied.filter((value) => value.startsWith(`${key}#`)).map((value) => Number(value.split('#')[1]));
+              expect(ofKey).toEqual([...ofKey].sort((a, b) => a - b));
+            }
+          },
+        ),
+      );
+    },
+  );
+});
