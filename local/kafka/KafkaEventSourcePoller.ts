@@ -13,6 +13,8 @@ import type { ConsumerSettings } from '../../config/settings.js';
 import { readKafkaBatchResponse, topicPartition } from '../../lambda/batch/kafkaBatchResponse.js';
 import type { KafkaBatchVerdict } from '../../lambda/batch/kafkaBatchResponse.js';
 import type { KafkaEvent, KafkaRecord } from '../../lambda/batch/kafkaEvent.js';
+import { createInvocationGuard, guardInvocations } from '../aws/invocationGuard.js';
+import type { AnySdkClient } from '../aws/sdkMiddleware.js';
 import { PollerIdleTimeoutError } from '../errors.js';
 import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import type { LogRecord, PartitionedLog } from './PartitionedLog.js';
@@ -138,6 +140,12 @@ export interface KafkaEventSourcePollerOptions {
   readonly onInvocation?: (report: KafkaInvocationReport) => void;
   /** How a partial batch response is retried (see {@link KafkaRetryReading}). @default 'resume-from-lowest-offset' */
   readonly retryReading?: KafkaRetryReading;
+  /**
+   * The clients the handler uses. Once an invocation has run past the function timeout, its
+   * later calls on them are refused before they leave the process (see `guardInvocations`).
+   * @default []
+   */
+  readonly guardedClients?: readonly AnySdkClient[];
 }
 
 const localRegion = 'us-east-1';
@@ -177,10 +185,14 @@ export function kafkaPollerOptionsFromSettings(
  *   given up: one metadata-only {@link KafkaOnFailureRecord} goes to `onFailure` for the records
  *   that would have come back, and the partition moves past them.
  *
+ * - Past the function timeout the invocation is stopped: the batch fails, the environment is
+ *   replaced, and the handler's later calls on `guardedClients` are refused.
+ *
  * Differences from AWS: retries are counted per partition and offset, not per batch (a batch
  * here holds what the partitions had, so the two mostly agree); no maximum record age, no
  * batch split on error, no batching window, no 6 MB payload limit, no scaling across pollers;
- * a handler that times out is abandoned, not killed.
+ * a handler that times out is abandoned (its code is not terminated; only its guarded calls are
+ * stopped).
  */
 export class KafkaEventSourcePoller {
   readonly #options: KafkaEventSourcePollerOptions;
@@ -209,6 +221,7 @@ export class KafkaEventSourcePoller {
     this.#functionTimeoutSeconds = options.functionTimeoutSeconds ?? defaultSettings.function.timeoutSeconds;
     this.#functionName = options.functionName ?? 'local-consumer';
     this.#retryReading = options.retryReading ?? 'resume-from-lowest-offset';
+    for (const client of options.guardedClients ?? []) guardInvocations(client);
     if (!Number.isInteger(this.#batchSize) || this.#batchSize < 1 || this.#batchSize > 10_000) {
       throw new RangeError(`batchSize ${this.#batchSize} is outside 1..10000`);
     }
@@ -330,12 +343,18 @@ export class KafkaEventSourcePoller {
     event: KafkaEvent,
     context: Context,
   ): Promise<{ outcome: 'returned'; response: unknown } | { outcome: 'threw'; error: unknown } | { outcome: 'timed-out' }> {
+    const timeoutSeconds = this.#functionTimeoutSeconds;
+    const guard = createInvocationGuard({ deadlineMs: Date.now() + timeoutSeconds * 1_000 });
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<{ outcome: 'timed-out' }>((resolve) => {
-      timer = setTimeout(() => resolve({ outcome: 'timed-out' }), this.#functionTimeoutSeconds * 1_000);
+      timer = setTimeout(() => {
+        guard.kill(`function timeout of ${timeoutSeconds} s`);
+        resolve({ outcome: 'timed-out' });
+      }, timeoutSeconds * 1_000);
     });
+    const handler = this.#handler;
     const finished = Promise.resolve()
-      .then(() => this.#handler(event, context))
+      .then(() => guard.run(() => handler(event, context)))
       .then(
         (response) => {
           // The Node.js runtime sends the response as JSON: read what AWS would read.

@@ -1,6 +1,9 @@
+import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import type { DeserializeHandlerOutput, DeserializeMiddleware } from '@smithy/types';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { KafkaEvent, KafkaRecord } from '../../lambda/batch/kafkaEvent.js';
+import { InvocationStoppedError } from '../../local/aws/invocationGuard.js';
 import { PollerIdleTimeoutError } from '../../local/errors.js';
 import {
   buildKafkaEvent,
@@ -172,6 +175,48 @@ describe('KafkaEventSourcePoller: reading the response', () => {
     expect(poller.committedOffset(0)).toBe(0);
     expect((await poller.pollOnce())?.outcome).toBe('returned');
     expect(poller.committedOffset(0)).toBe(1);
+  });
+});
+
+describe('KafkaEventSourcePoller: the deadline', () => {
+  it('refuses the calls a timed-out invocation makes afterwards on the guarded clients', async () => {
+    // A client whose requests never leave the process: the innermost middleware counts them.
+    const client = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 1 });
+    let sent = 0;
+    const server: DeserializeMiddleware<object, object> = () => async () => {
+      sent += 1;
+      const body = new TextEncoder().encode('{}');
+      return { response: { statusCode: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body }, output: undefined } as unknown as DeserializeHandlerOutput<object>;
+    };
+    (client.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(server, { step: 'deserialize', priority: 'low', name: 'fakeServer' });
+    let allowLateWrite!: () => void;
+    const lateWriteAllowed = new Promise<void>((resolve) => (allowLateWrite = resolve));
+    let startLateWrite!: (started: { write: Promise<unknown> }) => void;
+    const lateWrite = new Promise<{ write: Promise<unknown> }>((resolve) => (startLateWrite = resolve));
+    let invocation = 0;
+    const poller = new KafkaEventSourcePoller({
+      log: logWith(['a']),
+      functionTimeoutSeconds: 0.05,
+      retryAttempts: 3,
+      guardedClients: [client],
+      onInvocation: (report) => {
+        if (report.outcome === 'timed-out') allowLateWrite();
+      },
+      createHandler: () => async () => {
+        invocation += 1;
+        if (invocation > 1) return null;
+        await lateWriteAllowed; // runs on past the timeout, then writes
+        startLateWrite({ write: client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'too late' } } })) });
+        return null;
+      },
+    });
+
+    const report = await poller.pollOnce();
+
+    expect(report?.outcome).toBe('timed-out');
+    await expect((await lateWrite).write).rejects.toThrow(InvocationStoppedError);
+    expect(sent).toBe(0);
+    expect((await poller.pollOnce())?.outcome).toBe('returned');
   });
 });
 
