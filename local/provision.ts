@@ -330,8 +330,9 @@ async function ensureQueue(
 /**
  * "A queue with this name exists with other attributes". Matched by name too: with the SQS JSON
  * protocol the SDK takes the error code from the `x-amzn-query-error` header, which AWS sends as
- * `QueueAlreadyExists` and fauxqs as `AWS.SimpleQueueService.QueueNameExists`, so the error is
- * not always an instance of `QueueNameExists`.
+ * `QueueAlreadyExists` (so does the strict SQS layer) and fauxqs alone as
+ * `AWS.SimpleQueueService.QueueNameExists`, so the error is not always an instance of
+ * `QueueNameExists`.
  */
 function isQueueNameExists(error: unknown): boolean {
   if (error instanceof QueueNameExists) return true;

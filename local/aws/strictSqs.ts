@@ -23,6 +23,10 @@
  *   `Failed`, as SQS reports it.
  * - **Visibility**: `ChangeMessageVisibility(Batch)` cannot keep a message invisible longer than
  *   12 hours after the `ReceiveMessage` that returned its receipt handle.
+ * - **Error codes**: the `x-amzn-query-error` header carries the codes SQS sends (the SDK names
+ *   its errors after them): `MissingParameter`, `InvalidParameterValue`, `QueueAlreadyExists`
+ *   … without fauxqs's `AWS.SimpleQueueService.` prefix, which SQS uses only for its own codes
+ *   (`AWS.SimpleQueueService.BatchRequestTooLong`, `…NonExistentQueue`, …).
  *
  * Mechanism: the store's queues get their receive and return methods replaced (per instance);
  * a Fastify `preHandler` hook checks requests before fauxqs's handlers run and answers refused
@@ -317,6 +321,12 @@ export function installStrictSqsHooks(app: FauxqsApp, store: FauxqsSqsStore, rec
     }
   });
 
+  app.addHook('onSend', async (_request, reply, payload) => {
+    const header = reply.getHeader('x-amzn-query-error');
+    if (typeof header === 'string') reply.header('x-amzn-query-error', sqsQueryErrorHeader(header));
+    return payload;
+  });
+
   app.addHook('preSerialization', async (request, _reply, payload) => {
     const failures = refusedEntries.get(request);
     if (failures === undefined || typeof payload !== 'object' || payload === null) return payload;
@@ -330,6 +340,34 @@ export function installStrictSqsHooks(app: FauxqsApp, store: FauxqsSqsStore, rec
     const receivedAt = receiptTimes.get(entry) ?? clock();
     return checkVisibilityExtension(visibilityTimeout, Math.max(0, clock() - receivedAt) / 1_000);
   }
+}
+
+/**
+ * The query error codes SQS sends with the `AWS.SimpleQueueService.` prefix (from the SQS service
+ * model, trait `awsQueryError`); every other code goes without it.
+ */
+const prefixedQueryCodes = new Set([
+  'BatchEntryIdsNotDistinct',
+  'BatchRequestTooLong',
+  'EmptyBatchRequest',
+  'InvalidBatchEntryId',
+  'MessageNotInflight',
+  'PurgeQueueInProgress',
+  'QueueDeletedRecently',
+  'NonExistentQueue',
+  'TooManyEntriesInBatchRequest',
+  'UnsupportedOperation',
+]);
+/** fauxqs codes SQS spells differently. */
+const renamedQueryCodes: Readonly<Record<string, string>> = { QueueNameExists: 'QueueAlreadyExists' };
+
+/** `AWS.SimpleQueueService.MissingParameter;Sender` → `MissingParameter;Sender`, as SQS sends it. */
+export function sqsQueryErrorHeader(header: string): string {
+  const match = /^(?:AWS\.SimpleQueueService\.)?([^;]+)(;.*)?$/.exec(header);
+  if (!match) return header;
+  const [, rawCode = '', fault = ''] = match;
+  const code = renamedQueryCodes[rawCode] ?? rawCode;
+  return `${prefixedQueryCodes.has(code) ? 'AWS.SimpleQueueService.' : ''}${code}${fault}`;
 }
 
 function maximumMessageSize(queue: FauxqsQueue): number {

@@ -278,6 +278,19 @@ describe('the strict SQS server', () => {
     });
   });
 
+  describe('FIFO sends (fauxqs enforces these itself)', () => {
+    it('refuses a message without a message group, and one without a deduplication id when content-based deduplication is off', async () => {
+      queueCount += 1;
+      const { QueueUrl: queueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `nodedup${queueCount}.fifo`, Attributes: { FifoQueue: 'true' } }));
+
+      const noGroup = await refusal(sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageDeduplicationId: 'd' })));
+      const noDeduplicationId = await refusal(sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageGroupId: 'g' })));
+
+      expect(noGroup?.name).toBe('MissingParameter');
+      expect(noDeduplicationId?.name).toBe('InvalidParameterValue');
+    });
+  });
+
   describe('the 12-hour visibility limit', () => {
     it('counts from the receive: an extension to exactly 12 hours passes, one second more is refused', async () => {
       const queueUrl = await createQueue(sqs);

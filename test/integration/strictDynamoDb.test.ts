@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
+  BatchGetItemCommand,
+  BatchWriteItemCommand,
   CreateTableCommand,
   DeleteTableCommand,
   DynamoDBClient,
@@ -181,10 +183,55 @@ describe('the strict DynamoDB layer', () => {
         (c) => c.send(new TransactGetItemsCommand({ TransactItems: [{ Get: { TableName: table, Key: key('g') } }, { Get: { TableName: table, Key: key('g') } }] })),
         /multiple operations on one item/,
       ],
+      ['101 keys in a BatchGetItem', (c) => c.send(new BatchGetItemCommand({ RequestItems: { [table]: { Keys: Array.from({ length: 101 }, (_, i) => key(`k-${i}`)) } } })), /Too many items requested for the BatchGetItem call/],
+      ['a key twice in a BatchGetItem', (c) => c.send(new BatchGetItemCommand({ RequestItems: { [table]: { Keys: [key('k'), key('k')] } } })), /Provided list of item keys contains duplicates/],
+      [
+        '26 items in a BatchWriteItem',
+        (c) => c.send(new BatchWriteItemCommand({ RequestItems: { [table]: Array.from({ length: 26 }, (_, i) => ({ PutRequest: { Item: key(`w-${i}`) } })) } })),
+        /Too many items requested for the BatchWriteItem call/,
+      ],
+      [
+        'an unused expression attribute value',
+        (c) => c.send(new PutItemCommand({ TableName: table, Item: key('u'), ConditionExpression: 'attribute_not_exists(pk)', ExpressionAttributeValues: { ':x': { S: 'x' } } })),
+        /unused in expressions/,
+      ],
+      ['a number of 39 digits', (c) => c.send(new PutItemCommand({ TableName: table, Item: { ...key('n'), n: { N: '1'.repeat(39) } } })), /precision up to 38 digits/],
     ] as Array<[string, Call, RegExp]>)('refuses %s', async (_what, call, message) => {
       const result = await outcome(call(plain));
       expect(result?.name).toBe('ValidationException');
       expect(result?.message).toMatch(message);
+    });
+
+    it('refuses a ClientRequestToken reused for another transaction (IdempotentParameterMismatchException) and answers a retry of the same one', async () => {
+      const token = randomUUID();
+      const send = (pk: string) => plain.send(new TransactWriteItemsCommand({ ClientRequestToken: token, TransactItems: [{ Put: { TableName: table, Item: key(pk), ConditionExpression: 'attribute_not_exists(pk)' } }] }));
+
+      await send('token-a');
+      const retry = await outcome(send('token-a'));
+      const other = await outcome(send('token-b'));
+
+      expect(retry).toBeUndefined(); // the second, identical request is answered, not run again (its condition would fail)
+      expect(other?.name).toBe('IdempotentParameterMismatchException');
+    });
+
+    it('answers a BatchGetItem over 16 MB in part, with the rest in UnprocessedKeys', async () => {
+      const big = 'x'.repeat(400_000);
+      for (let start = 0; start < 50; start += 25) {
+        await plain.send(
+          new BatchWriteItemCommand({
+            RequestItems: { [table]: Array.from({ length: 25 }, (_, i) => ({ PutRequest: { Item: { ...key(`heavy-${start + i}`), d: { S: big } } } })) },
+          }),
+        );
+      }
+
+      const { Responses = {}, UnprocessedKeys = {} } = await plain.send(
+        new BatchGetItemCommand({ RequestItems: { [table]: { Keys: Array.from({ length: 50 }, (_, i) => key(`heavy-${i}`)) } } }),
+      );
+
+      const returned = Responses[table]?.length ?? 0;
+      expect(returned).toBeGreaterThan(0);
+      expect(returned).toBeLessThan(50);
+      expect(returned + (UnprocessedKeys[table]?.Keys?.length ?? 0)).toBe(50);
     });
   });
 });

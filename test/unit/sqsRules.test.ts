@@ -10,6 +10,7 @@ import {
   isSqsText,
   sqsMessageSize,
 } from '../../local/aws/sqsRules.js';
+import { sqsQueryErrorHeader } from '../../local/aws/strictSqs.js';
 
 const text = (value: string) => ({ DataType: 'String', StringValue: value });
 
@@ -175,3 +176,16 @@ describe('SQS rules', () => {
 function checkMessageBody(value: string) {
   return checkMessage(value, undefined, 1_048_576);
 }
+
+describe('sqsQueryErrorHeader', () => {
+  it.each([
+    ['AWS.SimpleQueueService.MissingParameter;Sender', 'MissingParameter;Sender'],
+    ['AWS.SimpleQueueService.InvalidParameterValue;Sender', 'InvalidParameterValue;Sender'],
+    ['AWS.SimpleQueueService.QueueNameExists;Sender', 'QueueAlreadyExists;Sender'],
+    ['AWS.SimpleQueueService.NonExistentQueue;Sender', 'AWS.SimpleQueueService.NonExistentQueue;Sender'],
+    ['BatchRequestTooLong;Sender', 'AWS.SimpleQueueService.BatchRequestTooLong;Sender'],
+    ['AWS.SimpleQueueService.InternalError;Receiver', 'InternalError;Receiver'],
+  ])('sends %s as SQS does: %s', (fauxqs, sqs) => {
+    expect(sqsQueryErrorHeader(fauxqs)).toBe(sqs);
+  });
+});
