@@ -160,6 +160,21 @@ export function faultRatesFromFlags(flags: readonly string[]): FaultRates {
 }
 
 /**
+ * Parses the `--seed` flag: an integer (negative allowed) within JavaScript's safe integers.
+ *
+ * @example
+ * parseSeedFlag('7'); // 7
+ * @throws FaultFlagError when the text is not such an integer
+ */
+export function parseSeedFlag(text: string): number {
+  const seed = Number(text);
+  if (!/^\s*-?\d+\s*$/.test(text) || !Number.isSafeInteger(seed)) {
+    throw new FaultFlagError(`--seed "${text}" is not a whole number; give e.g. --seed 7 (the same seed repeats the same faults).`);
+  }
+  return seed;
+}
+
+/**
  * Adds fault injection to an AWS SDK v3 client (DynamoDB or SQS; other clients' calls pass).
  * Install it on the clients the consumer uses; each client draws its own sequence.
  *

@@ -2,7 +2,7 @@ import { DynamoDBClient, GetItemCommand, TransactWriteItemsCommand, TransactionC
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DeserializeHandlerOutput, DeserializeMiddleware } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { FaultFlagError, faultRatesFromFlags, installFaults, parseFaultFlag } from '../../local/faultInjection.js';
+import { FaultFlagError, faultRatesFromFlags, installFaults, parseFaultFlag, parseSeedFlag } from '../../local/faultInjection.js';
 import type { FaultOptions } from '../../local/faultInjection.js';
 
 /** Clients whose calls never leave the process: the innermost middleware answers 200 `{}` for what the injector lets through. */
@@ -74,6 +74,14 @@ describe('fault injection', () => {
     it('merges several flags and refuses a kind given twice', () => {
       expect(faultRatesFromFlags(['transaction-conflict=0.05', 'throttle=0.02'])).toEqual({ 'transaction-conflict': 0.05, throttle: 0.02 });
       expect(() => faultRatesFromFlags(['throttle=0.1', 'throttle=0.2'])).toThrow(/given twice/);
+    });
+  });
+
+  describe('parseSeedFlag', () => {
+    it('reads a whole number and refuses anything else', () => {
+      expect(parseSeedFlag('7')).toBe(7);
+      expect(parseSeedFlag('-3')).toBe(-3);
+      for (const text of ['', 'seven', '1.5', '1e3', '9007199254740993']) expect(() => parseSeedFlag(text), text).toThrow(FaultFlagError);
     });
   });
 
