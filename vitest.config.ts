@@ -2,6 +2,7 @@ import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 /** Resolves the package's own entry points (`idempotent-consumer`, `…/cdk`, `…/local`) to their TypeScript sources, as the examples import them. */
+// Without 'module': externalized packages must load as Node loads them (e.g. @aws-sdk/core's 'module' build has extension-less imports Node cannot resolve).
 const sourceConditions = ['@idempotent-consumer/source', ...defaultServerConditions.filter((condition) => condition !== 'module')];
 
 /**

@@ -16,7 +16,7 @@
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -46,10 +46,21 @@ export interface DynamoDbLocalOptions {
    */
   readonly dataDir?: string;
   /**
-   * How long to wait for the first successful `ListTables`, in milliseconds.
-   * @default 30000
+   * The longest start-up, in milliseconds: a safety net only. The wait itself follows the
+   * process, not the clock: it ends as soon as DynamoDB Local says it listens and answers
+   * `ListTables` (with per-request timeouts that grow while it is slow), and fails early when
+   * the process exits or makes no progress (no CPU time, no output) for `stallTimeoutMs`. So a
+   * loaded machine gets the time it needs, and a hung JVM is noticed.
+   * @default 300000
    */
   readonly startTimeoutMs?: number;
+  /**
+   * How long the starting process may go without progress (CPU time used, output written, as
+   * far as the platform reports them: Linux's `/proc`) before the start counts as hung, in
+   * milliseconds.
+   * @default 60000
+   */
+  readonly stallTimeoutMs?: number;
   /**
    * How long `stop()` waits after SIGTERM before it sends SIGKILL, in milliseconds.
    * @default 5000
@@ -74,8 +85,9 @@ export interface DynamoDbLocal {
  * client's region and credentials) and waits until it answers `ListTables`.
  *
  * @throws {JavaNotFoundError} when `java` is missing or older than 17
- * @throws {EmulatorStartError} when the process exits early or does not answer within
- *   `startTimeoutMs`; the message ends with the process's last output
+ * @throws {EmulatorStartError} when the process exits early, makes no progress for
+ *   `stallTimeoutMs`, or does not answer within `startTimeoutMs`; the message ends with the
+ *   process's last output
  */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
   await checkJava();
@@ -88,7 +100,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     const port = await findFreePort();
     const instance = spawnInstance(distribution, launcher, port, dataDir, options.stopGraceMs ?? 5_000);
     try {
-      await waitUntilReady(instance, options.startTimeoutMs ?? 30_000);
+      await waitUntilReady(instance, { startTimeoutMs: options.startTimeoutMs ?? 300_000, stallTimeoutMs: options.stallTimeoutMs ?? 60_000 });
       return instance.handle;
     } catch (error) {
       await instance.handle.stop();
@@ -133,7 +145,8 @@ async function locateDistribution(): Promise<Distribution> {
 async function checkJava(): Promise<void> {
   let versionText: string;
   try {
-    const { stdout, stderr } = await execFileAsync('java', ['-version'], { timeout: 15_000 });
+    // A JVM that only prints its version still takes seconds on a loaded machine: be generous.
+    const { stdout, stderr } = await execFileAsync('java', ['-version'], { timeout: 120_000 });
     versionText = `${stderr}${stdout}`;
   } catch (error) {
     const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
@@ -200,7 +213,14 @@ interface Instance {
   readonly child: ChildProcess;
   readonly exited: Promise<void>;
   output(): string;
+  /** Bytes written to stdout and stderr so far (a sign of progress). */
+  outputBytes(): number;
+  /** Whether the launcher has said it listens (never, in the `java -jar` fallback). */
+  listening(): boolean;
 }
+
+/** What the launcher prints once Jetty listens (`DynamoDbLocalLoopback.java`). */
+const listeningMarker = 'DynamoDB Local listening on';
 
 function spawnInstance(
   distribution: Distribution,
@@ -225,8 +245,12 @@ function spawnInstance(
 
   const child = spawn('java', javaArguments, { cwd: distribution.directory, stdio: ['pipe', 'pipe', 'pipe'] });
   let tail = '';
+  let written = 0;
+  let listening = false;
   const keep = (chunk: Buffer): void => {
+    written += chunk.length;
     tail = (tail + chunk.toString('utf8')).slice(-outputTailBytes);
+    listening ||= tail.includes(listeningMarker);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
@@ -271,6 +295,8 @@ function spawnInstance(
     child,
     exited,
     output: () => tail,
+    outputBytes: () => written,
+    listening: () => listening,
     handle: {
       endpoint: `http://${loopbackHost}:${port}`,
       pid: child.pid ?? -1,
@@ -280,42 +306,82 @@ function spawnInstance(
   };
 }
 
-/** Polls `ListTables` (1 s timeout per call) until it answers, the process exits, or time runs out. */
-async function waitUntilReady(instance: Instance, startTimeoutMs: number): Promise<void> {
-  const client = new DynamoDBClient({
-    ...localClientConfig(instance.handle.endpoint),
-    maxAttempts: 1,
-    requestHandler: { connectionTimeout: 1_000, requestTimeout: 1_000, throwOnRequestTimeout: true },
-  });
+/**
+ * Waits until DynamoDB Local answers `ListTables`, following the process rather than a fixed
+ * clock: with the launcher, no request is sent before it says it listens; requests get a
+ * timeout that starts at 2 s and doubles (to 30 s) each time one runs out, so a slow but working
+ * server is never cut off; the wait fails when the process exits, when it makes no progress (CPU
+ * time, output) for `stallTimeoutMs`, or after `startTimeoutMs` in all.
+ */
+async function waitUntilReady(instance: Instance, limits: { readonly startTimeoutMs: number; readonly stallTimeoutMs: number }): Promise<void> {
+  const client = new DynamoDBClient({ ...localClientConfig(instance.handle.endpoint), maxAttempts: 1 });
   let processExited = false;
   void instance.exited.then(() => {
     processExited = true;
   });
-  const deadline = Date.now() + startTimeoutMs;
+  const startedAt = Date.now();
+  const progress = progressMeter(instance);
+  let requestTimeoutMs = 2_000;
+  let pauseMs = 50;
   let lastError: unknown;
+  const fail = (reason: string): never => {
+    throw new EmulatorStartError(`DynamoDB Local at ${instance.handle.endpoint} ${reason}.`, instance.output(), { cause: lastError });
+  };
   try {
-    while (Date.now() < deadline) {
+    for (;;) {
       if (processExited) {
-        throw new EmulatorStartError(
-          `DynamoDB Local exited before it was ready ` +
-            `(exit code ${String(instance.child.exitCode)}, signal ${String(instance.child.signalCode)}).`,
-          instance.output(),
-        );
+        fail(`exited before it was ready (exit code ${String(instance.child.exitCode)}, signal ${String(instance.child.signalCode)})`);
       }
-      try {
-        await client.send(new ListTablesCommand({ Limit: 1 }));
-        return;
-      } catch (error) {
-        lastError = error;
-        await new Promise((resolveSleep) => setTimeout(resolveSleep, 100));
+      const waited = Date.now() - startedAt;
+      if (waited > limits.startTimeoutMs) fail(`did not answer ListTables within ${limits.startTimeoutMs} ms`);
+      const stalledMs = progress.msSinceProgress();
+      if (stalledMs > limits.stallTimeoutMs) {
+        fail(`made no progress (no CPU time used, no output) for ${stalledMs} ms while starting`);
       }
+      const launcherReady = instance.handle.boundToLoopback ? instance.listening() : true;
+      if (launcherReady) {
+        try {
+          await client.send(new ListTablesCommand({ Limit: 1 }), { abortSignal: AbortSignal.timeout(requestTimeoutMs) });
+          return;
+        } catch (error) {
+          lastError = error;
+          if ((error as Error).name === 'AbortError' || (error as Error).name === 'TimeoutError') {
+            requestTimeoutMs = Math.min(requestTimeoutMs * 2, 30_000);
+          }
+        }
+      }
+      await new Promise((resolveSleep) => setTimeout(resolveSleep, pauseMs));
+      pauseMs = Math.min(pauseMs * 2, 500);
     }
-    throw new EmulatorStartError(
-      `DynamoDB Local did not answer ListTables at ${instance.handle.endpoint} within ${startTimeoutMs} ms.`,
-      instance.output(),
-      { cause: lastError },
-    );
   } finally {
     client.destroy();
   }
+}
+
+/**
+ * Tracks whether a child process makes progress: its CPU time (Linux: `/proc/<pid>/stat`,
+ * user + system ticks) or its output grows. Where `/proc` is missing, output alone counts, and a
+ * process that prints nothing is judged by `startTimeoutMs` only.
+ */
+function progressMeter(instance: Instance): { msSinceProgress(): number } {
+  const cpuTicks = (): number | undefined => {
+    try {
+      const stat = readFileSync(`/proc/${instance.handle.pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14 and 15 of stat)
+    } catch {
+      return undefined;
+    }
+  };
+  if (cpuTicks() === undefined) return { msSinceProgress: () => 0 };
+  let last = { ticks: cpuTicks() ?? 0, output: instance.outputBytes(), at: Date.now() };
+  return {
+    msSinceProgress: () => {
+      const now = Date.now();
+      const ticks = cpuTicks() ?? last.ticks;
+      const output = instance.outputBytes();
+      if (ticks > last.ticks || output > last.output) last = { ticks, output, at: now };
+      return now - last.at;
+    },
+  };
 }

@@ -1,6 +1,10 @@
 /**
  * The embedded emulators of the local runtime: DynamoDB Local (a Java child process) and the
- * SQS-compatible server fauxqs (in this process). Both listen on 127.0.0.1 on free ports.
+ * SQS-compatible server fauxqs (in this process, with the strict SQS layer; it serves S3 too).
+ * Both listen on 127.0.0.1 on free ports.
+ *
+ * For clients that behave like AWS, also give the DynamoDB client the strict DynamoDB layer
+ * (`installStrictDynamoDb`), and, for chaos runs, fault injection (`installFaults`).
  *
  * @module
  */
@@ -9,8 +13,8 @@ import type { DynamoDbLocal } from './dynamoDbLocal.js';
 import { startSqsServer } from './sqsServer.js';
 import type { SqsServer } from './sqsServer.js';
 
-export { localClientConfig, localCredentials, localRegion } from './localClientConfig.js';
-export type { LocalClientConfig } from './localClientConfig.js';
+export { localClientConfig, localCredentials, localRegion, localS3ClientConfig } from './localClientConfig.js';
+export type { LocalClientConfig, LocalS3ClientConfig } from './localClientConfig.js';
 
 /** Options of {@link startEmulators}. */
 export interface EmulatorOptions {
@@ -21,10 +25,22 @@ export interface EmulatorOptions {
    */
   readonly dataDir?: string;
   /**
-   * How long DynamoDB Local may take to answer its first request, in milliseconds.
-   * @default 30000
+   * The longest DynamoDB Local start-up, in milliseconds: a safety net only; the wait follows the
+   * process (see `DynamoDbLocalOptions.startTimeoutMs`).
+   * @default 300000
    */
   readonly startTimeoutMs?: number;
+  /**
+   * How long a starting DynamoDB Local may make no progress (CPU time, output) before it counts
+   * as hung, in milliseconds.
+   * @default 60000
+   */
+  readonly stallTimeoutMs?: number;
+  /**
+   * The strict SQS layer on the SQS server (see `local/aws/strictSqs.ts`).
+   * @default true
+   */
+  readonly strictSqs?: boolean;
 }
 
 /** Running emulators. */
@@ -33,6 +49,8 @@ export interface Emulators {
   readonly dynamoDbEndpoint: string;
   /** The SQS server's base URL, `http://127.0.0.1:<port>`. */
   readonly sqsEndpoint: string;
+  /** The S3 base URL (the SQS server's; path-style only, see `localS3ClientConfig`). */
+  readonly s3Endpoint: string;
   /** `false` when DynamoDB Local runs in the JRE-only fallback and listens on all interfaces. */
   readonly dynamoDbBoundToLoopback: boolean;
   /**
@@ -53,8 +71,8 @@ const stopSignals = ['SIGINT', 'SIGTERM'] as const;
  * also exits by itself when its parent is gone).
  *
  * @throws {JavaNotFoundError} when Java 17+ is missing (install `openjdk-17-jre-headless`)
- * @throws {EmulatorStartError} when DynamoDB Local does not answer within `startTimeoutMs`
- *   (with its output in the message); nothing is left running in that case
+ * @throws {EmulatorStartError} when DynamoDB Local exits, stalls, or does not answer within
+ *   `startTimeoutMs` (with its output in the message); nothing is left running in that case
  *
  * @example
  * const emulators = await startEmulators({ dataDir: '.local-data' });
@@ -70,8 +88,9 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     startDynamoDbLocal({
       ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
       ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }),
+      ...(options.stallTimeoutMs === undefined ? {} : { stallTimeoutMs: options.stallTimeoutMs }),
     }),
-    startSqsServer(),
+    startSqsServer({ strict: options.strictSqs ?? true }),
   ]);
   if (dynamoDb.status === 'rejected' || sqs.status === 'rejected') {
     await Promise.all([
@@ -101,6 +120,7 @@ function withSignalHandling(dynamoDb: DynamoDbLocal, sqs: SqsServer): Emulators 
   return {
     dynamoDbEndpoint: dynamoDb.endpoint,
     sqsEndpoint: sqs.endpoint,
+    s3Endpoint: sqs.endpoint,
     dynamoDbBoundToLoopback: dynamoDb.boundToLoopback,
     stop,
   };

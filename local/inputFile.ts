@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { defaultSettings } from '../config/settings.js';
-import { isSqsSafeText } from '../lambda/dlq/deadLetterMessage.js';
+import { firstDisallowedCharacter } from './aws/sqsRules.js';
 
 /** One message to send, read from an input file. */
 export interface InputMessage {
@@ -29,8 +29,9 @@ export class InputFileError extends Error {
  * - A line holding a JSON string is sent as the string's content, so a body that is not JSON
  *   can be written too: `"not-json"` sends the five bytes `not-json`, `""` an empty body.
  * - Blank lines are skipped. Any other line (not JSON, or a number, boolean or null) is an error,
- *   and so is a body SQS would refuse: a character outside SQS's set (`isSqsSafeText`), or more
- *   than `maxBodyBytes`. A file that is not UTF-8 is an error too.
+ *   and so is a body SQS would refuse: an empty one, one with a character outside SQS's set
+ *   (`#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF`: emoji are fine, NUL is
+ *   not), or one of more than `maxBodyBytes`. A file that is not UTF-8 is an error too.
  *
  * The whole file is checked before anything is sent, so a bad line stops the run before a
  * single message is processed.
@@ -77,8 +78,14 @@ export async function readInputFile(
     if (typeof value === 'string') body = value;
     else if (typeof value === 'object' && value !== null) body = trimmed;
     else throw new InputFileError(`expected a JSON object (a message body) or a JSON string, got ${String(value)}`, file, line);
-    if (!isSqsSafeText(body)) {
-      throw new InputFileError('the body has a character SQS refuses (allowed: tab, newline, carriage return, U+0020 to U+D7FF, U+E000 to U+FFFD, U+10000 and above)', file, line);
+    if (body === '') throw new InputFileError('the body is empty, and SQS refuses an empty message body', file, line);
+    const refused = firstDisallowedCharacter(body);
+    if (refused !== undefined) {
+      throw new InputFileError(
+        `the body has a character SQS refuses (${refused}; allowed: tab, newline, carriage return, U+0020 to U+D7FF, U+E000 to U+FFFD, U+10000 and above)`,
+        file,
+        line,
+      );
     }
     const size = Buffer.byteLength(body, 'utf8');
     if (size > maxBodyBytes) {

@@ -25,3 +25,20 @@ export interface LocalClientConfig {
 export function localClientConfig(endpoint: string): LocalClientConfig {
   return { endpoint, region: localRegion, credentials: { ...localCredentials } };
 }
+
+/** Configuration of an S3 client for the embedded server's S3 (fauxqs): path-style addressing, as it requires. */
+export interface LocalS3ClientConfig extends LocalClientConfig {
+  /** Always `true`: bucket names go in the path (`http://127.0.0.1:<port>/<bucket>/<key>`), never in the host. */
+  readonly forcePathStyle: true;
+}
+
+/**
+ * Client configuration for the S3 of the embedded SQS server (fauxqs serves S3 on the same
+ * endpoint), to spread into `new S3Client(...)`.
+ *
+ * @example
+ * const s3 = new S3Client(localS3ClientConfig(emulators.s3Endpoint));
+ */
+export function localS3ClientConfig(endpoint: string): LocalS3ClientConfig {
+  return { ...localClientConfig(endpoint), forcePathStyle: true };
+}

@@ -13,6 +13,9 @@ import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { defaultSettings } from '../config/settings.js';
 import type { ConsumerSettings } from '../config/settings.js';
+import { createInvocationGuard, guardInvocations } from './aws/invocationGuard.js';
+import type { InvocationGuard } from './aws/invocationGuard.js';
+import type { AnySdkClient } from './aws/sdkMiddleware.js';
 import { PollerIdleTimeoutError } from './errors.js';
 import { judgeBatchResponse } from './judgeBatchResponse.js';
 import type { BatchJudgement, InvocationOutcome } from './judgeBatchResponse.js';
@@ -66,6 +69,14 @@ export interface SqsEventSourcePollerOptions {
   readonly onInvocation?: (report: InvocationReport) => void;
   /** Called with errors of the poller itself (receive, delete, a throwing `onInvocation`). @default console.error */
   readonly onError?: (error: unknown) => void;
+  /**
+   * The clients the handlers use (DynamoDB, SQS, …). Each gets the invocation guard
+   * (`guardInvocations`): once an invocation has run past the function timeout, every call it
+   * still makes on them is refused before it leaves the process, as Lambda stops the function.
+   * Without them, a timed-out handler's later writes still land (the poller cannot stop them).
+   * @default []
+   */
+  readonly guardedClients?: readonly AnySdkClient[];
 }
 
 /** What one invocation did, for progress output and tests. */
@@ -151,9 +162,15 @@ interface ExecutionEnvironment {
  *   them to the dead-letter queue after `maxReceiveCount` receives.
  * - FIFO: a {@link MessageGroupGuard} keeps at most one batch per message group in flight.
  *
- * Differences from Lambda: a handler that times out is not killed (its promise is abandoned and
- * the worker gets a fresh handler from `createHandler`); there is no 6 MB payload limit, no
- * scaling, and no backoff after function errors.
+ * - Past the function timeout the invocation is stopped: its batch counts as failed (back after
+ *   the visibility timeout), the worker gets a fresh handler from `createHandler`, and the
+ *   handler's later calls on `guardedClients` are refused before they reach the stores.
+ * - `start()` / `run(signal)` keep polling for new messages until stopped; `runUntilIdle()`
+ *   resolves once the queue is drained.
+ *
+ * Differences from Lambda: a timed-out handler's code is not terminated (its promise is
+ * abandoned; only its calls through the guarded clients are stopped); there is no 6 MB payload
+ * limit, no scaling, and no backoff after function errors.
  *
  * @example
  * const poller = new SqsEventSourcePoller({
@@ -182,6 +199,7 @@ export class SqsEventSourcePoller {
   /** @throws {RangeError} when an option is out of Lambda's range or the queue ARN is malformed */
   constructor(options: SqsEventSourcePollerOptions) {
     this.options = options;
+    for (const client of options.guardedClients ?? []) guardInvocations(client);
     const arn = /^arn:[^:]+:sqs:([^:]+):([^:]+):(.+)$/.exec(options.queueArn);
     if (!arn) throw new RangeError(`queueArn "${options.queueArn}" is not an SQS queue ARN`);
     const [, arnRegion = '', arnAccount = '', queueName = ''] = arn;
@@ -220,6 +238,20 @@ export class SqsEventSourcePoller {
     if (this.running) return;
     this.running = true;
     this.workers = Array.from({ length: this.concurrency }, (_, index) => this.runWorker(index + 1));
+  }
+
+  /**
+   * Polls until `signal` aborts (e.g. Ctrl-C with `--keep-running`), then stops as {@link stop}
+   * does. Messages sent to the queue meanwhile are consumed as they arrive.
+   *
+   * @returns once the poller has stopped
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    this.start();
+    if (!signal.aborted) {
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    }
+    await this.stop();
   }
 
   /**
@@ -414,15 +446,22 @@ export class SqsEventSourcePoller {
     return outcome.kind;
   }
 
-  /** Runs the handler against the function timeout; never rejects. */
+  /**
+   * Runs the handler against the function timeout; never rejects. The handler runs inside an
+   * invocation guard that is killed at the timeout, so the guarded clients refuse its later calls.
+   */
   private async callHandler(handler: LocalSqsHandler, event: SQSEvent, context: Context): Promise<InvocationOutcome> {
+    const timeoutSeconds = this.functionTimeoutSeconds;
+    const guard: InvocationGuard = createInvocationGuard({ deadlineMs: Date.now() + timeoutSeconds * 1_000 });
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<InvocationOutcome>((resolve) => {
-      const timeoutSeconds = this.functionTimeoutSeconds;
-      timer = setTimeout(() => resolve({ kind: 'timed-out', timeoutSeconds }), timeoutSeconds * 1_000);
+      timer = setTimeout(() => {
+        guard.kill(`function timeout of ${timeoutSeconds} s`);
+        resolve({ kind: 'timed-out', timeoutSeconds });
+      }, timeoutSeconds * 1_000);
     });
     const finished = Promise.resolve()
-      .then(() => handler(event, context))
+      .then(() => guard.run(() => handler(event, context)))
       .then(
         (response): InvocationOutcome => ({ kind: 'returned', response }),
         (error: unknown): InvocationOutcome => ({ kind: 'threw', error }),

@@ -8,11 +8,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
-import { defaultSettings } from '../../config/settings.js';
+import { defaultSettings, kafkaRetryAttempts } from '../../config/settings.js';
 import type { ConsumerSettings } from '../../config/settings.js';
 import { readKafkaBatchResponse, topicPartition } from '../../lambda/batch/kafkaBatchResponse.js';
 import type { KafkaBatchVerdict } from '../../lambda/batch/kafkaBatchResponse.js';
 import type { KafkaEvent, KafkaRecord } from '../../lambda/batch/kafkaEvent.js';
+import { createInvocationGuard, guardInvocations } from '../aws/invocationGuard.js';
+import type { AnySdkClient } from '../aws/sdkMiddleware.js';
 import { PollerIdleTimeoutError } from '../errors.js';
 import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import type { LogRecord, PartitionedLog } from './PartitionedLog.js';
@@ -92,6 +94,19 @@ export interface KafkaInvocationReport {
   readonly gaveUp: readonly KafkaOnFailureRecord[];
 }
 
+/**
+ * How the mapping retries after a partial batch response. AWS documents that Lambda retries "the
+ * failed records", which can be read two ways; the consumer reports a failed record and every
+ * later record of its partition in the batch, which is correct under both:
+ *
+ * - `resume-from-lowest-offset`: each reported partition resumes from its lowest reported offset
+ *   (every record from there on comes back, reported or not) — what this module's contract
+ *   (`lambda/batch/kafkaBatchResponse.ts`) describes;
+ * - `retry-reported-records`: only the reported records come back (a record after a reported
+ *   one that was not reported counts as processed); the partition moves past the batch.
+ */
+export type KafkaRetryReading = 'resume-from-lowest-offset' | 'retry-reported-records';
+
 /** Options of {@link KafkaEventSourcePoller}. */
 export interface KafkaEventSourcePollerOptions {
   readonly log: PartitionedLog;
@@ -104,7 +119,7 @@ export interface KafkaEventSourcePollerOptions {
   readonly batchSize?: number;
   /**
    * Retries of a failed batch after its first attempt (finite, from 0).
-   * @default defaultSettings.kafka.retryAttempts
+   * @default kafkaRetryAttempts(defaultSettings)
    */
   readonly retryAttempts?: number;
   /** Receives the metadata record of each batch given up (the on-failure destination). @default none (dropped) */
@@ -123,6 +138,14 @@ export interface KafkaEventSourcePollerOptions {
   readonly bootstrapServers?: string;
   /** Called after each invocation, once offsets are committed. */
   readonly onInvocation?: (report: KafkaInvocationReport) => void;
+  /** How a partial batch response is retried (see {@link KafkaRetryReading}). @default 'resume-from-lowest-offset' */
+  readonly retryReading?: KafkaRetryReading;
+  /**
+   * The clients the handler uses. Once an invocation has run past the function timeout, its
+   * later calls on them are refused before they leave the process (see `guardInvocations`).
+   * @default []
+   */
+  readonly guardedClients?: readonly AnySdkClient[];
 }
 
 const localRegion = 'us-east-1';
@@ -134,7 +157,7 @@ export function kafkaPollerOptionsFromSettings(
 ): Required<Pick<KafkaEventSourcePollerOptions, 'batchSize' | 'retryAttempts' | 'functionTimeoutSeconds' | 'memorySizeMb' | 'functionName'>> {
   return {
     batchSize: settings.kafka.batchSize,
-    retryAttempts: settings.kafka.retryAttempts,
+    retryAttempts: kafkaRetryAttempts(settings),
     functionTimeoutSeconds: settings.function.timeoutSeconds,
     memorySizeMb: settings.function.memorySizeMb,
     functionName: settings.consumerName,
@@ -152,17 +175,24 @@ export function kafkaPollerOptionsFromSettings(
  * - Invocations run one at a time, so a partition never has two batches in flight.
  * - The response is read by `readKafkaBatchResponse` (the one module that knows the format),
  *   after a JSON round trip as the Node.js runtime does. Full success commits every partition
- *   of the batch; a partial response commits each reported partition up to its lowest reported
- *   offset (that record comes back first in a later batch) and the others to their end; a
- *   malformed response, a thrown error or a timeout fails the whole batch (nothing committed).
+ *   of the batch; a partial response, with `retryReading: 'resume-from-lowest-offset'` (the
+ *   default), commits each reported partition up to its lowest reported offset (that record
+ *   comes back first in a later batch) and the others to their end; with
+ *   `'retry-reported-records'` only the reported records come back (alone, in the next batch of
+ *   their partition) and the rest is committed; a malformed response, a thrown error or a
+ *   timeout fails the whole batch (nothing committed).
  * - A partition that fails at the same offset on `retryAttempts + 1` invocations in a row is
- *   given up: one metadata-only {@link KafkaOnFailureRecord} goes to `onFailure` for its records
- *   from that offset to the end of the batch, and the partition moves past them.
+ *   given up: one metadata-only {@link KafkaOnFailureRecord} goes to `onFailure` for the records
+ *   that would have come back, and the partition moves past them.
+ *
+ * - Past the function timeout the invocation is stopped: the batch fails, the environment is
+ *   replaced, and the handler's later calls on `guardedClients` are refused.
  *
  * Differences from AWS: retries are counted per partition and offset, not per batch (a batch
  * here holds what the partitions had, so the two mostly agree); no maximum record age, no
  * batch split on error, no batching window, no 6 MB payload limit, no scaling across pollers;
- * a handler that times out is abandoned, not killed.
+ * a handler that times out is abandoned (its code is not terminated; only its guarded calls are
+ * stopped).
  */
 export class KafkaEventSourcePoller {
   readonly #options: KafkaEventSourcePollerOptions;
@@ -174,6 +204,9 @@ export class KafkaEventSourcePoller {
   readonly #committed: number[];
   /** Per partition: the offset it last failed at, and how many invocations in a row failed there. */
   readonly #failing = new Map<number, { offset: number; invocations: number }>();
+  /** `retry-reported-records`: per partition, the records to retry before reading on (in offset order). */
+  readonly #retrying = new Map<number, LogRecord[]>();
+  readonly #retryReading: KafkaRetryReading;
   #handler: LocalKafkaHandler;
   #logStreamName = newLogStreamName();
   #nextPartition = 0;
@@ -184,9 +217,11 @@ export class KafkaEventSourcePoller {
     this.#options = options;
     this.#log = options.log;
     this.#batchSize = options.batchSize ?? defaultSettings.kafka.batchSize;
-    this.#retryAttempts = options.retryAttempts ?? defaultSettings.kafka.retryAttempts;
+    this.#retryAttempts = options.retryAttempts ?? kafkaRetryAttempts(defaultSettings);
     this.#functionTimeoutSeconds = options.functionTimeoutSeconds ?? defaultSettings.function.timeoutSeconds;
     this.#functionName = options.functionName ?? 'local-consumer';
+    this.#retryReading = options.retryReading ?? 'resume-from-lowest-offset';
+    for (const client of options.guardedClients ?? []) guardInvocations(client);
     if (!Number.isInteger(this.#batchSize) || this.#batchSize < 1 || this.#batchSize > 10_000) {
       throw new RangeError(`batchSize ${this.#batchSize} is outside 1..10000`);
     }
@@ -207,9 +242,10 @@ export class KafkaEventSourcePoller {
     return this.#committed[partition] ?? 0;
   }
 
-  /** Records not committed yet, across partitions. */
+  /** Records not committed yet (or waiting for a retry), across partitions. */
   lag(): number {
-    return this.#committed.reduce((sum, committed, partition) => sum + this.#log.endOffset(partition) - committed, 0);
+    const retrying = [...this.#retrying.values()].reduce((sum, records) => sum + records.length, 0);
+    return retrying + this.#committed.reduce((sum, committed, partition) => sum + this.#log.endOffset(partition) - committed, 0);
   }
 
   /**
@@ -244,7 +280,8 @@ export class KafkaEventSourcePoller {
         ? readKafkaBatchResponse(result.response, event.records)
         : { kind: 'failure', reason: result.outcome === 'threw' ? `the handler threw: ${describe(result.error)}` : 'the invocation timed out' };
 
-    const gaveUp = await this.#commit(batch, verdict, event, context, result.outcome !== 'returned');
+    const reported = verdict.kind === 'partial' && result.outcome === 'returned' ? reportedOffsets(result.response) : new Map<string, Set<number>>();
+    const gaveUp = await this.#commit(batch, verdict, reported, event, context, result.outcome !== 'returned');
     const committed = new Map(
       [...new Set(batch.map((record) => record.partition))].map((p) => [topicPartition(this.#log.topic, p), this.committedOffset(p)]),
     );
@@ -291,6 +328,11 @@ export class KafkaEventSourcePoller {
     const partitions = this.#log.partitions;
     for (let i = 0; i < partitions && batch.length < this.#batchSize; i += 1) {
       const partition = (this.#nextPartition + i) % partitions;
+      const retrying = this.#retrying.get(partition);
+      if (retrying !== undefined) {
+        batch.push(...retrying.slice(0, this.#batchSize - batch.length));
+        continue; // a partition with records to retry sends only those
+      }
       batch.push(...this.#log.read(partition, this.committedOffset(partition), this.#batchSize - batch.length));
     }
     this.#nextPartition = (this.#nextPartition + 1) % partitions;
@@ -301,12 +343,18 @@ export class KafkaEventSourcePoller {
     event: KafkaEvent,
     context: Context,
   ): Promise<{ outcome: 'returned'; response: unknown } | { outcome: 'threw'; error: unknown } | { outcome: 'timed-out' }> {
+    const timeoutSeconds = this.#functionTimeoutSeconds;
+    const guard = createInvocationGuard({ deadlineMs: Date.now() + timeoutSeconds * 1_000 });
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<{ outcome: 'timed-out' }>((resolve) => {
-      timer = setTimeout(() => resolve({ outcome: 'timed-out' }), this.#functionTimeoutSeconds * 1_000);
+      timer = setTimeout(() => {
+        guard.kill(`function timeout of ${timeoutSeconds} s`);
+        resolve({ outcome: 'timed-out' });
+      }, timeoutSeconds * 1_000);
     });
+    const handler = this.#handler;
     const finished = Promise.resolve()
-      .then(() => this.#handler(event, context))
+      .then(() => guard.run(() => handler(event, context)))
       .then(
         (response) => {
           // The Node.js runtime sends the response as JSON: read what AWS would read.
@@ -330,6 +378,7 @@ export class KafkaEventSourcePoller {
   async #commit(
     batch: readonly LogRecord[],
     verdict: KafkaBatchVerdict,
+    reported: ReadonlyMap<string, ReadonlySet<number>>,
     event: KafkaEvent,
     context: Context,
     functionError: boolean,
@@ -341,29 +390,42 @@ export class KafkaEventSourcePoller {
     for (const [partition, records] of byPartition) {
       const first = records[0]!;
       const last = records[records.length - 1]!;
-      const failedAt =
-        verdict.kind === 'success'
-          ? undefined
-          : verdict.kind === 'failure'
-            ? first.offset
-            : verdict.resumeAt.get(topicPartition(this.#log.topic, partition));
+      const key = topicPartition(this.#log.topic, partition);
+      // The records of this partition that come back, per the verdict and the retry reading.
+      let failed: LogRecord[];
+      if (verdict.kind === 'success') failed = [];
+      else if (verdict.kind === 'failure') failed = records;
+      else if (this.#retryReading === 'retry-reported-records') failed = records.filter((record) => reported.get(key)?.has(record.offset));
+      else {
+        const resumeAt = verdict.resumeAt.get(key);
+        failed = resumeAt === undefined ? [] : records.filter((record) => record.offset >= resumeAt);
+      }
+      // Retry reading: records still waiting for a retry that did not fit in this batch stay waiting.
+      const sent = new Set(records.map((record) => record.offset));
+      const stillWaiting = (this.#retrying.get(partition) ?? []).filter((record) => !sent.has(record.offset));
+      const moveOn = (waiting: readonly LogRecord[]) => {
+        this.#committed[partition] = Math.max(this.committedOffset(partition), last.offset + 1);
+        if (waiting.length > 0) this.#retrying.set(partition, [...waiting].sort((a, b) => a.offset - b.offset));
+        else this.#retrying.delete(partition);
+      };
+      const failedAt = failed[0]?.offset;
       if (failedAt === undefined) {
-        this.#committed[partition] = last.offset + 1;
+        moveOn(stillWaiting);
         this.#failing.delete(partition);
         continue;
       }
       const previous = this.#failing.get(partition);
       const invocations = previous?.offset === failedAt ? previous.invocations + 1 : 1;
       if (invocations <= this.#retryAttempts) {
-        this.#committed[partition] = failedAt;
         this.#failing.set(partition, { offset: failedAt, invocations });
+        if (this.#retryReading === 'retry-reported-records') moveOn([...failed, ...stillWaiting]);
+        else this.#committed[partition] = failedAt;
         continue;
       }
-      const discarded = records.filter((record) => record.offset >= failedAt);
-      const record = this.#onFailureRecord(discarded, invocations, event, context, functionError);
+      const record = this.#onFailureRecord(failed, invocations, event, context, functionError);
       await this.#options.onFailure?.(record);
       gaveUp.push(record);
-      this.#committed[partition] = last.offset + 1;
+      moveOn(stillWaiting);
       this.#failing.delete(partition);
     }
     return gaveUp;
@@ -440,6 +502,21 @@ function toEventRecord(record: LogRecord): KafkaRecord {
     value: record.value === null ? null : Buffer.from(record.value).toString('base64'),
     headers: record.headers.map((header) => ({ [header.name]: [...header.value] })),
   };
+}
+
+/**
+ * The offsets a (valid, partial) response reports, by `"<topic>-<partition>"`. Only called after
+ * `readKafkaBatchResponse` accepted the response, so every entry is well-formed.
+ */
+function reportedOffsets(response: unknown): Map<string, Set<number>> {
+  const offsets = new Map<string, Set<number>>();
+  const failures = (response as { batchItemFailures?: unknown } | null)?.batchItemFailures;
+  for (const failure of Array.isArray(failures) ? failures : []) {
+    const identifier = (failure as { itemIdentifier?: { partition?: unknown; offset?: unknown } } | null)?.itemIdentifier;
+    if (typeof identifier?.partition !== 'string' || typeof identifier.offset !== 'number') continue;
+    offsets.set(identifier.partition, (offsets.get(identifier.partition) ?? new Set()).add(identifier.offset));
+  }
+  return offsets;
 }
 
 function describe(error: unknown): string {

@@ -46,7 +46,7 @@ export interface PartitionedLogOptions {
  * One topic with a fixed number of partitions, kept in memory.
  *
  * - A keyed record goes to `murmur2(key) & 0x7fffffff % partitions`, the partition Kafka's
- *   default partitioner (Java client) picks, so records of one key (one `orderId`) stay in
+ *   default partitioner (Java client) picks, so records of one key (one aggregate) stay in
  *   order in one partition; records without a key are spread in turn.
  * - Offsets start at 0 in each partition and grow by one per record.
  * - Nothing is ever removed (no retention): a consumer's position lives with the consumer.

@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import type { SQSClient } from '@aws-sdk/client-sqs';
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { Message, SQSClient } from '@aws-sdk/client-sqs';
+import type { DeserializeMiddleware } from '@smithy/types';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SettingsOverrides } from '../../config/settings.js';
+import { InvocationStoppedError } from '../../local/aws/invocationGuard.js';
 import { PollerIdleTimeoutError } from '../../local/errors.js';
 import { pollerOptionsFromSettings, SqsEventSourcePoller } from '../../local/sqsEventSourcePoller.js';
 import type { InvocationReport, LocalSqsHandler, SqsEventSourcePollerOptions } from '../../local/sqsEventSourcePoller.js';
@@ -80,6 +83,35 @@ async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves when `condition()` holds, checking every 20 ms (no fixed wait: adapts to a slow machine). */
+async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Records every message the client receives (body and receive count), from the responses of ReceiveMessage. */
+function observeReceives(sqs: SQSClient): Array<{ body: string; receiveCount: string }> {
+  const received: Array<{ body: string; receiveCount: string }> = [];
+  const observer: DeserializeMiddleware<object, object> = (next, context) => async (args) => {
+    const result = await next(args);
+    if (context.commandName === 'ReceiveMessageCommand') {
+      for (const message of ((result.output as { Messages?: Message[] }).Messages ?? [])) {
+        received.push({ body: message.Body ?? '', receiveCount: message.Attributes?.ApproximateReceiveCount ?? '' });
+      }
+    }
+    return result;
+  };
+  (sqs.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(observer, {
+    step: 'deserialize',
+    priority: 'high',
+    name: `observeReceives${Math.random()}`,
+  });
+  return received;
+}
 const untilIdle = { idleMs: 300, timeoutMs: 20_000 } as const;
 const shortVisibility = { queue: { visibilityTimeoutSeconds: 1 } } as const;
 
@@ -184,6 +216,49 @@ describe('SqsEventSourcePoller', () => {
     });
   });
 
+  describe('the deadline', () => {
+    it('stops a timed-out invocation: its later writes never reach DynamoDB, and its batch comes back', async () => {
+      // Arrange
+      const env = await queue('deadline', shortVisibility);
+      const table = env.resources.inboxTable;
+      await sendMessages(env.sqs, env.resources.queueUrl, ['slow']);
+      let releaseLateWrite!: () => void;
+      const lateWriteAllowed = new Promise<void>((resolve) => (releaseLateWrite = resolve));
+      let lateWrite: Promise<unknown> | undefined;
+      let calls = 0;
+      const handler: LocalSqsHandler = async () => {
+        calls += 1;
+        if (calls === 1) {
+          lateWrite = lateWriteAllowed.then(() =>
+            env.dynamoDb.send(new PutItemCommand({ TableName: table, Item: { pk: { S: 'written-after-the-timeout' } } })),
+          );
+          await lateWrite.catch(() => undefined);
+        }
+        return { batchItemFailures: [] };
+      };
+      const { poller: instance, reports } = poller(env, () => handler, {
+        functionTimeoutSeconds: 0.5,
+        guardedClients: [env.dynamoDb],
+        onInvocation: (report) => {
+          reports.push(report);
+          if (report.outcome === 'timed-out') releaseLateWrite();
+        },
+      });
+
+      // Act
+      await instance.runUntilIdle(untilIdle);
+
+      // Assert
+      expect(reports.map((report) => report.outcome)).toEqual(['timed-out', 'returned']);
+      expect(reports[0]).toMatchObject({ judgement: { kind: 'all-failed' }, deletedIds: [] });
+      await expect(lateWrite).rejects.toThrow(InvocationStoppedError);
+      const { Item } = await env.dynamoDb.send(
+        new GetItemCommand({ TableName: table, Key: { pk: { S: 'written-after-the-timeout' } }, ConsistentRead: true }),
+      );
+      expect(Item).toBeUndefined();
+    });
+  });
+
   describe('redrive', () => {
     it('moves a message that keeps failing to the dead-letter queue after maxReceiveCount receives', async () => {
       const env = await queue('redrive', { queue: { visibilityTimeoutSeconds: 1, maxReceiveCount: 3 } });
@@ -246,10 +321,11 @@ describe('SqsEventSourcePoller', () => {
     it('gathers messages that arrive within the batching window into one invocation', async () => {
       const env = await queue('window');
       await sendMessages(env.sqs, env.resources.queueUrl, ['a', 'b']);
-      const { poller: instance, reports } = poller(env, () => () => undefined, { batchSize: 5, maxBatchingWindowSeconds: 1 });
+      const received = observeReceives(env.sqs);
+      const { poller: instance, reports } = poller(env, () => () => undefined, { batchSize: 5, maxBatchingWindowSeconds: 20 });
 
       instance.start();
-      await sleep(300);
+      await until(() => received.length === 2, 'the first two messages to be received');
       await sendMessages(env.sqs, env.resources.queueUrl, ['c', 'd', 'e']);
       await instance.runUntilIdle(untilIdle);
 
@@ -317,17 +393,19 @@ describe('SqsEventSourcePoller', () => {
     });
 
     it('holds back a redelivered message of a group until the batch still running for it ends', async () => {
-      // e-1's first handler call outlives the 1 s visibility timeout, so SQS hands e-1 to the
-      // second worker while the first still runs it: the guard must make that worker wait.
-      const env = await queue('guard', { queue: { fifo: true, visibilityTimeoutSeconds: 1 } });
+      // e-1's first handler call outlives the 2 s visibility timeout (it waits until SQS has handed
+      // e-1 to the second worker), so the second worker holds e-1 while the first still runs it:
+      // the guard must make that worker wait.
+      const env = await queue('guard', { queue: { fifo: true, visibilityTimeoutSeconds: 2 } });
       await sendMessages(env.sqs, env.resources.queueUrl, ['e-1', 'e-2'], { messageGroupId: 'O-1', deduplicationIds: ['e-1', 'e-2'] });
+      const received = observeReceives(env.sqs);
       const calls: Array<{ body: string; receiveCount: string; start: number; end: number }> = [];
       let started = 0;
       const handler: LocalSqsHandler = async (event) => {
         const start = performance.now();
         const record = event.Records[0]!;
         started += 1;
-        if (started === 1) await sleep(1_500); // past the 1 s visibility timeout, well before 2 s
+        if (started === 1) await until(() => received.some((message) => message.body === 'e-1' && message.receiveCount === '2'), 'e-1 to be received again');
         calls.push({ body: record.body, receiveCount: record.attributes.ApproximateReceiveCount, start, end: performance.now() });
       };
       const { poller: instance } = poller(env, () => handler, { concurrency: 2, batchSize: 1 });
@@ -340,7 +418,61 @@ describe('SqsEventSourcePoller', () => {
     });
   });
 
+  describe('FIFO batches with several messages of a group', () => {
+    it('hands a group several messages in one batch, and a failure at the head burns a receive of every message behind it', async () => {
+      // Arrange: the handler fails the head of the group once and reports the rest without running them.
+      const env = await queue('fifobatch', { queue: { fifo: true, visibilityTimeoutSeconds: 1 } });
+      const bodies = ['e-1', 'e-2', 'e-3', 'e-4'];
+      await sendMessages(env.sqs, env.resources.queueUrl, bodies, { messageGroupId: 'G-1', deduplicationIds: bodies });
+      const { seen, handler } = recordingHandler((event, all) =>
+        all.length <= bodies.length ? { batchItemFailures: event.Records.map((record) => ({ itemIdentifier: record.messageId })) } : { batchItemFailures: [] },
+      );
+      const { poller: instance, reports } = poller(env, () => handler, { concurrency: 2 });
+
+      // Act
+      await instance.runUntilIdle(untilIdle);
+
+      // Assert
+      expect(reports.map((report) => report.batchSize)).toEqual([4, 4]);
+      expect(reports.every((report) => report.messageGroupIds.join() === 'G-1')).toBe(true);
+      expect(seen.map((record) => `${record.body}#${record.attributes.ApproximateReceiveCount}`)).toEqual([
+        'e-1#1', 'e-2#1', 'e-3#1', 'e-4#1',
+        'e-1#2', 'e-2#2', 'e-3#2', 'e-4#2',
+      ]);
+    });
+
+    it('redrives the messages of a group that keeps failing after maxReceiveCount receives, in order', async () => {
+      const env = await queue('fiforedrive', { queue: { fifo: true, visibilityTimeoutSeconds: 1, maxReceiveCount: 2 } });
+      await sendMessages(env.sqs, env.resources.queueUrl, ['p-1', 'p-2'], { messageGroupId: 'G-1', deduplicationIds: ['p-1', 'p-2'] });
+      const { seen, handler } = recordingHandler((event) => ({ batchItemFailures: event.Records.map((record) => ({ itemIdentifier: record.messageId })) }));
+      const { poller: instance } = poller(env, () => handler);
+
+      await instance.runUntilIdle(untilIdle);
+
+      expect(seen.map((record) => `${record.body}#${record.attributes.ApproximateReceiveCount}`)).toEqual(['p-1#1', 'p-2#1', 'p-1#2', 'p-2#2']);
+      const deadLetters = await receiveAll(env.sqs, env.resources.deadLetterQueueUrl, 0);
+      expect(deadLetters.map((message) => message.Body)).toEqual(['p-1', 'p-2']);
+    });
+  });
+
   describe('lifecycle', () => {
+    it('run(signal) keeps consuming messages sent while it runs, until the signal aborts', async () => {
+      const env = await queue('forever');
+      const { poller: instance, reports } = poller(env, () => () => undefined);
+      const controller = new AbortController();
+
+      const running = instance.run(controller.signal);
+      await env.sqs.send(new SendMessageCommand({ QueueUrl: env.resources.queueUrl, MessageBody: 'first' }));
+      await until(() => reports.length === 1, 'the first message to be consumed');
+      await env.sqs.send(new SendMessageCommand({ QueueUrl: env.resources.queueUrl, MessageBody: 'second' }));
+      await until(() => reports.length === 2, 'the second message to be consumed');
+      controller.abort();
+      await running;
+
+      expect(instance.isRunning).toBe(false);
+      expect(await queueDepth(env.sqs, env.resources.queueUrl)).toBe(0);
+    });
+
     it('stop() waits for the invocation in flight', async () => {
       const env = await queue('stop');
       await sendMessages(env.sqs, env.resources.queueUrl, ['a']);

@@ -11,13 +11,14 @@ import {
   GetItemCommand,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resourceNames, tableKeys, withOverrides } from '../../config/settings.js';
+import { lambdaEnvironment, maxReceiveCount, resourceNames, tableKeys, withOverrides } from '../../config/settings.js';
 import { startEmulators } from '../../local/emulators.js';
-import { localClientConfig } from '../../local/localClientConfig.js';
+import { localClientConfig, localCredentials, localS3ClientConfig } from '../../local/localClientConfig.js';
 import { ProvisioningError } from '../../local/errors.js';
-import { provisionResources } from '../../local/provision.js';
+import { localResourceNames, provisionResources } from '../../local/provision.js';
 import { awsClients, testResources } from '../support/testResources.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import type { TestResources } from '../support/testResources.js';
@@ -27,8 +28,11 @@ afterAll(async () => {
   for (const resource of disposables) await resource.dispose();
 });
 
+/** Two business tables of an imagined stock-keeping consumer: one with a partition key only, one with a sort key. */
+const businessTables = { stockItems: { partitionKey: 'sku' }, movements: { partitionKey: 'sku', sortKey: 'at' } } as const;
+
 async function provisioned(name: string, overrides: Parameters<typeof testResources>[1] = {}): Promise<TestResources> {
-  const env = await testResources(name, overrides);
+  const env = await testResources(name, overrides, businessTables);
   disposables.push(env);
   return env;
 }
@@ -40,35 +44,38 @@ async function queueAttributes(sqs: SQSClient, queueUrl: string): Promise<Record
 
 describe('provisionResources', () => {
   describe('tables', () => {
-    it.each([
-      ['inbox', 'inboxTable', [{ AttributeName: tableKeys.inbox.partitionKey, KeyType: 'HASH' }], tableKeys.inbox.ttlAttribute],
+    const tableCases = [
+      ['the inbox table', (env: TestResources) => env.resources.inboxTable, [{ AttributeName: tableKeys.inbox.partitionKey, KeyType: 'HASH' }], tableKeys.inbox.ttlAttribute],
+      ['the idempotency table', (env: TestResources) => env.resources.idempotencyTable, [{ AttributeName: tableKeys.idempotency.partitionKey, KeyType: 'HASH' }], tableKeys.idempotency.ttlAttribute],
+      ['a business table with a partition key', (env: TestResources) => env.resources.tables['stockItems']!, [{ AttributeName: 'sku', KeyType: 'HASH' }], undefined],
       [
-        'orders',
-        'ordersTable',
+        'a business table with a sort key',
+        (env: TestResources) => env.resources.tables['movements']!,
         [
-          { AttributeName: tableKeys.orders.partitionKey, KeyType: 'HASH' },
-          { AttributeName: tableKeys.orders.sortKey, KeyType: 'RANGE' },
+          { AttributeName: 'sku', KeyType: 'HASH' },
+          { AttributeName: 'at', KeyType: 'RANGE' },
         ],
         undefined,
       ],
-      ['idempotency', 'idempotencyTable', [{ AttributeName: tableKeys.idempotency.partitionKey, KeyType: 'HASH' }], tableKeys.idempotency.ttlAttribute],
-    ] as const)('creates the %s table with the keys of tableKeys, on demand, with its TTL', async (_label, nameKey, keySchema, ttlAttribute) => {
+    ] as const;
+    it.each(tableCases)('creates %s with its keys (strings), on demand, with its TTL', async (_label, nameOf, keySchema, ttlAttribute) => {
       // Arrange
       const env = await provisioned('tables');
-      const tableName = env.resources[nameKey];
+      const tableName = nameOf(env);
 
       // Act
       const { Table } = await env.dynamoDb.send(new DescribeTableCommand({ TableName: tableName }));
       const { TimeToLiveDescription } = await env.dynamoDb.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
 
       // Assert
-      expect(tableName.endsWith(resourceNames[nameKey])).toBe(true);
+      expect(tableName.startsWith(env.prefix)).toBe(true);
       expect(Table?.TableStatus).toBe('ACTIVE');
       expect(Table?.KeySchema).toEqual(keySchema);
       expect(Table?.AttributeDefinitions).toEqual(
         expect.arrayContaining(keySchema.map((key) => ({ AttributeName: key.AttributeName, AttributeType: 'S' }))),
       );
       expect(Table?.BillingModeSummary?.BillingMode).toBe('PAY_PER_REQUEST');
+      expect(Table?.StreamSpecification?.StreamEnabled ?? false).toBe(false);
       if (ttlAttribute === undefined) {
         expect(TimeToLiveDescription?.TimeToLiveStatus).toBe('DISABLED');
       } else {
@@ -76,12 +83,41 @@ describe('provisionResources', () => {
       }
     });
 
+    it('names the business tables by logical name and hands back names lambdaEnvironment() takes', async () => {
+      const env = await provisioned('names');
+
+      expect(env.resources.tables).toEqual({ stockItems: `${env.prefix}Table-stockItems`, movements: `${env.prefix}Table-movements` });
+      expect(lambdaEnvironment(env.settings, env.resources)).toMatchObject({
+        INBOX_TABLE_NAME: env.resources.inboxTable,
+        IDEMPOTENCY_TABLE_NAME: env.resources.idempotencyTable,
+        DEAD_LETTER_QUEUE_URL: env.resources.deadLetterQueueUrl,
+        TABLE_NAME_STOCK_ITEMS: `${env.prefix}Table-stockItems`,
+        TABLE_NAME_MOVEMENTS: `${env.prefix}Table-movements`,
+      });
+    });
+
+    it('gives the inbox a NEW_IMAGE stream with inboxStream, also to an inbox that exists without one', async () => {
+      const env = await provisioned('stream');
+
+      const again = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, settings: env.settings, prefix: env.prefix, inboxStream: true });
+      const { Table } = await env.dynamoDb.send(new DescribeTableCommand({ TableName: again.inboxTable }));
+
+      expect(Table?.StreamSpecification).toEqual({ StreamEnabled: true, StreamViewType: 'NEW_IMAGE' });
+      expect(again.inboxStreamArn).toBe(Table?.LatestStreamArn);
+      expect(again.inboxStreamArn).toMatch(/^arn:aws:dynamodb:/);
+    });
+
+    it('refuses a logical table name that cannot become an environment variable', async () => {
+      expect(() => localResourceNames(withOverrides(), 'p-', { 'stock-items': { partitionKey: 'sku' } })).toThrow(ProvisioningError);
+      expect(() => localResourceNames(withOverrides(), 'p-', { '1st': { partitionKey: 'sku' } })).toThrow(/must be 1 to 64 letters/);
+    });
+
     it('reuses existing tables and their items when run again with the same prefix', async () => {
       const env = await provisioned('again');
-      const key = { [tableKeys.inbox.partitionKey]: { S: 'cafe-orders#e-1' } };
+      const key = { [tableKeys.inbox.partitionKey]: { S: 'consumer#key#e-1' } };
       await env.dynamoDb.send(new PutItemCommand({ TableName: env.resources.inboxTable, Item: key }));
 
-      const again = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, settings: env.settings, prefix: env.prefix });
+      const again = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, settings: env.settings, prefix: env.prefix, tables: businessTables });
 
       expect(again).toEqual(env.resources);
       const { Item } = await env.dynamoDb.send(new GetItemCommand({ TableName: env.resources.inboxTable, Key: key }));
@@ -128,8 +164,9 @@ describe('provisionResources', () => {
       });
       expect(JSON.parse(source['RedrivePolicy'] ?? '{}')).toEqual({
         deadLetterTargetArn: env.resources.deadLetterQueueArn,
-        maxReceiveCount: queue.maxReceiveCount,
+        maxReceiveCount: maxReceiveCount(env.settings),
       });
+      expect(maxReceiveCount(env.settings)).toBe(env.settings.retry.maxAttempts + 5);
       expect(source['FifoQueue']).toBeUndefined();
       expect(deadLetter).toMatchObject({
         QueueArn: env.resources.deadLetterQueueArn,
@@ -154,6 +191,14 @@ describe('provisionResources', () => {
       expect(JSON.parse(source['RedrivePolicy'] ?? '{}')).toEqual({ deadLetterTargetArn: env.resources.deadLetterQueueArn, maxReceiveCount: 7 });
     });
 
+    it('derives a FIFO redrive policy from the retry budget when maxReceiveCount is unset', async () => {
+      const env = await provisioned('fifoderived', { queue: { fifo: true } });
+
+      const source = await queueAttributes(env.sqs, env.resources.queueUrl);
+
+      expect(JSON.parse(source['RedrivePolicy'] ?? '{}').maxReceiveCount).toBe(env.settings.retry.maxAttempts * env.settings.function.batchSize + 5);
+    });
+
     it('brings an existing queue to the settings when run again', async () => {
       const env = await provisioned('requeue');
       const changed = withOverrides({ queue: { visibilityTimeoutSeconds: 240 } });
@@ -165,19 +210,44 @@ describe('provisionResources', () => {
     });
   });
 
+  describe('payload bucket', () => {
+    it('creates the payload bucket on the S3 of the SQS server (path-style), and keeps it when run again', async () => {
+      const env = await provisioned('bucket');
+      const s3 = new S3Client({ ...localS3ClientConfig(env.endpoints.sqsEndpoint), region: env.endpoints.region, credentials: { ...localCredentials } });
+      disposables.push({ dispose: async () => s3.destroy() });
+
+      const resources = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, s3, settings: env.settings, prefix: env.prefix });
+      const again = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, s3, settings: env.settings, prefix: env.prefix });
+
+      expect(resources.payloadBucket).toBe(`${env.prefix}${resourceNames.payloadBucket}`.toLowerCase());
+      expect(again.payloadBucket).toBe(resources.payloadBucket);
+      expect((await s3.send(new HeadBucketCommand({ Bucket: resources.payloadBucket! }))).$metadata.httpStatusCode).toBe(200);
+      expect(lambdaEnvironment(env.settings, resources)['PAYLOAD_BUCKET_NAME']).toBe(resources.payloadBucket);
+    });
+
+    it('leaves payloadBucket out without an S3 client', async () => {
+      const env = await provisioned('nobucket');
+      expect(env.resources.payloadBucket).toBeUndefined();
+    });
+
+    it('refuses a prefix that makes the bucket name break S3 rules', () => {
+      expect(() => localResourceNames(withOverrides(), `${'x'.repeat(60)}-`)).toThrow(/S3's rules/);
+    });
+  });
+
   describe.skipIf(awsEndpoints().source !== 'embedded')('with a kept data directory', () => {
     it('finds the tables and items of an earlier run after the emulators restart', async () => {
       // Arrange: a run that provisions and writes, then stops.
       const dataDir = await mkdtemp(join(tmpdir(), 'consumer-data-'));
       disposables.push({ dispose: () => rm(dataDir, { recursive: true, force: true }) });
       const settings = withOverrides();
-      const key = { [tableKeys.orders.partitionKey]: { S: 'O-1' }, [tableKeys.orders.sortKey]: { S: 'ORDER' } };
+      const key = { sku: { S: 'SKU-1' }, at: { S: '2025-01-01' } };
       const first = await startEmulators({ dataDir });
       try {
         const dynamoDb = new DynamoDBClient(localClientConfig(first.dynamoDbEndpoint));
         const sqs = new SQSClient(localClientConfig(first.sqsEndpoint));
-        const resources = await provisionResources({ dynamoDb, sqs, settings });
-        await dynamoDb.send(new PutItemCommand({ TableName: resources.ordersTable, Item: key }));
+        const resources = await provisionResources({ dynamoDb, sqs, settings, tables: businessTables });
+        await dynamoDb.send(new PutItemCommand({ TableName: resources.tables['movements'], Item: key }));
         dynamoDb.destroy();
         sqs.destroy();
       } finally {
@@ -189,8 +259,8 @@ describe('provisionResources', () => {
       try {
         const dynamoDb = new DynamoDBClient(localClientConfig(second.dynamoDbEndpoint));
         const sqs = new SQSClient(localClientConfig(second.sqsEndpoint));
-        const resources = await provisionResources({ dynamoDb, sqs, settings });
-        const { Item } = await dynamoDb.send(new GetItemCommand({ TableName: resources.ordersTable, Key: key }));
+        const resources = await provisionResources({ dynamoDb, sqs, settings, tables: businessTables });
+        const { Item } = await dynamoDb.send(new GetItemCommand({ TableName: resources.tables['movements'], Key: key }));
         dynamoDb.destroy();
         sqs.destroy();
 

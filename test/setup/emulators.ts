@@ -4,8 +4,10 @@
  * - When the environment names endpoints (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_DYNAMODB` /
  *   `AWS_ENDPOINT_URL_SQS`, or `DYNAMODB_ENDPOINT` / `SQS_ENDPOINT`; e.g. LocalStack after
  *   `cdklocal deploy`), it starts nothing and uses those.
- * - Otherwise it starts the embedded emulators (DynamoDB Local and fauxqs, on 127.0.0.1) once,
- *   and stops them in the teardown it returns (vitest also calls it when the run is aborted).
+ * - Otherwise it starts the embedded emulators (DynamoDB Local, and fauxqs with the strict SQS
+ *   layer, on 127.0.0.1) once, and stops them in the teardown it returns (vitest also calls it
+ *   when the run is aborted). The start-up wait follows DynamoDB Local's process, not a fixed
+ *   clock, so it holds on a loaded machine (see `startDynamoDbLocal`).
  *
  * Tests read the endpoints with `inject('awsEndpoints')` (see `test/support/awsEndpoints.ts` and
  * `testResources()`). For the embedded emulators it also sets, when unset, `AWS_REGION`,
@@ -31,7 +33,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const startedAt = Date.now();
   const emulators = await startEmulators();
   console.info(
-    `[emulators] DynamoDB Local ${emulators.dynamoDbEndpoint}, SQS ${emulators.sqsEndpoint} (ready in ${Date.now() - startedAt} ms)`,
+    `[emulators] DynamoDB Local ${emulators.dynamoDbEndpoint}, SQS and S3 ${emulators.sqsEndpoint} (strict SQS layer; ready in ${Date.now() - startedAt} ms)`,
   );
   project.provide('awsEndpoints', {
     dynamoDbEndpoint: emulators.dynamoDbEndpoint,

@@ -1,6 +1,9 @@
+import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import type { DeserializeHandlerOutput, DeserializeMiddleware } from '@smithy/types';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { KafkaEvent, KafkaRecord } from '../../lambda/batch/kafkaEvent.js';
+import { InvocationStoppedError } from '../../local/aws/invocationGuard.js';
 import { PollerIdleTimeoutError } from '../../local/errors.js';
 import {
   buildKafkaEvent,
@@ -175,6 +178,48 @@ describe('KafkaEventSourcePoller: reading the response', () => {
   });
 });
 
+describe('KafkaEventSourcePoller: the deadline', () => {
+  it('refuses the calls a timed-out invocation makes afterwards on the guarded clients', async () => {
+    // A client whose requests never leave the process: the innermost middleware counts them.
+    const client = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 1 });
+    let sent = 0;
+    const server: DeserializeMiddleware<object, object> = () => async () => {
+      sent += 1;
+      const body = new TextEncoder().encode('{}');
+      return { response: { statusCode: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body }, output: undefined } as unknown as DeserializeHandlerOutput<object>;
+    };
+    (client.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(server, { step: 'deserialize', priority: 'low', name: 'fakeServer' });
+    let allowLateWrite!: () => void;
+    const lateWriteAllowed = new Promise<void>((resolve) => (allowLateWrite = resolve));
+    let startLateWrite!: (started: { write: Promise<unknown> }) => void;
+    const lateWrite = new Promise<{ write: Promise<unknown> }>((resolve) => (startLateWrite = resolve));
+    let invocation = 0;
+    const poller = new KafkaEventSourcePoller({
+      log: logWith(['a']),
+      functionTimeoutSeconds: 0.05,
+      retryAttempts: 3,
+      guardedClients: [client],
+      onInvocation: (report) => {
+        if (report.outcome === 'timed-out') allowLateWrite();
+      },
+      createHandler: () => async () => {
+        invocation += 1;
+        if (invocation > 1) return null;
+        await lateWriteAllowed; // runs on past the timeout, then writes
+        startLateWrite({ write: client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'too late' } } })) });
+        return null;
+      },
+    });
+
+    const report = await poller.pollOnce();
+
+    expect(report?.outcome).toBe('timed-out');
+    await expect((await lateWrite).write).rejects.toThrow(InvocationStoppedError);
+    expect(sent).toBe(0);
+    expect((await poller.pollOnce())?.outcome).toBe('returned');
+  });
+});
+
 describe('KafkaEventSourcePoller: finite retries and the on-failure destination', () => {
   it('gives up after retryAttempts retries, sends metadata only, and moves the partition on', async () => {
     const { poller, events, onFailure } = pollerWith(logWith(['a', 'b', 'c', 'd']), (event) =>
@@ -289,4 +334,94 @@ describe('KafkaEventSourcePoller: order within a partition (property)', () => {
       ),
     );
   });
+});
+
+describe('KafkaEventSourcePoller: the two readings of "retry the failed records"', () => {
+  const reportOnly = (offset: number) => (_event: KafkaEvent, invocation: number) => (invocation === 1 ? failAt('orders-0', offset) : null);
+
+  it('resume-from-lowest-offset brings back every record from the lowest reported one', async () => {
+    const { poller, events } = pollerWith(logWith(['a', 'b', 'c', 'd']), reportOnly(1), { retryReading: 'resume-from-lowest-offset' });
+
+    await poller.runUntilIdle();
+
+    expect(events.map(idsOf)).toEqual([['0@0', '0@1', '0@2', '0@3'], ['0@1', '0@2', '0@3']]);
+  });
+
+  it('retry-reported-records brings back only the reported records, alone, and moves the partition past the batch', async () => {
+    const { poller, events } = pollerWith(logWith(['a', 'b', 'c', 'd'], ['x']), reportOnly(1), { retryReading: 'retry-reported-records' });
+
+    const first = await poller.pollOnce();
+    expect(poller.committedOffset(0)).toBe(4);
+    expect(poller.lag()).toBe(1);
+    await poller.runUntilIdle();
+
+    expect(first?.verdict.kind).toBe('partial');
+    expect(events.map(idsOf)).toEqual([['0@0', '0@1', '0@2', '0@3', '1@0'], ['0@1']]);
+    expect(poller.lag()).toBe(0);
+  });
+
+  it('retry-reported-records gives up on the reported records only, after the retries', async () => {
+    const { poller, events, onFailure } = pollerWith(logWith(['a', 'b', 'c']), (event) => (idsOf(event).includes('0@1') ? failAt('orders-0', 1) : null), {
+      retryReading: 'retry-reported-records',
+    });
+
+    await poller.runUntilIdle();
+
+    expect(events.map(idsOf)).toEqual([['0@0', '0@1', '0@2'], ['0@1'], ['0@1']]);
+    expect(onFailure.map((record) => record.KafkaBatchInfo.recordsInfo['orders-0'])).toEqual([
+      expect.objectContaining({ firstRecordOffset: '1', lastRecordOffset: '1' }),
+    ]);
+    expect(poller.committedOffset(0)).toBe(3);
+  });
+
+  it.each(['resume-from-lowest-offset', 'retry-reported-records'] as const)(
+    'with %s, a consumer that reports a failure and every later record of its partition processes each record once, in order (property)',
+    async (retryReading) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.tuple(fc.constantFrom('K-1', 'K-2', 'K-3'), fc.integer({ min: 0, max: 2 })), { minLength: 1, maxLength: 30 }),
+          fc.integer({ min: 1, max: 3 }),
+          fc.integer({ min: 1, max: 6 }),
+          async (appends, partitions, batchSize) => {
+            const log = new PartitionedLog({ topic: 'orders', partitions });
+            const failuresLeft = new Map<string, number>();
+            appends.forEach(([key, failures], index) => {
+              log.append({ key, value: `${key}#${index}` });
+              failuresLeft.set(`${key}#${index}`, failures);
+            });
+            const applied: string[] = [];
+            const handler: LocalKafkaHandler = async (event) => {
+              const batchItemFailures = [];
+              for (const records of Object.values(event.records)) {
+                let failed = false;
+                for (const record of records) {
+                  const value = Buffer.from(record.value!, 'base64').toString();
+                  if (!failed && (failuresLeft.get(value) ?? 0) > 0) {
+                    failuresLeft.set(value, (failuresLeft.get(value) ?? 0) - 1);
+                    failed = true;
+                  }
+                  if (failed) {
+                    // The design: report the failed record and every later record of its partition (not run).
+                    batchItemFailures.push({ itemIdentifier: { partition: `${record.topic}-${record.partition}`, offset: record.offset } });
+                  } else {
+                    applied.push(value);
+                  }
+                }
+              }
+              return { batchItemFailures };
+            };
+            const poller = new KafkaEventSourcePoller({ log, createHandler: () => handler, batchSize, retryAttempts: 5, retryReading });
+
+            await poller.runUntilIdle({ maxInvocations: 1_000 });
+
+            expect([...applied].sort()).toEqual(appends.map(([key], index) => `${key}#${index}`).sort());
+            for (const key of new Set(appends.map(([k]) => k))) {
+              const ofKey = applied.filter((value) => value.startsWith(`${key}#`)).map((value) => Number(value.split('#')[1]));
+              expect(ofKey).toEqual([...ofKey].sort((a, b) => a - b));
+            }
+          },
+        ),
+      );
+    },
+  );
 });

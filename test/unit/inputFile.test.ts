@@ -18,19 +18,38 @@ describe('readInputFile', () => {
   };
 
   it('sends an object line as written and a string line as its content, with line numbers', async () => {
-    const path = await file('ok.jsonl', '{"eventId":"e-1", "type":"OrderPlaced"}\n\n"not-json"\n""\n[1,2]\n');
+    const path = await file('ok.jsonl', '{"eventId":"e-1", "type":"Placed"}\n\n"not-json"\n[1,2]\n');
     expect(await readInputFile(path)).toEqual([
-      { line: 1, body: '{"eventId":"e-1", "type":"OrderPlaced"}' },
+      { line: 1, body: '{"eventId":"e-1", "type":"Placed"}' },
       { line: 3, body: 'not-json' },
-      { line: 4, body: '' },
-      { line: 5, body: '[1,2]' },
+      { line: 4, body: '[1,2]' },
     ]);
+  });
+
+  it('accepts a body with an emoji, as SQS does', async () => {
+    const path = await file('emoji.jsonl', '{"eventId":"e-1","note":"paid 🎉"}\n"☕ 🍩"\n');
+    expect(await readInputFile(path)).toEqual([
+      { line: 1, body: '{"eventId":"e-1","note":"paid 🎉"}' },
+      { line: 2, body: '☕ 🍩' },
+    ]);
+  });
+
+  it('accepts five valid 250 KB lines', async () => {
+    const lines = Array.from({ length: 5 }, (_, i) => JSON.stringify({ eventId: `e-${i}`, padding: 'x'.repeat(250_000 - 40) }));
+    const path = await file('large.jsonl', `${lines.join('\n')}\n`);
+
+    const messages = await readInputFile(path);
+
+    expect(messages.map((message) => message.line)).toEqual([1, 2, 3, 4, 5]);
+    expect(messages.every((message) => Buffer.byteLength(message.body) > 249_000 && Buffer.byteLength(message.body) <= 250_000)).toBe(true);
   });
 
   it.each([
     ['a line that is not JSON', '{"a":1}\n{oops\n', /bad\.jsonl:2: the line is not JSON/],
     ['a number', '42\n', /:1: expected a JSON object/],
-    ['a character SQS refuses', '"nul \\u0000 body"\n', /:1: the body has a character SQS refuses/],
+    ['a character SQS refuses', '"nul \\u0000 body"\n', /:1: the body has a character SQS refuses \(U\+0000;/],
+    ['an empty body', '""\n', /:1: the body is empty, and SQS refuses an empty message body/],
+    ['a lone surrogate', '"\\ud83c alone"\n', /:1: the body has a character SQS refuses \(U\+D83C;/],
     ['a body larger than the source queue takes', `${JSON.stringify('x'.repeat(262_145))}\n`, /:1: the body is 262145 bytes; the source queue takes at most 262144/],
     ['an empty file', '\n\n', /holds no messages/],
   ])('refuses %s, naming the file and line', async (_what, content, message) => {
