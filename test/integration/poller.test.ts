@@ -22,7 +22,7 @@ afterEach(async () => {
 });
 
 async function queue(name: string, overrides: SettingsOverrides = {}): Promise<TestResources> {
-  const env = await testResources(name, overrides);
+  const env = await testResources(name, {}, overrides);
   cleanups.push(() => env.dispose());
   return env;
 }

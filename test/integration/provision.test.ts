@@ -31,8 +31,8 @@ afterAll(async () => {
 /** Two business tables of an imagined stock-keeping consumer: one with a partition key only, one with a sort key. */
 const businessTables = { stockItems: { partitionKey: 'sku' }, movements: { partitionKey: 'sku', sortKey: 'at' } } as const;
 
-async function provisioned(name: string, overrides: Parameters<typeof testResources>[1] = {}): Promise<TestResources> {
-  const env = await testResources(name, overrides, businessTables);
+async function provisioned(name: string, overrides: Parameters<typeof testResources>[2] = {}): Promise<TestResources> {
+  const env = await testResources(name, businessTables, overrides);
   disposables.push(env);
   return env;
 }
@@ -117,7 +117,7 @@ describe('provisionResources', () => {
       const key = { [tableKeys.inbox.partitionKey]: { S: 'consumer#key#e-1' } };
       await env.dynamoDb.send(new PutItemCommand({ TableName: env.resources.inboxTable, Item: key }));
 
-      const again = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, settings: env.settings, prefix: env.prefix, tables: businessTables });
+      const again = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, s3: env.s3, settings: env.settings, prefix: env.prefix, tables: businessTables });
 
       expect(again).toEqual(env.resources);
       const { Item } = await env.dynamoDb.send(new GetItemCommand({ TableName: env.resources.inboxTable, Key: key }));
@@ -226,8 +226,10 @@ describe('provisionResources', () => {
     });
 
     it('leaves payloadBucket out without an S3 client', async () => {
-      const env = await provisioned('nobucket');
-      expect(env.resources.payloadBucket).toBeUndefined();
+      const clients = awsClients();
+      disposables.push({ dispose: async () => clients.destroy() });
+      const resources = await provisionResources({ dynamoDb: clients.dynamoDb, sqs: clients.sqs, settings: withOverrides(), prefix: `nobucket-${randomUUID().slice(0, 8)}-` });
+      expect(resources.payloadBucket).toBeUndefined();
     });
 
     it('refuses a prefix that makes the bucket name break S3 rules', () => {

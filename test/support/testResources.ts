@@ -6,13 +6,14 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { DeleteQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { TableDefinition } from 'idempotent-consumer';
-import { type ConsumerSettings, lambdaEnvironment, maxReceiveCount, type SettingsOverrides, tableKeys, withOverrides } from '../../config/settings.js';
+import { type ConsumerSettings, lambdaEnvironment, type SettingsOverrides, withOverrides } from '../../config/settings.js';
 import { localCredentials } from '../../local/localClientConfig.js';
+import { provisionResources } from '../../local/provision.js';
 import { type AwsEndpoints, awsEndpoints } from './awsEndpoints.js';
 
 /** Clients for the run's DynamoDB and SQS. */
@@ -40,6 +41,8 @@ export interface TestResourceNames {
   readonly deadLetterQueueArn: string;
   /** The bucket for dead-letter bodies too large for the DLQ. */
   readonly payloadBucket: string;
+  /** The inbox table's stream, when asked for. */
+  readonly inboxStreamArn?: string;
 }
 
 /** What {@link testResources} gives a test. */
@@ -78,18 +81,6 @@ export function awsClients(): AwsClients {
   };
 }
 
-async function createTable(dynamoDb: DynamoDBClient, name: string, partitionKey: string, sortKey?: string): Promise<void> {
-  const keys: KeySchemaElement[] = [{ AttributeName: partitionKey, KeyType: 'HASH' }, ...(sortKey === undefined ? [] : [{ AttributeName: sortKey, KeyType: 'RANGE' as const }])];
-  await dynamoDb.send(
-    new CreateTableCommand({
-      TableName: name,
-      BillingMode: 'PAY_PER_REQUEST',
-      KeySchema: keys,
-      AttributeDefinitions: keys.map((key) => ({ AttributeName: key.AttributeName!, AttributeType: 'S' })),
-    }),
-  );
-}
-
 /**
  * Provisions a fresh set of tables and queues under a unique prefix (`<name>-<8 hex>-`), so test
  * files running in parallel never share one.
@@ -97,41 +88,22 @@ async function createTable(dynamoDb: DynamoDBClient, name: string, partitionKey:
  * @param name - short label for the names (letters, digits, `-`)
  * @param tables - the consumer's business tables (logical name → keys)
  * @param overrides - settings to change; not validated, so tests may use values the stack refuses
+ * @param options.inboxStream - give the inbox table a stream (for the outbox relay)
  */
-export async function testResources(name: string, tables: Readonly<Record<string, TableDefinition>>, overrides: SettingsOverrides = {}): Promise<TestResources> {
+export async function testResources(
+  name: string,
+  tables: Readonly<Record<string, TableDefinition>> = {},
+  overrides: SettingsOverrides = {},
+  options: { readonly inboxStream?: boolean } = {},
+): Promise<TestResources> {
   const clients = awsClients();
   const settings = withOverrides(overrides);
   const prefix = `${name}-${randomUUID().slice(0, 8)}-`;
-  const fifo = settings.queue.fifo;
-  const suffix = fifo ? '.fifo' : '';
-  const physical = Object.fromEntries(Object.keys(tables).map((logical) => [logical, `${prefix}${logical}`]));
-  const names = { inboxTable: `${prefix}Inbox`, idempotencyTable: `${prefix}Idempotency` };
   try {
-    await Promise.all([
-      createTable(clients.dynamoDb, names.inboxTable, tableKeys.inbox.partitionKey),
-      createTable(clients.dynamoDb, names.idempotencyTable, tableKeys.idempotency.partitionKey),
-      ...Object.entries(tables).map(([logical, table]) => createTable(clients.dynamoDb, physical[logical]!, table.partitionKey, table.sortKey)),
-    ]);
-    const fifoAttributes: Record<string, string> = fifo ? { FifoQueue: 'true' } : {};
-    const dlq = await clients.sqs.send(
-      new CreateQueueCommand({ QueueName: `${prefix}DeadLetterQueue${suffix}`, Attributes: { ...fifoAttributes, MaximumMessageSize: String(settings.queue.deadLetterMaxMessageSizeBytes) } }),
-    );
-    const dlqArn = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
-    const queue = await clients.sqs.send(
-      new CreateQueueCommand({
-        QueueName: `${prefix}Queue${suffix}`,
-        Attributes: {
-          ...fifoAttributes,
-          VisibilityTimeout: String(settings.queue.visibilityTimeoutSeconds),
-          RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: maxReceiveCount(settings) }),
-        },
-      }),
-    );
-    const queueArn = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queue.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
-    const payloadBucket = `${prefix}payloads`.toLowerCase();
-    await clients.s3.send(new CreateBucketCommand({ Bucket: payloadBucket }));
-    const resources: TestResourceNames = { ...names, tables: physical, queueUrl: queue.QueueUrl!, queueArn, deadLetterQueueUrl: dlq.QueueUrl!, deadLetterQueueArn: dlqArn, payloadBucket };
-    const environment = lambdaEnvironment(settings, { inboxTable: names.inboxTable, idempotencyTable: names.idempotencyTable, deadLetterQueueUrl: dlq.QueueUrl!, tables: physical, payloadBucket });
+    // The local runtime's own provisioner: tests and `npm start` create the same resources.
+    const provisioned = await provisionResources({ dynamoDb: clients.dynamoDb, sqs: clients.sqs, s3: clients.s3, settings, tables, prefix, ...(options.inboxStream ? { inboxStream: true } : {}) });
+    const resources: TestResourceNames = { ...provisioned, payloadBucket: provisioned.payloadBucket! };
+    const environment = lambdaEnvironment(settings, resources);
     let disposed: Promise<void> | undefined;
     return {
       ...clients,
@@ -144,7 +116,7 @@ export async function testResources(name: string, tables: Readonly<Record<string
           try {
             await Promise.allSettled([
               ...[resources.queueUrl, resources.deadLetterQueueUrl].map((QueueUrl) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl }))),
-              ...[names.inboxTable, names.idempotencyTable, ...Object.values(physical)].map((TableName) => clients.dynamoDb.send(new DeleteTableCommand({ TableName }))),
+              ...[resources.inboxTable, resources.idempotencyTable, ...Object.values(resources.tables)].map((TableName) => clients.dynamoDb.send(new DeleteTableCommand({ TableName }))),
             ]);
           } finally {
             clients.destroy();
