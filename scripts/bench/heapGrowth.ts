@@ -1,7 +1,8 @@
 /**
  * Heap growth of each side's execution environment over a long run: `fresh` at batch size 10,
- * the heap used after a forced garbage collection once `from` messages were delivered and again
- * after `to`. The meters are off meanwhile (their item-size records would be counted otherwise).
+ * the heap used after a forced garbage collection once `from` messages were processed and again
+ * after `to` (the messages of each stretch are made just before it, so none still waiting is
+ * counted). The meters are off meanwhile (their item-size records would be counted otherwise).
  * Growth that stays is what an execution environment keeps per message; the engine's item cache
  * keeps up to 10,000 items by design (`lambda/engine/ItemCache.ts`).
  *
@@ -41,17 +42,17 @@ async function growthOf(side: Side, sides: Sides, from: number, to: number): Pro
     gc();
     return process.memoryUsage().heapUsed;
   };
-  const messages = scenarioMessages(ScenarioName.Fresh, `heap-${side.name}`, to, []).messages;
-  let atFrom: number | undefined;
+  // Two queues, each made just before it is drained, so that no message still waiting is counted in either figure.
   side.meter.enabled = false;
+  let atFrom: number;
   try {
-    await drain(side, side.handler, messages, 10, sides.queueArn, (delivered) => {
-      if (atFrom === undefined && delivered >= from) atFrom = heapUsed();
-    });
+    await drain(side, side.handler, scenarioMessages(ScenarioName.Fresh, `heap-${side.name}-a`, from, []).messages, 10, sides.queueArn);
+    atFrom = heapUsed();
+    await drain(side, side.handler, scenarioMessages(ScenarioName.Fresh, `heap-${side.name}-b`, to - from, []).messages, 10, sides.queueArn);
   } finally {
     side.meter.enabled = true;
   }
-  return heapUsed() - (atFrom ?? 0);
+  return heapUsed() - atFrom;
 }
 
 /**
