@@ -4,7 +4,7 @@
  * see `scripts/bench/powertoolsBaseline.ts`), on one DynamoDB Local and one SQS server,
  * interleaved (engine, baseline, engine, …), over several repetitions.
  *
- *   npm run bench                                   # the full run (about 15 min on 2 cores)
+ *   npm run bench                                   # the full run (about 11 min on 2 busy cores)
  *   npm run bench -- --messages 100 --repetitions 1 --batch-sizes 10 --cold-start-runs 0 --heap-messages 0
  *   npm run bench --silent -- --json                # text on stderr; one JSON object, the last line of stdout
  *
@@ -27,12 +27,12 @@
  *   --json                 the JSON summary as the last line of stdout
  *
  * Exit status: 0; 1 when a scenario's outcomes are not the expected ones (its figures would not
- * be those of the scenario described) or on an error; 2 for a bad flag.
+ * be those of the scenario described) or on an error; 2 for a bad flag or sample file.
  *
  * @module
  */
 import { startEmulators } from '../local/emulators.js';
-import { readInputFile } from '../local/inputFile.js';
+import { InputFileError, readInputFile } from '../local/inputFile.js';
 import { type BenchmarkReport, formatReport, targetsOf } from './bench/report.js';
 import { FlagError, type Flags, parseFlags, USAGE } from './bench/flags.js';
 import { createSides } from './bench/sides.js';
@@ -58,7 +58,14 @@ async function main(): Promise<number> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const say = (text: string) => (flags.json ? process.stderr : process.stdout).write(`${text}\n`);
   const started = performance.now();
-  const sample = (await readInputFile(flags.sample)).map((message) => message.body);
+  let sample: string[];
+  try {
+    sample = (await readInputFile(flags.sample)).map((message) => message.body);
+  } catch (error) {
+    if (!(error instanceof InputFileError)) throw error;
+    process.stderr.write(`error: --sample: ${error.message}\n`);
+    return 2;
+  }
 
   const emulators = flags.endpoints === undefined ? await startEmulators() : undefined;
   const endpoints = flags.endpoints ?? { dynamoDb: emulators!.dynamoDbEndpoint, sqs: emulators!.sqsEndpoint };
