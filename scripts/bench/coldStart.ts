@@ -4,7 +4,7 @@
  * (`lib/IdempotentConsumer.ts`: esbuild, ESM, `target: node22`, `platform: node`, minified, with
  * a source map and no sources content, main fields `module,main`, the AWS SDK bundled, the
  * `createRequire` banner), plus the `@idempotent-consumer/source` condition so the in-repo
- * package resolves to its sources; then each imported in fresh Node.js processes, interleaved
+ * package resolves to its sources (and esbuild's default `module` condition, kept); then each imported in fresh Node.js processes, interleaved
  * (engine, baseline, …), with `--enable-source-maps` as the stack's `NODE_OPTIONS` sets it.
  *
  * The init figure is the time `import()` of the bundle takes inside the process (what Lambda's
@@ -40,7 +40,10 @@ const STACK_BUNDLING = {
   mainFields: ['module', 'main'],
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   external: [],
-  conditions: ['@idempotent-consumer/source'],
+  // The stack's esbuild resolves with its default custom condition, `module` (the AWS SDK's ES
+  // modules). Naming any condition replaces that default, so `module` is named again beside the
+  // source condition; without it the SDK resolves to its CommonJS builds (about 135 KiB more).
+  conditions: ['@idempotent-consumer/source', 'module'],
   metafile: true,
   logLevel: 'warning',
 } as const;
