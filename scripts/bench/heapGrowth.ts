@@ -1,5 +1,6 @@
 /**
- * Heap growth of each side's execution environment over a long run: `fresh` at batch size 10,
+ * Heap growth of a new execution environment of each side (as after a cold start, its caches
+ * empty) over a long run: `fresh` at batch size 10,
  * the heap used after a forced garbage collection once `from` messages were processed and again
  * after `to` (the messages of each stretch are made just before it, so none still waiting is
  * counted). The meters are off meanwhile (their item-size records would be counted otherwise).
@@ -44,11 +45,12 @@ async function growthOf(side: Side, sides: Sides, from: number, to: number): Pro
   };
   // Two queues, each made just before it is drained, so that no message still waiting is counted in either figure.
   side.meter.enabled = false;
+  const handler = side.newHandler();
   let atFrom: number;
   try {
-    await drain(side, side.handler, scenarioMessages(ScenarioName.Fresh, `heap-${side.name}-a`, from, []).messages, 10, sides.queueArn);
+    await drain(side, handler, scenarioMessages(ScenarioName.Fresh, `heap-${side.name}-a`, from, []).messages, 10, sides.queueArn);
     atFrom = heapUsed();
-    await drain(side, side.handler, scenarioMessages(ScenarioName.Fresh, `heap-${side.name}-b`, to - from, []).messages, 10, sides.queueArn);
+    await drain(side, handler, scenarioMessages(ScenarioName.Fresh, `heap-${side.name}-b`, to - from, []).messages, 10, sides.queueArn);
   } finally {
     side.meter.enabled = true;
   }

@@ -41,6 +41,8 @@ export interface Side {
   readonly handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
   /** Another execution environment (its own caches), for setups. */
   readonly setupHandler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+  /** A new execution environment, as after a cold start (empty caches), counted like `handler`. */
+  readonly newHandler: () => (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
   readonly meter: RequestMeter;
   /** The redrive policy of this side's queue. */
   readonly maxReceiveCount: number;
@@ -133,6 +135,7 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
     name: SideName.Engine,
     handler: engineHandler.sqs,
     setupHandler: engineHandler.withRuntime(engineRuntime(() => engine)).sqs,
+    newHandler: () => engineHandler.withRuntime(engineRuntime(() => engine)).sqs,
     meter: engineMeter,
     maxReceiveCount: maxReceiveCount(cafeSettings),
     counts: emptyCounts(),
@@ -158,6 +161,7 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
     name: SideName.Baseline,
     handler: baselineHandler(),
     setupHandler: baselineHandler(),
+    newHandler: baselineHandler,
     meter: baselineMeter,
     maxReceiveCount: BASELINE_MAX_RECEIVE_COUNT,
     counts: emptyCounts(),
