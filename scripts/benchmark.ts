@@ -4,7 +4,7 @@
  * see `scripts/bench/powertoolsBaseline.ts`), on one DynamoDB Local and one SQS server,
  * interleaved (engine, baseline, engine, …), over several repetitions.
  *
- *   npm run bench                                   # the full run (about 11 min on 2 busy cores)
+ *   npm run bench                                   # the full run (7 to 11 min on 2 busy cores)
  *   npm run bench -- --messages 100 --repetitions 1 --batch-sizes 10 --cold-start-runs 0 --heap-messages 0
  *   npm run bench --silent -- --json                # text on stderr; one JSON object, the last line of stdout
  *
