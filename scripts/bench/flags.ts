@@ -1,0 +1,105 @@
+/**
+ * The flags of `npm run bench` (see `scripts/benchmark.ts`), parsed and checked.
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { ALL_SCENARIOS, type ScenarioName, ScenarioName as Scenarios } from './scenarios.js';
+
+/** Parsed flags. */
+export interface Flags {
+  readonly messages: number;
+  readonly repetitions: number;
+  readonly batchSizes: number[];
+  readonly scenarios: ScenarioName[];
+  readonly heap: { readonly from: number; readonly to: number } | undefined;
+  readonly coldStartRuns: number;
+  readonly sample: string;
+  readonly endpoints: { readonly dynamoDb: string; readonly sqs: string } | undefined;
+  readonly json: boolean;
+}
+
+export const USAGE =
+  'usage: npm run bench -- [--messages N] [--repetitions N] [--batch-sizes 1,10,100] [--scenarios fresh,duplicates,fresh-side-effect,mixed,poison]\n' +
+  '                        [--heap-messages 1000,10000 | 0] [--cold-start-runs N] [--sample FILE] [--dynamodb-endpoint URL --sqs-endpoint URL] [--json]';
+
+/** A flag that is unknown, malformed or out of range; its message says which and why. */
+export class FlagError extends Error {
+  override readonly name = 'FlagError';
+}
+
+function integer(value: string, flag: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) throw new FlagError(`${flag} must be an integer from ${min} to ${max}, not ${JSON.stringify(value)}`);
+  return n;
+}
+
+function list(value: string, flag: string): string[] {
+  const items = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (items.length === 0) throw new FlagError(`${flag} needs at least one value`);
+  return items;
+}
+
+/**
+ * Parses the benchmark's flags (`argv` without the node and script paths).
+ *
+ * @returns the flags, or `'help'` for `--help`
+ * @throws FlagError for an unknown flag, a malformed or out-of-range value, or flags that do not go together
+ */
+export function parseFlags(argv: readonly string[]): Flags | 'help' {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        messages: { type: 'string', default: '300' },
+        repetitions: { type: 'string', default: '3' },
+        'batch-sizes': { type: 'string', default: '1,10,100' },
+        scenarios: { type: 'string', default: ALL_SCENARIOS.join(',') },
+        'heap-messages': { type: 'string', default: '1000,10000' },
+        'cold-start-runs': { type: 'string', default: '10' },
+        sample: { type: 'string', default: 'samples/orders.jsonl' },
+        'dynamodb-endpoint': { type: 'string' },
+        'sqs-endpoint': { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+    }));
+  } catch (error) {
+    throw new FlagError((error as Error).message);
+  }
+  if (values.help) return 'help';
+  const batchSizes = list(values['batch-sizes'], '--batch-sizes').map((s) => integer(s, '--batch-sizes', 1, 100));
+  const scenarios = list(values.scenarios, '--scenarios').map((s) => {
+    if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new FlagError(`--scenarios: unknown scenario ${JSON.stringify(s)} (one of ${ALL_SCENARIOS.join(', ')})`);
+    return s as ScenarioName;
+  });
+  if (scenarios.includes(Scenarios.Duplicates) && !scenarios.includes(Scenarios.Fresh)) throw new FlagError('--scenarios: duplicates redelivers the fresh messages, so it needs fresh too');
+  // Run in the canonical order (fresh before duplicates), whatever order was given.
+  const ordered = ALL_SCENARIOS.filter((s) => scenarios.includes(s));
+  let heap: Flags['heap'];
+  if (values['heap-messages'].trim() !== '0') {
+    const [from, to] = list(values['heap-messages'], '--heap-messages').map((s) => integer(s, '--heap-messages', 10, 1_000_000));
+    if (from === undefined || to === undefined || to <= from) throw new FlagError('--heap-messages must be two counts A,B with A < B (or 0 to skip)');
+    heap = { from, to };
+  }
+  const dynamoDb = values['dynamodb-endpoint'];
+  const sqs = values['sqs-endpoint'];
+  if ((dynamoDb === undefined) !== (sqs === undefined)) throw new FlagError('give both --dynamodb-endpoint and --sqs-endpoint, or neither');
+  for (const [flag, url] of [['--dynamodb-endpoint', dynamoDb], ['--sqs-endpoint', sqs]] as const) {
+    if (url !== undefined && !/^https?:\/\/[^\s]+$/.test(url)) throw new FlagError(`${flag} must be an http(s) URL, not ${JSON.stringify(url)}`);
+  }
+  return {
+    messages: integer(values.messages, '--messages', 10, 1_000_000),
+    repetitions: integer(values.repetitions, '--repetitions', 1, 100),
+    batchSizes: [...new Set(batchSizes)],
+    scenarios: ordered,
+    heap,
+    coldStartRuns: integer(values['cold-start-runs'], '--cold-start-runs', 0, 1000),
+    sample: values.sample,
+    endpoints: dynamoDb === undefined || sqs === undefined ? undefined : { dynamoDb, sqs },
+    json: values.json,
+  };
+}

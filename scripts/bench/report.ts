@@ -1,0 +1,125 @@
+/**
+ * The benchmark's report: its JSON shape, the issue's targets checked against it, and the text
+ * table a person reads.
+ *
+ * @module
+ */
+import type { ON_DEMAND_PRICES } from './capacity.js';
+import type { ColdStart } from './coldStart.js';
+import type { HeapGrowth } from './heapGrowth.js';
+import type { ScenarioFigures } from './runScenarios.js';
+
+/** One of the issue's targets, checked. */
+export interface TargetCheck {
+  /** e.g. `fresh@10 dynamoDbRequestsPerMessage ≤ 0.15`. */
+  readonly target: string;
+  readonly figure: number | null;
+  readonly limit: number | null;
+  /** `null` when the figure was not measured in this run. */
+  readonly met: boolean | null;
+}
+
+/** What `npm run bench --silent -- --json` prints as its last line. */
+export interface BenchmarkReport {
+  readonly baseline: 'powertools-makeIdempotent';
+  readonly repetitions: number;
+  readonly messagesPerRun: number;
+  readonly pricing: typeof ON_DEMAND_PRICES;
+  readonly scenarios: readonly ScenarioFigures[];
+  readonly heap?: HeapGrowth;
+  readonly coldStart?: ColdStart;
+  readonly targets: TargetCheck[];
+  totalSeconds: number;
+  /** Every scenario ended in the expected outcomes. */
+  readonly ok: boolean;
+}
+
+/** The issue's targets ("Done means"), against the report's figures. */
+export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart'>): TargetCheck[] {
+  const find = (name: string, batchSize: number) => report.scenarios.find((s) => s.name === name && s.batchSize === batchSize);
+  const atMost = (target: string, figure: number | undefined, limit: number | undefined): TargetCheck => ({
+    target,
+    figure: figure ?? null,
+    limit: limit ?? null,
+    met: figure === undefined || limit === undefined ? null : figure <= limit,
+  });
+  const fresh10 = find('fresh', 10);
+  const mixed10 = find('mixed', 10);
+  return [
+    atMost('fresh@10 dynamoDbRequestsPerMessage ≤ 0.15', fresh10?.dynamoDbRequestsPerMessage, 0.15),
+    atMost('duplicates@10 dynamoDbRequestsPerMessage ≤ 0.11', find('duplicates', 10)?.dynamoDbRequestsPerMessage, 0.11),
+    atMost('mixed@10 dynamoDbRequestsPerMessage ≤ 0.6', mixed10?.dynamoDbRequestsPerMessage, 0.6),
+    atMost('fresh@100 dynamoDbRequestsPerMessage ≤ 0.05', find('fresh', 100)?.dynamoDbRequestsPerMessage, 0.05),
+    {
+      target: 'fresh@10 throughputRatioToBaseline ≥ 5',
+      figure: fresh10?.throughputRatioToBaseline ?? null,
+      limit: 5,
+      met: fresh10 === undefined ? null : fresh10.throughputRatioToBaseline >= 5,
+    },
+    atMost('fresh@10 capacityUnitsPerMessage ≤ baselineCapacityUnitsPerMessage', fresh10?.capacityUnitsPerMessage, fresh10?.baselineCapacityUnitsPerMessage),
+    atMost('mixed@10 capacityUnitsPerMessage ≤ baselineCapacityUnitsPerMessage', mixed10?.capacityUnitsPerMessage, mixed10?.baselineCapacityUnitsPerMessage),
+    atMost('coldStart.initMs ≤ coldStart.baselineInitMs', report.coldStart?.initMs, report.coldStart?.baselineInitMs),
+  ];
+}
+
+const pad = (text: string | number, width: number) => String(text).padStart(width);
+
+/** The report as text: a table per figure, both sides, then heap, cold start and the targets. */
+export function formatReport(report: BenchmarkReport): string {
+  const lines: string[] = [];
+  lines.push('');
+  lines.push(`Engine vs baseline (${report.baseline}), ${report.repetitions} repetition(s), ${report.messagesPerRun} messages per run (mixed: the sample).`);
+  lines.push('Per message: DynamoDB requests, capacity units (read + write, by AWS billing rules), US$ per million messages');
+  lines.push(`(DynamoDB on demand, ${report.pricing.region}, ${report.pricing.source}), SQS requests; throughput; batch latency.`);
+  lines.push('');
+  lines.push(
+    `${'scenario'.padEnd(18)}${pad('batch', 5)} │${pad('requests/msg', 16)} │${pad('units/msg', 14)} │${pad('$/million', 16)} │${pad('SQS/msg', 8)} │${pad('messages/s', 16)}${pad('ratio', 7)} │${pad('p50 / p99 ms engine', 21)} │${pad('baseline', 16)}`,
+  );
+  lines.push(`${''.padEnd(18)}${''.padEnd(5)} │${pad('engine  base', 16)} │${pad('engine  base', 14)} │${pad('engine   base', 16)} │${pad('engine', 8)} │${pad('engine   base', 16)}${''.padEnd(7)} │${''.padEnd(21)} │${''.padEnd(16)}`);
+  for (const s of report.scenarios) {
+    lines.push(
+      `${s.name.padEnd(18)}${pad(s.batchSize, 5)} │${pad(s.dynamoDbRequestsPerMessage.toFixed(3), 8)}${pad(s.baselineDynamoDbRequestsPerMessage.toFixed(3), 8)} │` +
+        `${pad(s.capacityUnitsPerMessage.toFixed(2), 7)}${pad(s.baselineCapacityUnitsPerMessage.toFixed(2), 7)} │` +
+        `${pad(s.usdPerMillion.toFixed(2), 8)}${pad(s.baselineUsdPerMillion.toFixed(2), 8)} │${pad(s.sqsRequestsPerMessage.toFixed(3), 8)} │` +
+        `${pad(s.messagesPerSecond.toFixed(0), 8)}${pad(s.baselineMessagesPerSecond.toFixed(0), 8)}${pad(`${s.throughputRatioToBaseline.toFixed(2)}×`, 7)} │` +
+        `${pad(`${s.p50BatchMs.toFixed(1)} / ${s.p99BatchMs.toFixed(1)}`, 21)} │${pad(`${s.baselineP50BatchMs.toFixed(1)} / ${s.baselineP99BatchMs.toFixed(1)}`, 16)}`,
+    );
+  }
+  lines.push('');
+  lines.push('Requests per message by operation (engine | baseline), and what the messages ended as:');
+  for (const s of report.scenarios) {
+    const ops = (m: Readonly<Record<string, number>>) => Object.entries(m).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+    const out = (o: ScenarioFigures['outcomes']) =>
+      `applied ${o.applied}, duplicate ${o.duplicate}, dead-lettered ${o.deadLettered}, redriven ${o.redriven}, retried deliveries ${o.retriedDeliveries}`;
+    lines.push(
+      `  ${s.name}@${s.batchSize}: ${ops(s.dynamoDbRequestsByOperation)} | ${ops(s.baselineDynamoDbRequestsByOperation)}; SQS ${ops(s.sqsRequestsByOperation)}; ` +
+        `time waiting for DynamoDB ${Math.round(s.dynamoDbTimeShare * 100)} % | ${Math.round(s.baselineDynamoDbTimeShare * 100)} %`,
+    );
+    lines.push(`    engine ${out(s.outcomes)}; baseline ${out(s.baselineOutcomes)}`);
+    for (const problem of s.problems) lines.push(`    UNEXPECTED ${problem}`);
+  }
+  if (report.heap !== undefined) {
+    const h = report.heap;
+    lines.push('');
+    lines.push(
+      `Heap growth, ${h.scenario}@${h.batchSize}, from ${h.from} to ${h.to} messages (heap used after a forced GC): ` +
+        `engine ${h.engineGrowthMiB} MiB (${h.engineBytesPerMessage} B/message), baseline ${h.baselineGrowthMiB} MiB (${h.baselineBytesPerMessage} B/message).`,
+    );
+  }
+  if (report.coldStart !== undefined) {
+    const c = report.coldStart;
+    lines.push('');
+    lines.push(
+      `Cold start (${c.runs} fresh processes each, interleaved, node --enable-source-maps), median import: ` +
+        `engine ${(c.bundleBytes / 1024).toFixed(0)} KiB (map ${(c.sourceMapBytes / 1024).toFixed(0)} KiB), ${c.initMs} ms wall, ${c.initCpuMs} ms CPU; ` +
+        `baseline ${(c.baselineBundleBytes / 1024).toFixed(0)} KiB (map ${(c.baselineSourceMapBytes / 1024).toFixed(0)} KiB), ${c.baselineInitMs} ms wall, ${c.baselineInitCpuMs} ms CPU.`,
+    );
+    lines.push(`  largest parts of the engine's bundle: ${c.largestInputs.slice(0, 8).map((p) => `${p.name} ${(p.bytes / 1024).toFixed(0)} KiB`).join(', ')}`);
+  }
+  lines.push('');
+  lines.push('The issue\'s targets:');
+  for (const t of report.targets) lines.push(`  ${t.met === null ? 'not measured' : t.met ? 'met    ' : 'MISSED '} ${t.target}: ${t.figure ?? '-'}${t.limit === null ? '' : ` (limit ${t.limit})`}`);
+  lines.push('');
+  lines.push(`Total ${report.totalSeconds} s.${report.ok ? '' : ' Some outcomes were UNEXPECTED (see above).'}`);
+  return lines.join('\n');
+}

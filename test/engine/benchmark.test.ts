@@ -1,0 +1,106 @@
+/**
+ * The benchmark's short run (`npm run bench --silent -- --json` with tiny sizes) against the test
+ * run's DynamoDB and SQS: the JSON summary is the last line of stdout, in the issue's shape, and
+ * every scenario ends in the outcomes it must (so its figures are those of the scenario described).
+ * Capacity units are checked where AWS's billing rules fix them; speed never is.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { awsEndpoints } from '../support/awsEndpoints.js';
+
+const run = promisify(execFile);
+
+interface Figures {
+  name: string;
+  batchSize: number;
+  [figure: string]: unknown;
+  outcomes: { applied: number; duplicate: number; deadLettered: number; redriven: number; retriedDeliveries: number };
+  baselineOutcomes: { applied: number; duplicate: number; deadLettered: number; redriven: number; retriedDeliveries: number };
+  problems: string[];
+}
+
+/** The figures the issue names for every scenario. */
+const ISSUE_FIGURES = [
+  'dynamoDbRequestsPerMessage',
+  'baselineDynamoDbRequestsPerMessage',
+  'capacityUnitsPerMessage',
+  'baselineCapacityUnitsPerMessage',
+  'usdPerMillion',
+  'baselineUsdPerMillion',
+  'messagesPerSecond',
+  'throughputRatioToBaseline',
+  'p50BatchMs',
+  'p99BatchMs',
+] as const;
+
+describe('npm run bench --silent -- --json, a short run', () => {
+  let report: {
+    baseline: string;
+    scenarios: Figures[];
+    coldStart: Record<string, unknown>;
+    heap: Record<string, unknown>;
+    targets: { target: string; met: boolean | null }[];
+    ok: boolean;
+  };
+  let stdout: string;
+
+  beforeAll(async () => {
+    const endpoints = awsEndpoints();
+    const output = await run(
+      'npm',
+      [
+        'run', 'bench', '--silent', '--',
+        '--json', '--messages', '20', '--repetitions', '1', '--batch-sizes', '10',
+        '--heap-messages', '20,60', '--cold-start-runs', '1',
+        '--dynamodb-endpoint', endpoints.dynamoDbEndpoint, '--sqs-endpoint', endpoints.sqsEndpoint,
+      ],
+      { cwd: process.cwd(), maxBuffer: 16 * 1024 * 1024, timeout: 240_000 },
+    );
+    stdout = output.stdout;
+    report = JSON.parse(stdout.trimEnd().split('\n').at(-1)!);
+  }, 300_000);
+
+  it('prints one JSON object as the last line of stdout, and nothing else there', () => {
+    expect(stdout.trimEnd().split('\n')).toHaveLength(1);
+    expect(report.baseline).toBe('powertools-makeIdempotent');
+    expect(report.ok).toBe(true);
+  });
+
+  it('reports every scenario with the issue’s figures, as numbers', () => {
+    expect(report.scenarios.map((s) => `${s.name}@${s.batchSize}`)).toEqual(['fresh@10', 'duplicates@10', 'fresh-side-effect@10', 'mixed@10', 'poison@10']);
+    for (const scenario of report.scenarios) {
+      for (const figure of ISSUE_FIGURES) expect(typeof scenario[figure], `${scenario.name} ${figure}`).toBe('number');
+      expect(scenario.problems).toEqual([]);
+    }
+    expect(Object.keys(report.coldStart)).toEqual(expect.arrayContaining(['bundleBytes', 'initMs', 'baselineBundleBytes', 'baselineInitMs']));
+    expect(report.heap).toMatchObject({ from: 20, to: 60 });
+    expect(report.targets).toHaveLength(8);
+  });
+
+  it('ends every message of every scenario as it must, on both sides', () => {
+    const of = (name: string) => report.scenarios.find((s) => s.name === name)!;
+    expect(of('fresh').outcomes).toEqual({ applied: 20, duplicate: 0, deadLettered: 0, redriven: 0, retriedDeliveries: 0 });
+    expect(of('fresh').baselineOutcomes).toEqual({ applied: 20, duplicate: 0, deadLettered: 0, redriven: 0, retriedDeliveries: 0 });
+    expect(of('duplicates').outcomes).toMatchObject({ applied: 0, duplicate: 20 });
+    expect(of('duplicates').baselineOutcomes).toMatchObject({ applied: 0, duplicate: 20 });
+    expect(of('fresh-side-effect').outcomes).toMatchObject({ applied: 20, deadLettered: 0 });
+    expect(of('fresh-side-effect').baselineOutcomes).toMatchObject({ applied: 20, redriven: 0 });
+    // 2 of 20 invalid: the engine dead-letters them at once with a reason; the baseline's queue redrives them after 5 receives.
+    expect(of('poison').outcomes).toEqual({ applied: 18, duplicate: 0, deadLettered: 2, redriven: 0, retriedDeliveries: 0 });
+    expect(of('poison').baselineOutcomes).toEqual({ applied: 18, duplicate: 0, deadLettered: 0, redriven: 2, retriedDeliveries: 10 });
+    // The sample's 510 messages: 464 applied by both; the engine dead-letters 8 with reasons (the 7 poison
+    // and the orphan payment), the baseline takes the reused key for a duplicate and redrives the other 7.
+    expect(of('mixed').outcomes).toMatchObject({ applied: 464, duplicate: 38, deadLettered: 8, redriven: 0 });
+    expect(of('mixed').baselineOutcomes).toMatchObject({ applied: 464, duplicate: 39, deadLettered: 0, redriven: 7 });
+  });
+
+  it('bills the capacity AWS’s rules give for items under 1 KB', () => {
+    const of = (name: string) => report.scenarios.find((s) => s.name === name)!;
+    // Engine: one transaction of inbox row + order, 2 write units each. Baseline: lock, order and completion writes, one consistent read.
+    expect(of('fresh')).toMatchObject({ writeUnitsPerMessage: 4, readUnitsPerMessage: 0, baselineWriteUnitsPerMessage: 3, baselineReadUnitsPerMessage: 1 });
+    // Engine: no write for a duplicate. Baseline: the refused lock put, 1 write unit.
+    expect(of('duplicates')).toMatchObject({ writeUnitsPerMessage: 0, baselineWriteUnitsPerMessage: 1, baselineReadUnitsPerMessage: 0 });
+    expect(of('fresh')).toMatchObject({ dynamoDbRequestsPerMessage: 0.1, baselineDynamoDbRequestsPerMessage: 4 });
+  });
+});
