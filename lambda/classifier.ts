@@ -1,4 +1,4 @@
-import { ConsumerError, NonRetryableError, NotAttempted, toFailureReason } from './errors.js';
+import { isConsumerError, isNotAttempted, toFailureReason } from './errors.js';
 import type { ErrorClassification } from './types.js';
 
 /** Longest error message kept, in characters (logs and the dead-letter attribute). */
@@ -52,16 +52,14 @@ interface InProgressError {
 export function classify(error: unknown, userClassify?: (error: unknown) => ErrorClassification | undefined): Classification {
   const errorType = errorName(error);
   const errorMessage = errorText(error);
-  if (error instanceof NonRetryableError) {
-    return { retryable: false, reason: error.reason, errorType, errorMessage, countsAsAttempt: true };
-  }
-  if (error instanceof NotAttempted) {
+  if (isNotAttempted(error)) {
     return { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: false, ...(error.retryAt === undefined ? {} : { retryAt: error.retryAt }) };
   }
-  if (error instanceof ConsumerError) {
+  if (isConsumerError(error)) {
+    // By its marks, not `instanceof`: an error from another copy of the library counts the same.
     return error.retryable
       ? { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: true }
-      : { retryable: false, reason: toFailureReason(errorType), errorType, errorMessage, countsAsAttempt: true };
+      : { retryable: false, reason: typeof error.reason === 'string' ? toFailureReason(error.reason) : toFailureReason(errorType), errorType, errorMessage, countsAsAttempt: true };
   }
   if (isInProgress(error)) {
     const expiry = error.existingRecord?.inProgressExpiryTimestamp;

@@ -31,6 +31,14 @@ export interface ConsumerErrorOptions extends ErrorOptions {
   readonly reason?: string;
 }
 
+/**
+ * Marks the library's errors across copies of the library: a project can load two (a bundle and
+ * a tool, a package installed twice, a loader's namespace), and `instanceof` sees only its own
+ * copy's classes. The classifier reads these marks as well.
+ */
+const consumerErrorMark = Symbol.for('idempotent-consumer.ConsumerError');
+const notAttemptedMark = Symbol.for('idempotent-consumer.NotAttempted');
+
 /** Base of the library's errors and of the user's own: sets `name`, forwards `cause`. */
 export abstract class ConsumerError extends Error {
   /** Whether a later attempt may succeed. */
@@ -39,7 +47,21 @@ export abstract class ConsumerError extends Error {
   constructor(message: string, options?: ConsumerErrorOptions) {
     super(message, options);
     this.name = new.target.name;
+    Object.defineProperty(this, consumerErrorMark, { value: true });
   }
+}
+
+/**
+ * Whether `error` is a {@link ConsumerError}, thrown by this copy of the library or another one
+ * (where `instanceof` says no).
+ */
+export function isConsumerError(error: unknown): error is ConsumerError & { readonly reason?: string } {
+  return error instanceof ConsumerError || (typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[consumerErrorMark] === true);
+}
+
+/** Whether `error` is a {@link NotAttempted}, from this copy of the library or another one. */
+export function isNotAttempted(error: unknown): error is NotAttempted {
+  return error instanceof NotAttempted || (isConsumerError(error) && (error as unknown as Record<symbol, unknown>)[notAttemptedMark] === true);
 }
 
 /**
@@ -166,6 +188,7 @@ export class NotAttempted extends RetryableError {
   ) {
     super(message, options);
     this.name = 'NotAttempted';
+    Object.defineProperty(this, notAttemptedMark, { value: true });
   }
 }
 

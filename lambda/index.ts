@@ -24,6 +24,8 @@ export {
   FailureReason,
   IdempotencyConflict,
   InvalidWrite,
+  isConsumerError,
+  isNotAttempted,
   MissingIdempotencyKey,
   NonRetryableError,
   NotAttempted,

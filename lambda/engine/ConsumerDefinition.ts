@@ -1,4 +1,4 @@
-import { ConsumerDefinitionError, MissingIdempotencyKey, NonRetryableError, ValidationError } from '../errors.js';
+import { ConsumerDefinitionError, isConsumerError, MissingIdempotencyKey, ValidationError } from '../errors.js';
 import type { Decision, ErrorClassification, IdempotentConsumerOptions, ItemKey, SideEffectHandler, State, TableDefinition } from '../types.js';
 
 /** Longest idempotency or ordering key, in UTF-8 bytes (the inbox key must fit DynamoDB's 2,048-byte partition key). */
@@ -100,7 +100,7 @@ function parseWith<Event>(parse: (json: unknown) => Event, json: unknown): Event
   try {
     return parse(json);
   } catch (error) {
-    if (error instanceof NonRetryableError) throw error;
+    if (isConsumerError(error) && !error.retryable) throw error;
     throw new ValidationError(`the body could not be parsed: ${error instanceof Error ? error.message.slice(0, 200) : typeof error}`, [], { cause: error });
   }
 }

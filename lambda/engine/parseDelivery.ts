@@ -1,4 +1,4 @@
-import { ConsumerError, ConsumerDefinitionError, MissingIdempotencyKey, ValidationError } from '../errors.js';
+import { ConsumerDefinitionError, isConsumerError, MissingIdempotencyKey, ValidationError } from '../errors.js';
 import { payloadHash } from './canonicalJson.js';
 import { checkKey, type ConsumerDefinition, MAX_READS_PER_EVENT } from './ConsumerDefinition.js';
 import type { Delivery } from './Delivery.js';
@@ -75,7 +75,7 @@ export function parseDelivery<Event>(delivery: Delivery, definition: ConsumerDef
     return { ok: true, delivery, event, idempotencyKey, orderingKey, payloadHash: hash, reads, fields: definition.logFieldsOf(event) };
   } catch (error) {
     // A schema or parse function that throws something else than our errors is the body's fault.
-    const known = error instanceof ConsumerError || error instanceof ConsumerDefinitionError;
+    const known = isConsumerError(error) || error instanceof ConsumerDefinitionError;
     const reason = known ? error : new ValidationError(`the body could not be validated (${error instanceof Error ? error.name : typeof error})`, [], { cause: error });
     return { ok: false, delivery, error: reason, idempotencyKey, payloadHash: hash };
   }

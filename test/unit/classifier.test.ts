@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { classify } from '../../lambda/classifier.js';
 import {
   BusinessRuleViolation,
@@ -71,5 +71,36 @@ describe('classify: the one place that decides', () => {
 
   it('caps the error message at 1,024 characters', () => {
     expect(classify(new Error('x'.repeat(5000))).errorMessage).toHaveLength(1024);
+  });
+});
+
+describe('errors from another copy of the library', () => {
+  // A second copy (a bundle beside a tool, a loader's namespace) has its own classes: `instanceof`
+  // says no, the marks say yes, and the classifier must treat its errors as the library's.
+  it('classifies a non-retryable error of another copy as non-retryable, with its reason', async () => {
+    vi.resetModules();
+    const copy = await import('../../lambda/errors.js');
+    class OutOfStock extends copy.NonRetryableError {
+      constructor(message: string) {
+        super(message);
+        this.name = 'OutOfStock';
+      }
+    }
+    const error = new OutOfStock('sku A has 0 left');
+    expect(error instanceof NonRetryableError).toBe(false);
+    expect(classify(error)).toMatchObject({ retryable: false, reason: 'OutOfStock', countsAsAttempt: true });
+  });
+
+  it('classifies NotAttempted of another copy as not counting an attempt', async () => {
+    vi.resetModules();
+    const copy = await import('../../lambda/errors.js');
+    const error = new copy.NotAttempted('lock held', 1234);
+    expect(error instanceof NotAttempted).toBe(false);
+    expect(classify(error)).toMatchObject({ retryable: true, countsAsAttempt: false, retryAt: 1234 });
+  });
+
+  it('leaves a plain error with a retryable flag of its own to the default rule', () => {
+    const lookalike = Object.assign(new Error('x'), { retryable: false, reason: 'Fake' });
+    expect(classify(lookalike)).toMatchObject({ retryable: true, countsAsAttempt: true });
   });
 });
