@@ -20,17 +20,30 @@ interface EmfDocument {
 }
 
 /**
- * Captures what the consumer writes to standard output while a local run is going, as Lambda
- * captures it for CloudWatch: lines in the embedded metric format (EMF) are added up into
- * {@link MetricTotals}, the report's figures; every other line (the structured logs) is passed
- * to standard error, so standard output stays free for the report.
+ * Captures what the consumer writes while a local run is going, as Lambda captures it for
+ * CloudWatch: lines in the embedded metric format (EMF) are added up into {@link MetricTotals},
+ * the report's figures; every other line (the structured logs: Powertools Logger writes errors
+ * and warnings to standard error, the rest to standard output) goes to `onOtherLine`, so standard
+ * output stays free for the report.
  *
- * Powertools Metrics writes EMF with `console.log` on `process.stdout`; this wraps
- * `process.stdout.write` between `start()` and `stop()`.
+ * Powertools writes with `process.stdout.write` and `process.stderr.write`; this wraps both
+ * between `start()` and `stop()`. Whoever prints while it runs (a progress line) must hold the
+ * original `write` functions, taken before `start()`.
  */
 export class MetricsCapture {
-  #original: typeof process.stdout.write | undefined;
-  #pending = '';
+  readonly #onOtherLine: (line: string) => void;
+
+  /**
+   * @param onOtherLine - receives every line that is not a metric (the consumer's logs): by default
+   *   written to standard error (its real `write`)
+   */
+  constructor(onOtherLine?: (line: string) => void) {
+    const stderrWrite = process.stderr.write.bind(process.stderr);
+    this.#onOtherLine = onOtherLine ?? ((line) => void stderrWrite(`${line}\n`));
+  }
+
+  #originals: { readonly stdout: typeof process.stdout.write; readonly stderr: typeof process.stderr.write } | undefined;
+  readonly #pending = { stdout: '', stderr: '' };
   #applied = 0;
   #duplicates = 0;
   #retried = 0;
@@ -42,23 +55,28 @@ export class MetricsCapture {
 
   /** Starts capturing. @throws Error when already started */
   start(): void {
-    if (this.#original !== undefined) throw new Error('MetricsCapture already started');
-    this.#original = process.stdout.write;
-    process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
-      this.#consume(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
-      const callback = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
-      callback?.();
-      return true;
-    }) as typeof process.stdout.write;
+    if (this.#originals !== undefined) throw new Error('MetricsCapture already started');
+    this.#originals = { stdout: process.stdout.write, stderr: process.stderr.write };
+    for (const name of ['stdout', 'stderr'] as const) {
+      process[name].write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+        this.#consume(name, typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+        const callback = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+        callback?.();
+        return true;
+      }) as typeof process.stdout.write;
+    }
   }
 
-  /** Stops capturing and restores standard output. Safe to call twice. */
+  /** Stops capturing and restores standard output and error. Safe to call twice. */
   stop(): void {
-    if (this.#original === undefined) return;
-    if (this.#pending !== '') this.#line(this.#pending);
-    this.#pending = '';
-    process.stdout.write = this.#original;
-    this.#original = undefined;
+    if (this.#originals === undefined) return;
+    for (const name of ['stdout', 'stderr'] as const) {
+      if (this.#pending[name] !== '') this.#line(this.#pending[name]);
+      this.#pending[name] = '';
+    }
+    process.stdout.write = this.#originals.stdout;
+    process.stderr.write = this.#originals.stderr;
+    this.#originals = undefined;
   }
 
   /** The totals so far. */
@@ -75,16 +93,16 @@ export class MetricsCapture {
     };
   }
 
-  #consume(text: string): void {
-    const lines = (this.#pending + text).split('\n');
-    this.#pending = lines.pop() ?? '';
+  #consume(stream: 'stdout' | 'stderr', text: string): void {
+    const lines = (this.#pending[stream] + text).split('\n');
+    this.#pending[stream] = lines.pop() ?? '';
     for (const line of lines) this.#line(line);
   }
 
   #line(line: string): void {
     const document = parseEmf(line);
     if (document === undefined) {
-      process.stderr.write(`${line}\n`);
+      this.#onOtherLine(line);
       return;
     }
     for (const directive of document._aws?.CloudWatchMetrics ?? []) {

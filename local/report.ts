@@ -71,8 +71,10 @@ const finalOutcomes: ReadonlySet<string> = new Set([Outcome.Applied, Outcome.Dup
  * Builds the run's report and checks exactly-once against what is really there, not only
  * against what the consumer said:
  *
- * 1. every sent message has exactly one final outcome: applied, duplicate, or dead-lettered
- *    (by the consumer with a reason, or by the queue's redrive policy: found in the DLQ);
+ * 1. every sent message has a final outcome: applied, duplicate, or dead-lettered (by the
+ *    consumer with a reason, or by the queue's redrive policy: found in the DLQ); a message
+ *    delivered again after it ended may end again only as it did or as a duplicate, never applied
+ *    twice or both applied and dead-lettered (a note counts those redeliveries);
  * 2. every message the consumer dead-lettered is in the dead-letter queue, body byte for byte,
  *    and the DLQ holds nothing that was not sent;
  * 3. no idempotency key was applied twice;
@@ -103,6 +105,7 @@ export function buildReport(inputs: ReportInputs): RunReport {
   const finalizedTwice: SentMessage[] = [];
   const movedByPolicy: SentMessage[] = [];
   const copies: SentMessage[] = [];
+  const redelivered: SentMessage[] = [];
   for (const message of inputs.sent) {
     const outcomes = finals.get(message.messageId) ?? [];
     const dead = inDeadLetterQueue.get(message.messageId) ?? [];
@@ -111,7 +114,11 @@ export function buildReport(inputs: ReportInputs): RunReport {
       continue;
     }
     if (outcomes.length === 0) lost.push(message);
-    if (outcomes.length > 1) finalizedTwice.push(message);
+    // Delivered again after it ended (at least once: a batch retried after its commit) is fine when
+    // the later deliveries only acknowledge it; applied twice, or applied and dead-lettered, is not.
+    const applied = outcomes.filter((o) => o.outcome === Outcome.Applied).length;
+    if (applied > 1 || (applied === 1 && outcomes.some((o) => o.outcome === Outcome.DeadLettered))) finalizedTwice.push(message);
+    else if (outcomes.length > 1) redelivered.push(message);
     const deadLettered = outcomes.some((o) => o.outcome === Outcome.DeadLettered);
     if (deadLettered && dead.length === 0) problems.push(`line ${message.line}: dead-lettered, but it is not in the DLQ`);
     if (deadLettered && dead.length > 1) copies.push(message);
@@ -121,7 +128,7 @@ export function buildReport(inputs: ReportInputs): RunReport {
   }
   if (lost.length > 0) problems.push(`${lost.length} message(s) have no final outcome (lost): lines ${lines(lost)}`);
   if (finalizedTwice.length > 0) {
-    problems.push(`${finalizedTwice.length} message(s) ended more than once: lines ${lines(finalizedTwice)}`);
+    problems.push(`${finalizedTwice.length} message(s) ended in two ways (applied twice, or applied and dead-lettered): lines ${lines(finalizedTwice)}`);
   }
   const movedByRedrivePolicy = movedByPolicy.length;
   const notes = [
@@ -129,6 +136,9 @@ export function buildReport(inputs: ReportInputs): RunReport {
       ? [`moved to the DLQ by the queue's redrive policy, without a reason (the consumer never saw their last receive): lines ${lines(movedByPolicy)}`]
       : []),
     ...(copies.length > 0 ? [`in the DLQ more than once (a dead letter is sent at least once): lines ${lines(copies)}`] : []),
+    ...(redelivered.length > 0
+      ? [`delivered again after they ended, and acknowledged as such (the source delivers at least once): lines ${lines(redelivered)}`]
+      : []),
   ];
   const strangers = inputs.deadLetters.filter((d) => !sentById.has(d.originalMessageId));
   if (strangers.length > 0) problems.push(`${strangers.length} message(s) in the DLQ were not sent by this run`);

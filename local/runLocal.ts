@@ -1,308 +1,410 @@
-import { createHash } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
+/**
+ * The local runtime: runs any handler built with `createIdempotentConsumer` on embedded emulators
+ * (DynamoDB Local, and fauxqs for SQS, SNS and S3), with the event source Lambda would put in
+ * front of it (an SQS event source mapping, or a Kafka one on an in-process partitioned log), the
+ * outbox relay on the inbox table's stream, and an exactly-once check of what is really stored.
+ *
+ * @module
+ */
+import { GetQueueAttributesCommand, CreateQueueCommand } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { MessageHold } from '../cli/dlq/queueInspector.js';
-import { readDeadLetterAttributes } from '../lambda/dlq/deadLetterMessage.js';
 import { type ConsumerSettings, lambdaEnvironment, METRICS_NAMESPACE } from '../config/settings.js';
 import { assertValidSettings } from '../config/validateSettings.js';
-import { readRuntimeConfig, type RuntimeConfig } from '../lambda/config/runtimeConfig.js';
-import { type Consumer, createConsumer } from '../lambda/createConsumer.js';
-import { createSqsHandler } from '../lambda/handlers/createSqsHandler.js';
-import { LEDGER_SK_PREFIX, ORDER_STATE_SK } from '../lambda/inbox/DynamoDBInbox.js';
-import { LogObserver } from '../lambda/observability/LogObserver.js';
-import { MetricsObserver } from '../lambda/observability/MetricsObserver.js';
-import { combineObservers, type OutcomeObserver, type OutcomeRecord, peekIds } from '../lambda/observability/outcomes.js';
-import { NOTIFICATION_SK_PREFIX } from '../lambda/sideEffects/Notifier.js';
+import { createIdempotentConsumer, type IdempotentConsumerHandler } from '../lambda/createIdempotentConsumer.js';
+import { RetryableError } from '../lambda/errors.js';
+import { readDeadLetterAttributes, EMPTY_BODY_PLACEHOLDER } from '../lambda/dlq/deadLetterMessage.js';
+import { defineConsumer } from '../lambda/engine/ConsumerDefinition.js';
+import { combineObservers, type OutcomeRecord } from '../lambda/observability/outcomes.js';
+import { kafkaMessageId } from '../lambda/batch/kafkaDeliveries.js';
+import { MessageHold } from '../cli/dlq/queueInspector.js';
+import { createLocalClients, type LocalClients } from './aws/localClients.js';
+import type { LocalCheck } from './check.js';
 import { lockDataDir } from './dataDirLock.js';
-import { type Emulators, localClientConfig, startEmulators } from './emulators.js';
-import { transientFailures } from './faultInjection.js';
+import { type Emulators, startEmulators } from './emulators.js';
+import type { FaultOptions } from './faultInjection.js';
+import { createDeliveryRecorder } from './htmlReportInput.js';
+import type { HtmlReportInput } from './htmlReportInput.js';
 import type { InputMessage } from './inputFile.js';
-import { inProducerOrder } from './producerOrder.js';
+import { KafkaEventSourcePoller, type KafkaOnFailureRecord, type KafkaRetryReading, kafkaPollerOptionsFromSettings } from './kafka/KafkaEventSourcePoller.js';
+import { PartitionedLog } from './kafka/PartitionedLog.js';
 import { MetricsCapture, type MetricTotals } from './metricsCapture.js';
+import { countOutboxItems } from './outbox/countOutboxItems.js';
+import { startLocalRelay, type LocalRelay } from './outbox/startLocalRelay.js';
+import { inProducerOrder } from './producerOrder.js';
 import { type LocalResources, provisionResources } from './provision.js';
-import { buildReport, type DeadLetterSnapshot, type EffectCounts, type RunReport, type SentMessage } from './report.js';
+import { buildReport, type DeadLetterSnapshot, type RunReport, type SentMessage } from './report.js';
+import { sendInput } from './sendInput.js';
 import { pollerOptionsFromSettings, SqsEventSourcePoller } from './sqsEventSourcePoller.js';
 
 /** Progress of a run, reported about once a second. */
 export interface Progress {
+  readonly phase: 'starting' | 'running' | 'checking';
+  /** What is happening, in a few words (start-up steps). */
+  readonly step: string;
   readonly sent: number;
   readonly applied: number;
   readonly duplicates: number;
   readonly retried: number;
   readonly deadLettered: number;
   readonly invocations: number;
+  /** Milliseconds since the run started. */
   readonly elapsedMs: number;
-}
-
-/** The progress figures from the metric totals so far; `started` is a `performance.now()` value. */
-export function progress(totals: MetricTotals, sent: number, invocations: number, started: number): Progress {
-  return {
-    sent,
-    applied: totals.applied,
-    duplicates: totals.duplicates,
-    retried: totals.retried,
-    deadLettered: totals.deadLettered,
-    invocations,
-    elapsedMs: performance.now() - started,
-  };
 }
 
 /** Options of {@link runLocal}. */
 export interface LocalRunOptions {
-  /** The messages to send, from `readInputFile`. */
+  /** The handler to run: what `createIdempotentConsumer` returned (each execution environment is `handler.withRuntime(…)`). */
+  readonly handler: IdempotentConsumerHandler;
+  /** The message bodies to send, from `readInputFile`. */
   readonly input: readonly InputMessage[];
-  /** The consumer's settings (the one source, `config/settings.ts`). */
+  /** The consumer's settings (the same object its CDK stack uses). */
   readonly settings: ConsumerSettings;
+  /** The event source. @default 'sqs' */
+  readonly source?: 'sqs' | 'kafka';
+  /** The consumer's own invariants, checked after the run (its `--check` module). */
+  readonly check?: LocalCheck;
+  /**
+   * The event time of a message, to send a FIFO group or a Kafka key in the order the events
+   * happened (as a producer that emitted them in order); `undefined`: the file's order.
+   */
+  readonly eventTime?: (message: InputMessage) => number | undefined;
   /** Keep DynamoDB Local's data in this directory between runs. @default in memory */
   readonly dataDir?: string;
-  /** Share of events whose first delivery fails with a retryable error, 0 to 1. @default 0 */
-  readonly transientFailureRate?: number;
   /** The consumer's log level (Powertools Logger). @default POWERTOOLS_LOG_LEVEL, else 'ERROR' */
   readonly logLevel?: string;
+  /** Fault injection on the consumer's DynamoDB and SQS clients (`--fault`, `--seed`). */
+  readonly faults?: FaultOptions;
+  /**
+   * The share (0 to 1) of idempotency keys whose first decision fails with a retryable
+   * {@link InjectedTransientFailure}, to watch retries end in one application. Which keys is
+   * drawn from `seed`. @default 0
+   */
+  readonly transientFailureRate?: number;
+  /** Seed of the transient failures' draw (and of `faults`, which carry their own). @default 1 */
+  readonly seed?: number;
+  /** Kafka: partitions of the local topic. @default 3 */
+  readonly partitions?: number;
+  /** Kafka: which reading of AWS's retry rule the local event source follows. @default 'resume-from-lowest-offset' */
+  readonly kafkaRetryReading?: KafkaRetryReading;
+  /** Run the outbox relay on the inbox table's stream (to a local FIFO queue). @default true */
+  readonly relay?: boolean;
   /** Use these running emulators instead of starting new ones (tests); `prefix` keeps names apart. */
-  readonly endpoints?: { readonly dynamoDb: string; readonly sqs: string; readonly prefix?: string };
-  /** Give up waiting for the queue to drain after this long, in milliseconds. @default 600000 */
+  readonly endpoints?: { readonly dynamoDb: string; readonly sqs: string; readonly s3?: string; readonly prefix?: string };
+  /** Give up waiting for the source to drain after this long, in milliseconds. @default 600000 */
   readonly timeoutMs?: number;
   readonly onProgress?: (progress: Progress) => void;
-  /** Called once the emulators and resources are ready. */
-  readonly onReady?: (resources: LocalResources) => void;
+  /** Receives each line the consumer logs (standard error by default), e.g. to keep a progress line apart. */
+  readonly onLogLine?: (line: string) => void;
   /**
-   * Called after the report, before the emulators stop; they stop when it resolves. `npm start
-   * -- --keep-running` waits here for Ctrl-C so the DLQ tool can be used on the run's queues.
+   * Called with the report, while everything still runs. With `keepRunning` the consumer then
+   * keeps consuming (and the relay relaying) until the signal aborts: a message redriven from the
+   * DLQ is processed.
    */
-  readonly beforeStop?: (report: RunReport, running: RunningLocalRuntime) => Promise<void>;
+  readonly onReport?: (result: LocalRunResult, running: RunningLocalRuntime) => void | Promise<void>;
+  /** After the report, keep the emulators, the event source and the relay running until this aborts. */
+  readonly keepRunning?: AbortSignal;
 }
 
-/** Where a local run's emulators and resources are, while they still run. */
+/** Where a local run's emulators and resources are, while they run. */
 export interface RunningLocalRuntime {
   readonly dynamoDbEndpoint: string;
   readonly sqsEndpoint: string;
   readonly resources: LocalResources;
+  /** The outbox relay's destination queue, when the relay runs. */
+  readonly outboxQueueUrl: string | undefined;
 }
 
-/** What a source runner gets: the run's options plus the provisioned resources and clients. */
-export interface SourceRun extends LocalRunOptions {
-  readonly config: RuntimeConfig;
-  readonly resources: LocalResources;
-  readonly dynamoDb: DynamoDBClient;
-  readonly sqs: SQSClient;
-  /** The SQS server's base URL. */
-  readonly sqsEndpoint: string;
+/** What a local run found. */
+export interface LocalRunResult {
+  readonly report: RunReport;
+  /** Every delivery's outcome, stamped with its time in the run: the HTML report's input. */
+  readonly deliveries: HtmlReportInput['deliveries'];
+  readonly startedAt: Date;
+  readonly source: 'sqs' | 'sqs-fifo' | 'kafka';
 }
-
-/** Runs one event source over provisioned resources and reports (`runSqsSource`, `runKafkaSource`). */
-export type SourceRunner = (run: SourceRun) => Promise<RunReport>;
 
 /**
- * The local runtime's main job: starts DynamoDB Local and the SQS server (unless `endpoints` are
- * given), creates the tables and queues with the stack's settings, then lets the event source
- * run (`runSqsSource` by default: sends the input to the source queue and drives the SQS event
- * source poller with the real handler until the queue is drained; `runKafkaSource` for Kafka),
- * and returns the report with its exactly-once check. The emulators are stopped at the end,
- * also on errors.
+ * Runs a consumer locally: starts DynamoDB Local and the SQS/SNS/S3 server on 127.0.0.1 (unless
+ * `endpoints` are given), creates the tables, queues and bucket from the settings and the
+ * consumer's `tables` with the provisioner the tests use, starts the outbox relay, sends the input
+ * through the event source (SQS: the queue and a local event source mapping with Lambda's
+ * semantics; Kafka: an in-process partitioned log and a local Kafka event source mapping), and
+ * waits until it drains. Then it checks exactly-once against what is stored (see `buildReport`),
+ * with the consumer's own invariants (`check`). Everything is stopped at the end, also on errors.
  *
  * @throws InvalidSettingsError when the settings break an AWS rule
  * @throws DataDirError when `dataDir` is not a directory or another run holds it
  * @throws the emulators' start errors (e.g. no Java), and `PollerIdleTimeoutError` when the
  *   source does not drain within `timeoutMs`
  */
-export async function runLocal(options: LocalRunOptions, runSource: SourceRunner = runSqsSource): Promise<RunReport> {
+export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
   const settings = assertValidSettings(options.settings);
-  const unlock = options.dataDir === undefined ? undefined : await lockDataDir(options.dataDir);
-  let emulators: Emulators | undefined;
-  try {
-    emulators =
-      options.endpoints === undefined
-        ? await startEmulators(options.dataDir === undefined ? {} : { dataDir: options.dataDir })
-        : undefined;
-  } catch (error) {
-    await unlock?.();
-    throw error;
+  const source = options.source ?? 'sqs';
+  if (source === 'kafka' && settings.queue.fifo) {
+    throw new Error('a Kafka event source needs a standard dead-letter queue (its on-failure destination): run Kafka without a FIFO queue');
   }
-  const endpoints = emulators === undefined ? options.endpoints! : { dynamoDb: emulators.dynamoDbEndpoint, sqs: emulators.sqsEndpoint };
-  const dynamoDb = new DynamoDBClient(localClientConfig(endpoints.dynamoDb));
-  const sqs = new SQSClient(localClientConfig(endpoints.sqs));
-  try {
-    const resources = await provisionResources({ dynamoDb, sqs, settings, prefix: options.endpoints?.prefix ?? '' });
-    options.onReady?.(resources);
-    const config = readRuntimeConfig(lambdaEnvironment(settings, resources));
-    const report = await runSource({ ...options, settings, config, resources, dynamoDb, sqs, sqsEndpoint: endpoints.sqs });
-    await options.beforeStop?.(report, { dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, resources });
-    return report;
-  } finally {
-    dynamoDb.destroy();
-    sqs.destroy();
-    await emulators?.stop();
-    await unlock?.();
-  }
-}
-
-/** One execution environment of a local run, as after a cold start. */
-export interface LocalExecutionEnvironment {
-  readonly logger: Logger;
-  readonly metrics: Metrics;
-  readonly consumer: Consumer;
-}
-
-/**
- * Returns a factory of execution environments for a run: each has its own logger, metrics and
- * consumer; all report their outcomes to `observer` and share the run's fault injection.
- */
-export function executionEnvironments(run: SourceRun, observer: OutcomeObserver): () => LocalExecutionEnvironment {
-  const faults = transientFailures(run.transientFailureRate ?? 0);
-  const logLevel = run.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR';
-  return () => {
-    const logger = new Logger({ serviceName: run.config.consumerName, logLevel: logLevel as 'ERROR' });
-    const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: run.config.consumerName });
-    const consumer = createConsumer(
-      run.config,
-      { dynamoDb: run.dynamoDb, sqs: run.sqs },
-      { observer: combineObservers(new LogObserver(logger), new MetricsObserver(metrics), observer), wrapProcessor: faults },
-    );
-    return { logger, metrics, consumer };
-  };
-}
-
-/**
- * The SQS run on provisioned resources: sends the input to the source queue, drives the SQS
- * event source poller with the real handler until the queue is drained, then reports.
- */
-export async function runSqsSource(run: SourceRun): Promise<RunReport> {
   const started = performance.now();
   const startedAt = new Date();
-  const outcomes: OutcomeRecord[] = [];
-  const environments = executionEnvironments(run, { onOutcome: (record) => outcomes.push(record) });
-  let invocations = 0;
+  const say = (step: string, phase: Progress['phase'] = 'starting') =>
+    options.onProgress?.({ phase, step, sent: 0, applied: 0, duplicates: 0, retried: 0, deadLettered: 0, invocations: 0, elapsedMs: performance.now() - started });
 
-  const capture = new MetricsCapture();
-  capture.start();
-  const progressTimer = setInterval(() => run.onProgress?.(progressOf()), 1000);
-  const progressOf = () => progress(capture.totals(), run.input.length, invocations, started);
-  let sent: SentMessage[] = [];
+  const unlock = options.dataDir === undefined ? undefined : await lockDataDir(options.dataDir);
+  let emulators: Emulators | undefined;
+  const stops: (() => Promise<void> | void)[] = [async () => unlock?.()];
   try {
-    // A FIFO producer sends each message group in order; the sample's out-of-order lines model a standard queue.
-    const input = run.settings.queue.fifo ? inProducerOrder(run.input) : run.input;
-    sent = await sendInput(run.sqs, run.resources.queueUrl, input, run.settings.queue.fifo);
-    const poller = new SqsEventSourcePoller({
-      sqs: run.sqs,
-      queueUrl: run.resources.queueUrl,
-      queueArn: run.resources.queueArn,
-      ...pollerOptionsFromSettings(run.settings),
-      createHandler: () => {
-        const { consumer, logger, metrics } = environments();
-        return createSqsHandler(consumer, { logger, metrics });
-      },
-      onInvocation: () => {
-        invocations += 1;
-      },
+    if (options.endpoints === undefined) {
+      say('starting DynamoDB Local and the SQS/SNS/S3 server');
+      emulators = await startEmulators(options.dataDir === undefined ? {} : { dataDir: options.dataDir });
+      stops.unshift(() => emulators?.stop());
+    }
+    const endpoints = emulators === undefined ? { ...options.endpoints!, s3: options.endpoints!.s3 ?? options.endpoints!.sqs } : { dynamoDb: emulators.dynamoDbEndpoint, sqs: emulators.sqsEndpoint, s3: emulators.s3Endpoint };
+    // The tools' clients (provisioning, inspection): no faults, no guard.
+    const admin = createLocalClients({ dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, s3Endpoint: endpoints.s3, strictDynamoDb: false });
+    // The consumer's clients: AWS's rules DynamoDB Local lacks, invocation deadlines, the faults asked for.
+    const consumer = createLocalClients({ dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, s3Endpoint: endpoints.s3, ...(options.faults ? { faults: options.faults } : {}) });
+    stops.unshift(() => admin.destroy(), () => consumer.destroy());
+
+    say('creating the tables, queues and bucket');
+    const resources = await provisionResources({
+      dynamoDb: admin.dynamoDb,
+      sqs: admin.sqs,
+      ...(admin.s3 ? { s3: admin.s3 } : {}),
+      settings,
+      tables: options.handler.options.tables ?? {},
+      prefix: options.endpoints?.prefix ?? '',
+      inboxStream: options.relay !== false,
     });
-    try {
-      await poller.runUntilIdle({ idleMs: 1500, timeoutMs: run.timeoutMs ?? 600_000 });
-    } finally {
-      await poller.stop();
+
+    const outcomes: OutcomeRecord[] = [];
+    const recorder = createDeliveryRecorder();
+    // Powertools reads POWERTOOLS_METRICS_DISABLED whenever it makes a Metrics (a dead letter's
+    // reason is a single metric of its own): the run's report is built from them, so they are on
+    // while it runs, whatever the caller's environment says.
+    const metricsDisabled = process.env.POWERTOOLS_METRICS_DISABLED;
+    process.env.POWERTOOLS_METRICS_DISABLED = 'false';
+    stops.unshift(() => {
+      if (metricsDisabled === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED;
+      else process.env.POWERTOOLS_METRICS_DISABLED = metricsDisabled;
+    });
+    const capture = new MetricsCapture(options.onLogLine);
+    const environment = { ...lambdaEnvironment(settings, resources), POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE };
+    const logLevel = (options.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR').toUpperCase();
+    const handler = withTransientFailures(options.handler, options.transientFailureRate ?? 0, options.seed ?? 1);
+    const newEnvironment = () =>
+      handler.withRuntime({
+        environment,
+        clients: { dynamoDb: consumer.dynamoDb, sqs: consumer.sqs, ...(consumer.s3 ? { s3: consumer.s3 } : {}) },
+        observer: combineObservers({ onOutcome: (record) => outcomes.push(record) }, recorder),
+        logger: new Logger({ serviceName: settings.consumerName, logLevel: logLevel as 'ERROR' }),
+        metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: settings.consumerName }),
+      });
+
+    let relay: LocalRelay | undefined;
+    let outboxQueueUrl: string | undefined;
+    if (options.relay !== false) {
+      say('starting the outbox relay');
+      const queue = await admin.sqs.send(new CreateQueueCommand({ QueueName: `${options.endpoints?.prefix ?? ''}Outbox.fifo`, Attributes: { FifoQueue: 'true' } }));
+      outboxQueueUrl = queue.QueueUrl!;
+      relay = await startLocalRelay({
+        dynamoDb: admin.dynamoDb,
+        consumerName: settings.consumerName,
+        inboxTableName: resources.inboxTable,
+        idempotencyTableName: resources.idempotencyTable,
+        destinations: { default: outboxQueueUrl },
+        clients: { sqs: admin.sqs },
+        logger: new Logger({ serviceName: `${settings.consumerName}-relay`, logLevel: logLevel as 'ERROR' }),
+        metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: `${settings.consumerName}-relay` }),
+      });
+      stops.unshift(() => relay?.stop());
     }
-  } finally {
+
+    const definition = defineConsumer(options.handler.options);
+    const keyOf = (message: InputMessage): string | undefined => {
+      try {
+        const event = definition.parseEvent(JSON.parse(message.body));
+        const key = definition.orderingKeyOf(event);
+        return typeof key === 'string' && key !== '' ? key : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const ordered = (settings.queue.fifo || source === 'kafka') && options.eventTime !== undefined ? inProducerOrder(options.input, keyOf, options.eventTime) : [...options.input];
+
+    capture.start();
+    stops.unshift(() => capture.stop());
+    let invocations = 0;
+    const progressOf = (phase: Progress['phase'], totals: MetricTotals = capture.totals()): Progress => ({
+      phase,
+      step: phase === 'running' ? 'consuming' : 'checking',
+      sent: options.input.length,
+      applied: totals.applied,
+      duplicates: totals.duplicates,
+      retried: totals.retried,
+      deadLettered: totals.deadLettered,
+      invocations,
+      elapsedMs: performance.now() - started,
+    });
+    const progressTimer = setInterval(() => options.onProgress?.(progressOf('running')), 1000);
+    stops.unshift(() => clearInterval(progressTimer));
+
+    let sent: SentMessage[];
+    let remaining: () => Promise<number>;
+    let onFailureRecords: KafkaOnFailureRecord[] = [];
+    let keepConsuming: (signal: AbortSignal) => Promise<void>;
+    say(`sending ${options.input.length} messages`, 'running');
+    if (source === 'sqs') {
+      sent = await sendInput(admin.sqs, resources.queueUrl, ordered, {
+        fifo: settings.queue.fifo,
+        messageGroupId: (message) => groupIdOf(keyOf(message)),
+      });
+      const newPoller = () =>
+        new SqsEventSourcePoller({
+          sqs: consumer.eventSourceSqs,
+          queueUrl: resources.queueUrl,
+          queueArn: resources.queueArn,
+          ...pollerOptionsFromSettings(settings),
+          createHandler: () => newEnvironment().sqs,
+          guardedClients: consumer.guarded,
+          onInvocation: () => {
+            invocations += 1;
+          },
+        });
+      const poller = newPoller();
+      try {
+        await poller.runUntilIdle({ idleMs: 1500, timeoutMs: options.timeoutMs ?? 600_000 });
+      } finally {
+        await poller.stop();
+      }
+      remaining = () => queueDepth(admin, resources.queueUrl);
+      keepConsuming = (signal) => newPoller().run(signal);
+    } else {
+      const log = new PartitionedLog({ topic: settings.kafka.topic, partitions: options.partitions ?? 3 });
+      sent = ordered.map((message) => {
+        const { partition, offset } = log.append({ key: keyOf(message) ?? null, value: message.body });
+        return { messageId: kafkaMessageId({ topic: log.topic, partition, offset }), line: message.line, body: message.body };
+      });
+      onFailureRecords = [];
+      const poller = new KafkaEventSourcePoller({
+        log,
+        ...kafkaPollerOptionsFromSettings(settings),
+        createHandler: () => newEnvironment().kafka,
+        guardedClients: consumer.guarded,
+        ...(options.kafkaRetryReading ? { retryReading: options.kafkaRetryReading } : {}),
+        onFailure: (record) => {
+          onFailureRecords.push(record);
+        },
+        onInvocation: () => {
+          invocations += 1;
+        },
+      });
+      await poller.runUntilIdle({ timeoutMs: options.timeoutMs ?? 600_000 });
+      remaining = async () => poller.lag();
+      keepConsuming = async (signal) => {
+        while (!signal.aborted) {
+          await poller.runUntilIdle({ timeoutMs: 24 * 3600_000 }).catch(() => undefined);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      };
+    }
     clearInterval(progressTimer);
-    capture.stop();
-  }
-  run.onProgress?.(progressOf());
+    options.onProgress?.(progressOf('checking'));
 
-  const [deadLetters, effects, remaining] = await Promise.all([
-    readDeadLetterQueue(run, startedAt),
-    countEffects(run.dynamoDb, run.resources.ordersTable),
-    queueDepth(run.sqs, run.resources.queueUrl),
-  ]);
-  return buildReport({
-    source: 'sqs',
-    sent,
-    outcomes,
-    deadLetters,
-    effects,
-    metrics: capture.totals(),
-    remainingInSource: remaining,
-    durationMs: performance.now() - started,
-  });
-}
-
-/**
- * Sends the input to the source queue, 10 per `SendMessageBatch`. On a FIFO queue the message
- * group is the body's `orderId` (as a producer would set it) and the deduplication id is the
- * line number, so that a producer duplicate in the file reaches the consumer, as it would from a
- * producer retry after the 5-minute deduplication window.
- *
- * @returns each sent message with its SQS `messageId`
- */
-export async function sendInput(
-  sqs: SQSClient,
-  queueUrl: string,
-  input: readonly InputMessage[],
-  fifo: boolean,
-): Promise<SentMessage[]> {
-  const sent: SentMessage[] = [];
-  for (let i = 0; i < input.length; i += 10) {
-    const chunk = input.slice(i, i + 10);
-    const output = await sqs.send(
-      new SendMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: chunk.map((message, index) => ({
-          Id: String(index),
-          MessageBody: message.body,
-          ...(fifo
-            ? {
-                MessageGroupId: peekIds(message.body).orderId ?? 'no-order',
-                MessageDeduplicationId: createHash('sha256').update(`line:${message.line}`).digest('hex'),
-              }
-            : {}),
-        })),
-      }),
-    );
-    if ((output.Failed ?? []).length > 0) {
-      const failure = output.Failed?.[0];
-      const line = chunk[Number(failure?.Id)]?.line;
-      throw new Error(`the SQS server refused the message of input line ${line}: ${failure?.Code} ${failure?.Message ?? ''}`);
-    }
-    for (const success of output.Successful ?? []) {
-      const message = chunk[Number(success.Id)];
-      if (message !== undefined && success.MessageId !== undefined) {
-        sent.push({ messageId: success.MessageId, line: message.line, body: message.body });
+    await relay?.drain({ timeoutMs: 60_000 });
+    const documentClient = DynamoDBDocumentClient.from(admin.dynamoDb);
+    const [deadLetters, left, outbox, domainProblems] = await Promise.all([
+      readDeadLetterQueue(admin, endpoints.sqs, resources.deadLetterQueueUrl, startedAt),
+      remaining(),
+      relay === undefined ? Promise.resolve(undefined) : countOutboxItems(admin.dynamoDb, resources.inboxTable, settings.consumerName),
+      options.check === undefined ? Promise.resolve([]) : options.check({ documentClient, tables: resources.tables, inboxTable: resources.inboxTable, outcomes }),
+    ]);
+    const report = buildReport({
+      source,
+      sent,
+      outcomes,
+      deadLetters,
+      domainProblems: [
+        ...domainProblems,
+        ...(onFailureRecords.length === 0 ? [] : [`${onFailureRecords.length} Kafka batch(es) went to the on-failure destination (metadata only, records not processed)`]),
+        ...(relay !== undefined && relay.gaveUp().length > 0 ? [`the outbox relay gave up on ${relay.gaveUp().length} batch(es)`] : []),
+      ],
+      ...(outbox === undefined ? {} : { outbox: { written: outbox.written, published: outbox.published } }),
+      metrics: capture.totals(),
+      remainingInSource: left,
+      durationMs: performance.now() - started,
+    });
+    const result: LocalRunResult = { report, deliveries: recorder.deliveries(), startedAt, source: source === 'kafka' ? 'kafka' : settings.queue.fifo ? 'sqs-fifo' : 'sqs' };
+    await options.onReport?.(result, { dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, resources, outboxQueueUrl });
+    if (options.keepRunning !== undefined && !options.keepRunning.aborted) await keepConsuming(options.keepRunning);
+    return result;
+  } finally {
+    for (const stop of stops) {
+      try {
+        await stop();
+      } catch {
+        // stopping what is left goes on
       }
     }
   }
-  return sent;
 }
 
 /**
- * The dead-letter messages of this run, without consuming them. SQS shows a FIFO queue's
- * messages only one group head at a time, so the run asks the embedded server's inspection
- * endpoint (fauxqs: `GET /_fauxqs/queues/<name>`, read-only), which lists every message; on
- * another server it falls back to {@link peekDeadLetterQueue}.
+ * The error a local run's `transientFailureRate` throws from `decide` on the first decision of a
+ * chosen idempotency key: retryable, so the message is retried and then applied once.
  */
-export async function readDeadLetterQueue(run: SourceRun, since: Date): Promise<DeadLetterSnapshot[]> {
-  const queueUrl = run.resources.deadLetterQueueUrl;
-  const name = queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
-  try {
-    const response = await fetch(`${run.sqsEndpoint}/_fauxqs/queues/${encodeURIComponent(name)}`);
-    if (response.ok) {
-      const state = (await response.json()) as { messages: Record<'ready' | 'delayed' | 'inflight', unknown[]> };
-      const { ready, delayed, inflight } = state.messages;
-      const messages = [...ready, ...delayed, ...inflight.map((entry) => (entry as { message: unknown }).message)] as InspectedMessage[];
-      return messages
-        .map((m) => ({ m, dead: readDeadLetterAttributes(m.messageAttributes ?? {}) }))
-        .filter(({ m, dead }) => (dead?.failedAt?.getTime() ?? 0) >= since.getTime() || (m.sentTimestamp ?? 0) >= since.getTime())
-        .map(({ m, dead }) => ({
-          messageId: m.messageId,
-          body: m.body,
-          failureReason: dead?.failureReason,
-          originalMessageId: dead?.context.originalMessageId ?? m.messageId,
-        }));
-    }
-  } catch {
-    // not the embedded server: read it through the SQS API
+export class InjectedTransientFailure extends RetryableError {
+  constructor(idempotencyKey: string) {
+    super(`injected transient failure (first decision of ${idempotencyKey}); the retry applies it`);
+    this.name = 'InjectedTransientFailure';
   }
-  return peekDeadLetterQueue(run.sqs, queueUrl, since);
+}
+
+/**
+ * The handler with its `decide` failing once, retryably, for a `rate` share of idempotency keys
+ * (chosen by a hash of the key and the seed, so a run repeats). The same handler when `rate` is 0.
+ *
+ * @throws RangeError when `rate` is not a number from 0 to 1
+ */
+function withTransientFailures(handler: IdempotentConsumerHandler, rate: number, seed: number): IdempotentConsumerHandler {
+  if (!(rate >= 0 && rate <= 1)) throw new RangeError(`transientFailureRate must be a number from 0 to 1, got ${rate}`);
+  if (rate === 0) return handler;
+  const options = handler.options;
+  const definition = defineConsumer(options);
+  const failed = new Set<string>();
+  const chosen = (key: string): boolean => {
+    let hash = 2166136261 ^ seed;
+    for (const char of key) hash = Math.imul(hash ^ (char.codePointAt(0) ?? 0), 16777619);
+    return (hash >>> 0) / 2 ** 32 < rate;
+  };
+  return createIdempotentConsumer({
+    ...options,
+    decide: (event, state) => {
+      const key = definition.idempotencyKeyOf(event);
+      if (!failed.has(key) && chosen(key)) {
+        failed.add(key);
+        throw new InjectedTransientFailure(key);
+      }
+      return options.decide(event, state);
+    },
+  });
+}
+
+/** An SQS message group id from an ordering key: itself when SQS accepts it, else a hash of it. */
+function groupIdOf(key: string | undefined): string {
+  if (key === undefined) return 'no-ordering-key';
+  if (/^[\x21-\x7e]{1,128}$/.test(key)) return key;
+  let hash = 0;
+  for (const char of key) hash = (Math.imul(hash, 31) + (char.codePointAt(0) ?? 0)) | 0;
+  return `key-${(hash >>> 0).toString(16)}`;
+}
+
+async function queueDepth(clients: LocalClients, queueUrl: string): Promise<number> {
+  const output = await clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+  );
+  const a = output.Attributes ?? {};
+  return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
 }
 
 interface InspectedMessage {
@@ -313,64 +415,35 @@ interface InspectedMessage {
 }
 
 /**
- * Reads the messages that entered the dead-letter queue since `since` without consuming them
- * (the DLQ tool's `MessageHold`: receive, then make them visible again), so `dlq list` still
- * finds them and earlier runs' messages on a kept queue do not count.
+ * The dead-letter messages of this run, without consuming them. SQS shows a FIFO queue's messages
+ * only one group head at a time, so the run asks the embedded server's inspection endpoint
+ * (fauxqs: `GET /_fauxqs/queues/<name>`, read-only), which lists every message; on another server
+ * it receives them and makes them visible again (the DLQ tool's `MessageHold`).
  */
-export async function peekDeadLetterQueue(sqs: SQSClient, queueUrl: string, since: Date): Promise<DeadLetterSnapshot[]> {
-  const hold = new MessageHold(sqs, queueUrl);
+export async function readDeadLetterQueue(clients: LocalClients, sqsEndpoint: string, queueUrl: string, since: Date): Promise<DeadLetterSnapshot[]> {
+  const toSnapshot = (messageId: string, body: string, attributes: Readonly<Record<string, { readonly StringValue?: string }>>, sentAt: number | undefined): DeadLetterSnapshot | undefined => {
+    const dead = readDeadLetterAttributes(attributes);
+    if ((dead?.failedAt?.getTime() ?? sentAt ?? 0) < since.getTime()) return undefined;
+    const empty = dead?.context.bodyEncoding === 'empty' && body === EMPTY_BODY_PLACEHOLDER;
+    return { messageId, body: empty ? '' : body, failureReason: dead?.failureReason, originalMessageId: dead?.context.originalMessageId ?? messageId };
+  };
+  const name = queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
+  try {
+    const response = await fetch(`${sqsEndpoint}/_fauxqs/queues/${encodeURIComponent(name)}`);
+    if (response.ok) {
+      const state = (await response.json()) as { messages: Record<'ready' | 'delayed' | 'inflight', unknown[]> };
+      const { ready, delayed, inflight } = state.messages;
+      const messages = [...ready, ...delayed, ...inflight.map((entry) => (entry as { message: unknown }).message)] as InspectedMessage[];
+      return messages.flatMap((m) => toSnapshot(m.messageId, m.body, m.messageAttributes ?? {}, m.sentTimestamp) ?? []);
+    }
+  } catch {
+    // not the embedded server: read it through the SQS API
+  }
+  const hold = new MessageHold(clients.sqs, queueUrl);
   try {
     const records = await hold.scan({ visibilityTimeoutSeconds: 30, waitTimeSeconds: 0 });
-    return records
-      .filter((record) => (record.failedAt ?? record.sentAt ?? since).getTime() >= since.getTime())
-      .map((record) => ({
-        messageId: record.messageId,
-        body: record.body,
-        failureReason: record.failureReason,
-        originalMessageId: record.originalMessageId ?? record.messageId,
-      }));
+    return records.flatMap((record) => toSnapshot(record.messageId, record.body, record.messageAttributes ?? {}, record.sentAt?.getTime()) ?? []);
   } finally {
     await hold.release();
   }
-}
-
-/** Counts ledger entries and notifications per order in the business table. */
-export async function countEffects(dynamoDb: DynamoDBClient, ordersTable: string): Promise<EffectCounts> {
-  const documents = DynamoDBDocumentClient.from(dynamoDb);
-  const ledgerEntries = new Map<string, number>();
-  const notifications = new Map<string, number>();
-  const ledgerPoints = new Map<string, number>();
-  const pointsAwarded = new Map<string, number>();
-  const add = (map: Map<string, number>, key: string, n: number) => map.set(key, (map.get(key) ?? 0) + n);
-  const scan = paginateScan({ client: documents }, { TableName: ordersTable, ProjectionExpression: 'orderId, sk, points, pointsAwarded' });
-  for await (const page of scan) {
-    for (const item of page.Items ?? []) {
-      const orderId = String(item.orderId);
-      const sk = String(item.sk);
-      if (sk.startsWith(LEDGER_SK_PREFIX)) {
-        add(ledgerEntries, orderId, 1);
-        add(ledgerPoints, orderId, Number(item.points));
-      } else if (sk.startsWith(NOTIFICATION_SK_PREFIX)) {
-        add(notifications, orderId, 1);
-      } else if (sk === ORDER_STATE_SK) {
-        pointsAwarded.set(orderId, Number(item.pointsAwarded));
-      }
-    }
-  }
-  return { ledgerEntries, notifications, ledgerPoints, pointsAwarded };
-}
-
-async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const output = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
-    }),
-  );
-  const a = output.Attributes ?? {};
-  return (
-    Number(a.ApproximateNumberOfMessages ?? 0) +
-    Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
-    Number(a.ApproximateNumberOfMessagesDelayed ?? 0)
-  );
 }

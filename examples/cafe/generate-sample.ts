@@ -7,7 +7,7 @@
  *
  * What it holds: 150 orders on valid paths of the state machine; producer duplicates (the same
  * event sent twice); out-of-order deliveries (a successor written before its predecessor);
- * poison messages (not JSON, an empty body, a schema violation, no idempotency key, an unknown
+ * poison messages (not JSON, a blank body, a schema violation, no idempotency key, an unknown
  * type, a reused idempotency key with another payload, an impossible transition) and an event
  * whose predecessor never arrives (it exhausts its retries). Transient failures are not in the
  * file: the local runtime injects them (`--transient-failure-rate`).
@@ -87,7 +87,7 @@ const late = start + 11 * 3600 * 1000;
 const iso = (offset: number) => new Date(late + offset * 60_000).toISOString();
 // Poison messages: each ends in the dead-letter queue with its reason.
 emit(late, 'not-json'); // ValidationError: not JSON at all
-emit(late + 1, ''); // ValidationError: an empty body
+emit(late + 1, ' '); // ValidationError: a blank body (SQS refuses an empty one)
 emit(late + 2, { eventId: 'poison-points', type: 'OrderPaid', orderId: 'O-0001', occurredAt: iso(2), points: 'ten' }); // ValidationError
 emit(late + 3, { type: 'OrderPlaced', orderId: 'O-9001', occurredAt: iso(3) }); // MissingIdempotencyKey
 emit(late + 4, { eventId: 'poison-type', type: 'OrderRefunded', orderId: 'O-0002', occurredAt: iso(4) }); // UnknownMessageType

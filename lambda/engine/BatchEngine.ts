@@ -1,17 +1,18 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { type DynamoDBDocumentClient, TransactGetCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand, TransactGetCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import {
   ConditionalWriteFailed,
   ConsumerDefinitionError,
+  FailureReason,
   IdempotencyConflict,
   InvalidWrite,
   NotAttempted,
   TransactionConflict,
 } from '../errors.js';
-import { appliedRowPut, inboxKey, InboxStatus, type InboxRow, toInboxRow } from '../inbox/inboxItems.js';
+import { appliedRowPut, deadLetteredRowPut, inboxKey, InboxStatus, type InboxRow, toInboxRow } from '../inbox/inboxItems.js';
 import { outboxPut } from '../outbox/outboxItems.js';
 import type { Decision, Item, OutgoingMessage, SideEffectRequest, State, Write } from '../types.js';
 import { and, type Expression, type ItemBelief, unchangedCondition, userCondition, versionOf, withVersionSet } from './conditions.js';
@@ -186,6 +187,7 @@ export class BatchEngine<Event> {
         for (const unit of pending) this.#fail(unit, new NotAttempted('too little time was left in the invocation to commit it'));
         return;
       }
+      await this.#markOrderedDeadLetters(units);
       const plan = this.#plan(units, view, forcedDeferrals);
       forcedDeferrals.clear();
       if (plan.verify.size > 0) {
@@ -327,6 +329,8 @@ export class BatchEngine<Event> {
         }
         const failure = this.#fail(unit, error);
         if (failure.retryable && scope !== undefined) stoppedScopes.add(scope);
+        // A dead letter of a FIFO group or Kafka partition is marked before its successors commit (next round).
+        if (!failure.retryable && scope !== undefined) blockedScopes.add(scope);
         continue;
       }
       if (folded === 'defer') {
@@ -874,6 +878,77 @@ export class BatchEngine<Event> {
       contention,
     });
     return contention;
+  }
+
+  /**
+   * Writes the dead-letter marker of each unit of a FIFO group or Kafka partition that `decide`
+   * (or a commit's condition) dead-lettered, before any later unit of its scope commits.
+   *
+   * Why: the source keeps the scope's order, and the final state must equal the in-order one. A
+   * verdict made on state is not final until its marker is stored: were the marker write to fail
+   * after the successors committed, the message would come back and be decided again on the state
+   * its successors left (an `OutOfStock` reservation granted by a later `StockReceived`). Marked
+   * first, a redelivery finds the marker and is dead-lettered again with the same reason; if the
+   * marker cannot be written, the unit is retried (without counting an attempt) and its scope
+   * stops there. A marker that finds the message applied (a concurrent delivery) makes it a
+   * duplicate. Costs nothing extra: the marker is written here instead of after the commit.
+   */
+  async #markOrderedDeadLetters(units: readonly Unit[]): Promise<void> {
+    // The last unsettled unit of each scope, by batch position.
+    const lastPending = new Map<string, number>();
+    for (const unit of units) {
+      if (unit.verdict === undefined && unit.delivery.scope !== undefined) lastPending.set(unit.delivery.scope, Math.max(unit.index, lastPending.get(unit.delivery.scope) ?? -1));
+    }
+    const hasLaterPending = (unit: Unit) => (lastPending.get(unit.delivery.scope!) ?? -1) > unit.index;
+    const toMark = units.filter(
+      (unit) =>
+        unit.verdict?.kind === 'failed' &&
+        !unit.verdict.failure.retryable &&
+        unit.verdict.alreadyMarked !== true &&
+        unit.verdict.failure.reason !== FailureReason.IdempotencyConflict &&
+        unit.delivery.scope !== undefined &&
+        hasLaterPending(unit),
+    );
+    if (toMark.length === 0) return;
+    const { client, config, now, logger } = this.#options;
+    const at = now();
+    await Promise.all(
+      toMark.map(async (unit) => {
+        const verdict = unit.verdict as Extract<UnitVerdict, { kind: 'failed' }>;
+        try {
+          await client.send(
+            new PutCommand(
+              deadLetteredRowPut({
+                tableName: config.inboxTable,
+                consumerName: config.consumerName,
+                idempotencyKey: unit.idempotencyKey,
+                payloadHash: unit.payloadHash,
+                messageId: unit.delivery.messageId,
+                reason: verdict.failure.reason ?? 'Unknown',
+                errorType: verdict.failure.errorType,
+                errorMessage: verdict.failure.errorMessage,
+                now: at,
+                ttlSeconds: config.inboxTtlSeconds,
+              }),
+            ),
+          );
+          unit.verdict = { ...verdict, alreadyMarked: true };
+        } catch (error) {
+          const item = (error as { Item?: Record<string, unknown> }).Item;
+          const row = error instanceof Error && error.name === 'ConditionalCheckFailedException' && item !== undefined ? toInboxRow(unmarshall(item as never) as Item) : undefined;
+          if (row !== undefined && row.status === InboxStatus.Applied) {
+            unit.verdict = undefined;
+            this.#settleFromInboxRow(unit, row);
+            return;
+          }
+          logger?.warn('could not mark a message as dead-lettered; it and the rest of its message group or partition will be retried', {
+            messageId: unit.delivery.messageId,
+            error: describeError(error),
+          });
+          unit.verdict = { kind: 'failed', failure: { ...classify(error), retryable: true, reason: undefined, countsAsAttempt: false } };
+        }
+      }),
+    );
   }
 
   #settle(unit: Unit, verdict: UnitVerdict): void {
