@@ -6,7 +6,7 @@ import { defineConfig } from 'vitest/config';
 const sourceConditions = ['@idempotent-consumer/source', ...defaultServerConditions.filter((condition) => condition !== 'module')];
 
 /**
- * Four projects: `unit` (no servers), `stack` (CDK synth, slow), `browser` (headless Chromium), `integration` (DynamoDB Local
+ * Five projects: `unit` (no servers), `stack` (CDK synth, slow), `browser` (headless Chromium), `package` (the packed tarball in a user's project), `integration` (DynamoDB Local
  * and the SQS server, started once by the global setup and stopped at the end; the CLI tests
  * start their own SQS server). `npm test` runs them all; `npx vitest run --project unit` runs one.
  */
@@ -27,6 +27,8 @@ export default defineConfig({
       { extends: true, test: { name: 'stack', include: ['test/stack/**/*.test.ts'] } },
       // Pages checked in Debian's headless Chromium (/usr/bin/chromium, installed by .ci/run), driven by playwright-core.
       { extends: true, test: { name: 'browser', include: ['test/browser/**/*.test.ts'] } },
+      // The packed tarball installed into an empty project (npm pack, npm install, tsc, CDK synth): slow, needs the npm registry.
+      { extends: true, test: { name: 'package', include: ['test/package/**/*.test.ts'] } },
       {
         extends: true,
         test: {

@@ -170,7 +170,7 @@ export interface IdempotentConsumerProps {
    * {@link OutboxRelay} that publishes the messages decisions put in `Decision.outbox` to a
    * destination (an SNS topic or an SQS queue, created or given), each at least once with a stable
    * message id for deduplication. The consumer name, inbox and idempotency tables come from this
-   * construct.
+   * construct; the relay's `projectRoot` and `depsLockFilePath` default to this construct's.
    *
    * @default - no relay (outgoing messages are written to the inbox table but nobody publishes them)
    */
@@ -406,6 +406,9 @@ export class IdempotentConsumer extends Construct {
     if (props.outbox !== undefined) {
       this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {
         ...props.outbox,
+        // The relay bundles from the consumer's project root and lock file unless `outbox` names its own.
+        projectRoot: props.outbox.projectRoot ?? props.projectRoot,
+        depsLockFilePath: props.outbox.depsLockFilePath ?? props.depsLockFilePath,
         consumerName: settings.consumerName,
         inboxTable: this.inboxTable,
         idempotencyTable: this.idempotencyTable,

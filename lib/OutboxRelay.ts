@@ -1,5 +1,3 @@
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy, Token, Validations } from 'aws-cdk-lib';
 import {
@@ -36,15 +34,13 @@ import {
 } from '../lambda/outbox/outboxRelaySettings.js';
 import { outboxFilterPattern } from '../lambda/outbox/outboxStreamRecords.js';
 
-/** The repository root: the bundler's project root and where the lock file lives. */
-const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
-
 /**
  * The relay's default entry: the built-in SNS and SQS destinations, configured from the
- * environment. The TypeScript source in the repository, the compiled `.js` in a built package.
+ * environment. It sits beside this module: the TypeScript source when this module runs from the
+ * repository's sources (`lib/OutboxRelay.ts`), the compiled `.js` when it runs from the package
+ * (`dist/lib/OutboxRelay.js` → `dist/lambda/outbox/relayHandler.js`).
  */
-const defaultEntry = [join(projectRoot, 'lambda', 'outbox', 'relayHandler.ts'), join(projectRoot, 'lambda', 'outbox', 'relayHandler.js')].find((path) => existsSync(path)) ??
-  join(projectRoot, 'lambda', 'outbox', 'relayHandler.ts');
+const defaultEntry = fileURLToPath(new URL(`../lambda/outbox/relayHandler${new URL(import.meta.url).pathname.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
 
 /**
  * Where the relay publishes the messages of one logical destination name:
@@ -86,9 +82,22 @@ export interface OutboxRelayProps {
   /**
    * The relay's handler file, for destinations of your own (`createOutboxRelay({ destinations })`);
    * grant its function what they need (`relay.function`).
-   * @default the library's `lambda/outbox/relayHandler.ts` (the built-in SNS and SQS destinations)
+   * @default the library's relay handler (the built-in SNS and SQS destinations): `lambda/outbox/relayHandler.ts`
+   *   in the repository, `dist/lambda/outbox/relayHandler.js` in the installed package
    */
   readonly entry?: string;
+  /**
+   * The directory esbuild bundles from. It must contain the entry: the library's default entry is
+   * inside your project's `node_modules`.
+   * @default - the directory of `depsLockFilePath`
+   */
+  readonly projectRoot?: string;
+  /**
+   * Your project's lock file.
+   * @default - the nearest `package-lock.json`, `yarn.lock`, `pnpm-lock.yaml`, `bun.lock` or
+   * `bun.lockb` above the current directory (where `cdk` runs)
+   */
+  readonly depsLockFilePath?: string;
   /** How long the relay's log group keeps log events. @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
   /**
@@ -223,8 +232,8 @@ export class OutboxRelay extends Construct {
     this.function = new NodejsFunction(this, 'Function', {
       entry: props.entry ?? defaultEntry,
       handler: 'handler',
-      projectRoot,
-      depsLockFilePath: join(projectRoot, 'package-lock.json'),
+      projectRoot: props.projectRoot,
+      depsLockFilePath: props.depsLockFilePath,
       runtime: Runtime.NODEJS_22_X,
       architecture: Architecture.ARM_64,
       timeout: Duration.seconds(settings.timeoutSeconds),
