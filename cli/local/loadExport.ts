@@ -86,6 +86,7 @@ async function importModule(path: string): Promise<unknown> {
     const { register } = await import('tsx/esm/api');
     register();
     tsLoaderRegistered = true;
-    return import(url);
+    // Node keeps the failed load of this URL: ask again under another one (same file).
+    return import(`${url}?typescript`);
   }
 }
