@@ -8,7 +8,8 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { METRICS_NAMESPACE } from '../config/settings.js';
 import type { KafkaBatchResponse } from './batch/kafkaBatchResponse.js';
 import type { KafkaEvent } from './batch/kafkaEvent.js';
-import { backoffSeconds, RetryBackoff } from './batch/retryBackoff.js';
+import { backoffSeconds } from './batch/backoffSeconds.js';
+import type { RetryBackoff } from './batch/retryBackoff.js';
 import { sqsDeliveries } from './batch/sqsDeliveries.js';
 import { type RuntimeConfig, readRuntimeConfig } from './config/runtimeConfig.js';
 import { BatchEngine, describeError, type InvocationClock, type SideEffectExecutor } from './engine/BatchEngine.js';
@@ -237,7 +238,9 @@ async function buildEnvironment<Event>(definition: ConsumerDefinition<Event>, ru
     logger,
     metrics,
     deps,
-    backoff: () => (backoff ??= sqs().then((client) => new RetryBackoff({ sqs: client }))),
+    // Loaded at the first retry, with the SQS client: an invocation that retries nothing never loads either.
+    backoff: () =>
+      (backoff ??= Promise.all([sqs(), import('./batch/retryBackoff.js')]).then(([client, { RetryBackoff: Backoff }]) => new Backoff({ sqs: client }))),
     registerContext(next: Context) {
       context = next;
       void sideEffects?.then((runner) => runner.registerLambdaContext(next));

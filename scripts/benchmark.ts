@@ -22,7 +22,7 @@
  *   --scenarios LIST       fresh,duplicates,fresh-side-effect,mixed,poison       default all
  *   --heap-messages A,B    heap growth measured from A to B messages (0: skip)    default 1000,10000
  *   --cold-start-runs N    fresh-process imports per side (0: skip)              default 10
- *   --sample FILE          the mixed scenario's stream                            default samples/orders.jsonl
+ *   --sample FILE          the mixed scenario's stream                            default examples/cafe/samples/orders.jsonl
  *   --dynamodb-endpoint URL --sqs-endpoint URL   use these instead of starting the embedded emulators
  *   --json                 the JSON summary as the last line of stdout
  *

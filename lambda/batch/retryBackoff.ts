@@ -1,10 +1,7 @@
 import { ChangeMessageVisibilityBatchCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { MAX_VISIBILITY_SECONDS } from './backoffSeconds.js';
 
-/**
- * SQS's largest visibility timeout, in seconds (12 hours, counted from the receipt: a change
- * cannot extend a message beyond it), less a margin for the time already spent since.
- */
-const MAX_VISIBILITY_SECONDS = 43_200 - 900;
+export { backoffSeconds } from './backoffSeconds.js';
 
 /** One failed record to delay. */
 export interface DelayedRecord {
@@ -13,20 +10,6 @@ export interface DelayedRecord {
   readonly eventSourceARN: string;
   /** How long it stays invisible, in seconds. */
   readonly delaySeconds: number;
-}
-
-/**
- * The delay before a failed message comes back, in seconds:
- * `min(baseSeconds × 2^(attempt − 1), maxSeconds)`, 0 when `baseSeconds` is 0.
- *
- * @param attempt - the failed delivery's attempt number (from 1)
- * @param baseSeconds - the delay after the first failed receive, in seconds
- * @param maxSeconds - the upper bound, in seconds (capped at SQS's 43,200)
- */
-export function backoffSeconds(attempt: number, baseSeconds: number, maxSeconds: number): number {
-  if (baseSeconds <= 0) return 0;
-  const exponent = Math.max(0, Math.min(attempt - 1, 30));
-  return Math.min(baseSeconds * 2 ** exponent, maxSeconds, MAX_VISIBILITY_SECONDS);
 }
 
 /** Options of {@link RetryBackoff}. */

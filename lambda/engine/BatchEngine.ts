@@ -1,5 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { type DynamoDBDocumentClient, PutCommand, TransactGetCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient, PutCommand, TransactGetCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
@@ -24,6 +24,8 @@ import type { ParsedDelivery } from './parseDelivery.js';
 
 /** DynamoDB's limits on one `TransactWriteItems` (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html). */
 const MAX_TRANSACTION_ACTIONS = 100;
+/** `BatchGetItem` takes at most 100 keys (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html). */
+const MAX_BATCH_GET_KEYS = 100;
 /** The 4 MB aggregate limit, with room for our size estimate's error. */
 const MAX_TRANSACTION_BYTES = 3_500_000;
 /** Rounds of decide-and-commit a batch may take before what is left is retried. */
@@ -59,8 +61,13 @@ export type UnitVerdict =
 /** A parsed delivery as the engine tracks it through the rounds of one batch. */
 export interface Unit<Event = unknown> extends ParsedDelivery<Event> {
   readonly index: number;
-  /** A consistent snapshot of its inbox row and reads was taken in this batch. */
+  /** Its inbox row and reads were read consistently in this batch (a strongly consistent read of each, or a snapshot). */
   verified: boolean;
+  /**
+   * A serializable snapshot backs its view (`TransactGetItems`, or a cancelled transaction whose
+   * conditions were all evaluated at one instant): what a verdict that dead-letters it needs.
+   */
+  snapshot: boolean;
   /** Commits lost to contention in this batch. */
   contention: number;
   /** Commit it alone (after a request-level `ValidationException` of a shared transaction). */
@@ -113,8 +120,18 @@ interface UnitPlan {
 interface RoundPlan {
   readonly plans: UnitPlan[];
   readonly ops: Map<string, ItemOp>;
-  readonly verify: Set<Unit>;
+  /** Units to read again before they are decided again, and how: see {@link VerifyLevel}. */
+  readonly verify: Map<Unit, VerifyLevel>;
 }
+
+/**
+ * How a unit's inbox row and reads are read again: `consistent`, a strongly consistent
+ * `BatchGetItem` (1 read unit per item of up to 4 KB), enough to retry a message or run a side
+ * effect (its guard stops a second run; the commit's conditions catch a change); `snapshot`, one
+ * `TransactGetItems` (2 read units per item), a serializable view, before a verdict that
+ * dead-letters a message.
+ */
+type VerifyLevel = 'consistent' | 'snapshot';
 
 /** What one action of a transaction is, to read its cancellation reason. */
 type ActionRole =
@@ -191,7 +208,7 @@ export class BatchEngine<Event> {
       const plan = this.#plan(units, view, forcedDeferrals);
       forcedDeferrals.clear();
       if (plan.verify.size > 0) {
-        await this.#verify([...plan.verify], view);
+        await this.#verify(plan.verify, view);
         continue;
       }
       if (plan.plans.length === 0) {
@@ -223,7 +240,7 @@ export class BatchEngine<Event> {
     const { definition } = this.#options;
     const ops = new Map<string, ItemOp>();
     const plans: UnitPlan[] = [];
-    const verify = new Set<Unit>();
+    const verify = new Map<Unit, VerifyLevel>();
     const blockedChains = new Set<string>();
     const blockedScopes = new Set<string>();
     const stoppedScopes = new Set<string>();
@@ -322,8 +339,9 @@ export class BatchEngine<Event> {
           block(unit);
           continue;
         }
-        if (!unit.verified) {
-          verify.add(unit);
+        const verdict = classify(error, definition.classifyError);
+        if (!unit.verified || (!verdict.retryable && !unit.snapshot)) {
+          verify.set(unit, verdict.retryable ? 'consistent' : 'snapshot');
           block(unit);
           continue;
         }
@@ -339,7 +357,7 @@ export class BatchEngine<Event> {
       }
       const sideEffects = decision.sideEffects ?? [];
       if (sideEffects.length > 0 && !unit.verified) {
-        verify.add(unit);
+        verify.set(unit, 'consistent');
         block(unit);
         continue;
       }
@@ -484,8 +502,97 @@ export class BatchEngine<Event> {
     else this.#fail(unit, new IdempotencyConflict(unit.idempotencyKey, stored, unit.payloadHash));
   }
 
-  /** Takes one consistent snapshot (`TransactGetItems`) of the units' inbox rows and reads. */
-  async #verify(units: readonly Unit[], view: Map<string, Known>): Promise<void> {
+  /** Reads the units' inbox rows and reads again, each unit at its level (see {@link VerifyLevel}). */
+  async #verify(units: ReadonlyMap<Unit, VerifyLevel>, view: Map<string, Known>): Promise<void> {
+    const byLevel = (level: VerifyLevel) => [...units].filter(([, l]) => l === level).map(([unit]) => unit);
+    await Promise.all([this.#snapshot(byLevel('snapshot'), view), this.#readConsistently(byLevel('consistent'), view)]);
+  }
+
+  /**
+   * Reads the units' inbox rows and reads with strongly consistent `BatchGetItem`s (up to 100
+   * keys each; unprocessed keys asked again, then the units left unread are retried).
+   */
+  async #readConsistently(units: readonly Unit[], view: Map<string, Known>): Promise<void> {
+    if (units.length === 0) return;
+    const { client, config, definition, logger } = this.#options;
+    const inboxId = (unit: Unit) => `inbox\u0001${unit.idempotencyKey}`;
+    const wanted = new Map<string, { tableName: string; key: Item }>();
+    for (const unit of units) {
+      wanted.set(inboxId(unit), { tableName: config.inboxTable, key: inboxKey(config.consumerName, unit.idempotencyKey) });
+      for (const read of unit.reads) wanted.set(read.id, { tableName: read.tableName, key: read.key });
+    }
+    // Which id a returned item (or unprocessed key) answers, by its table and key attributes.
+    const keyNames = new Map<string, readonly string[]>([[config.inboxTable, Object.keys(inboxKey(config.consumerName, ''))]]);
+    for (const [logical, physical] of Object.entries(config.tables)) {
+      const table = definition.tables[logical];
+      if (table !== undefined) keyNames.set(physical, table.sortKey === undefined ? [table.partitionKey] : [table.partitionKey, table.sortKey]);
+    }
+    const print = (tableName: string, item: Item): string => JSON.stringify([tableName, ...(keyNames.get(tableName) ?? []).map((name) => item[name])]);
+    const idByPrint = new Map([...wanted].map(([id, { tableName, key }]) => [print(tableName, key), id]));
+    const idOf = (tableName: string, item: Item): string | undefined => idByPrint.get(print(tableName, item));
+    const found = new Map<string, Item | undefined>();
+    const unread = new Set<string>();
+    const ids = [...wanted.keys()];
+    await Promise.all(
+      Array.from({ length: Math.ceil(ids.length / MAX_BATCH_GET_KEYS) }, (_, i) => ids.slice(i * MAX_BATCH_GET_KEYS, (i + 1) * MAX_BATCH_GET_KEYS)).map(async (chunk) => {
+        let pending = chunk;
+        for (let attempt = 0; attempt < 4 && pending.length > 0; attempt += 1) {
+          if (attempt > 0) await this.#sleep(20 * 2 ** attempt + Math.random() * 40);
+          const requestItems: Record<string, { Keys: Item[]; ConsistentRead: true }> = {};
+          for (const id of pending) {
+            const { tableName, key } = wanted.get(id)!;
+            (requestItems[tableName] ??= { Keys: [], ConsistentRead: true }).Keys.push(key);
+          }
+          let output: { Responses?: Record<string, Item[]>; UnprocessedKeys?: Record<string, { Keys?: Item[] }> };
+          try {
+            output = (await client.send(new BatchGetCommand({ RequestItems: requestItems }))) as typeof output;
+          } catch (error) {
+            // The SDK already retried what it retries (throttling, 5xx).
+            logger?.warn('could not read the state consistently; the messages will be retried', { error: describeError(error) });
+            for (const id of pending) unread.add(id);
+            return;
+          }
+          const answered = new Set<string>();
+          for (const [tableName, items] of Object.entries(output.Responses ?? {})) {
+            for (const item of items) {
+              const id = idOf(tableName, item);
+              if (id !== undefined && wanted.has(id)) {
+                found.set(id, item);
+                answered.add(id);
+              }
+            }
+          }
+          const unprocessed = new Set<string>();
+          for (const [tableName, keys] of Object.entries(output.UnprocessedKeys ?? {})) {
+            for (const key of keys.Keys ?? []) {
+              const id = idOf(tableName, key);
+              if (id !== undefined) unprocessed.add(id);
+            }
+          }
+          for (const id of pending) if (!answered.has(id) && !unprocessed.has(id)) found.set(id, undefined);
+          pending = pending.filter((id) => unprocessed.has(id));
+        }
+        for (const id of pending) unread.add(id);
+      }),
+    );
+    for (const [id, item] of found) {
+      if (id.startsWith('inbox\u0001')) continue;
+      view.set(id, { exists: item !== undefined, item, verified: true });
+      this.#options.cache.set(id, item);
+    }
+    for (const unit of units) {
+      if (unread.has(inboxId(unit)) || unit.reads.some((read) => unread.has(read.id))) {
+        this.#fail(unit, new TransactionConflict('its state could not be read consistently (throttled)'));
+        continue;
+      }
+      const row = toInboxRow(found.get(inboxId(unit)));
+      if (!this.#settleFromInboxRow(unit, row)) unit.verified = true;
+    }
+  }
+
+  /** Takes one serializable snapshot (`TransactGetItems`) of the units' inbox rows and reads. */
+  async #snapshot(units: readonly Unit[], view: Map<string, Known>): Promise<void> {
+    if (units.length === 0) return;
     const { client, config } = this.#options;
     // Chunks of at most 100 distinct items, a unit's items in one chunk.
     const chunks: { units: Unit[]; keys: Map<string, { tableName: string; key: Item }> }[] = [];
@@ -531,7 +638,10 @@ export class BatchEngine<Event> {
         }
         for (const unit of chunk.units) {
           const row = toInboxRow(found.get(`inbox\u0001${unit.idempotencyKey}`));
-          if (!this.#settleFromInboxRow(unit, row)) unit.verified = true;
+          if (!this.#settleFromInboxRow(unit, row)) {
+            unit.verified = true;
+            unit.snapshot = true;
+          }
         }
       }),
     );
@@ -786,7 +896,10 @@ export class BatchEngine<Event> {
     // A unit whose items this commit changed no longer has one consistent view of them.
     const written = new Set(transaction.roles.flatMap((role) => (role.role === 'item' && role.op.kind !== 'check' ? [role.op.key.id] : [])));
     for (const unit of units) {
-      if (unit.verdict === undefined && unit.verified && unit.reads.some((key) => written.has(key.id))) unit.verified = false;
+      if (unit.verdict === undefined && unit.verified && unit.reads.some((key) => written.has(key.id))) {
+        unit.verified = false;
+        unit.snapshot = false;
+      }
     }
     logger?.debug('batch committed', { messages: transaction.units.length, actions: transaction.actions?.length, versionAttribute: definition.versionAttribute });
     return false;
@@ -862,7 +975,11 @@ export class BatchEngine<Event> {
     if (onlyConditions && reasons.length === transaction.roles.length) {
       // Every condition of the transaction was evaluated at one instant: each unsettled unit's
       // inbox row was absent and its items are now known as they were then (a consistent view).
-      for (const unit of transaction.units) if (unit.verdict === undefined) unit.verified = true;
+      for (const unit of transaction.units) {
+        if (unit.verdict !== undefined) continue;
+        unit.verified = true;
+        unit.snapshot = true;
+      }
     }
     if (contention) {
       for (const unit of transaction.units) {

@@ -87,7 +87,7 @@ export async function processDeliveries<Event>(deliveries: readonly Delivery[], 
   const units: Unit<Event>[] = [];
   const working: Working[] = parsed.map((p, index) => {
     if (p.ok) {
-      const unit: Unit<Event> = { ...p, index, verified: false, contention: 0, solo: false, verdict: undefined, settledAt: undefined };
+      const unit: Unit<Event> = { ...p, index, verified: false, snapshot: false, contention: 0, solo: false, verdict: undefined, settledAt: undefined };
       units.push(unit);
       return { delivery: p.delivery, index, unit, idempotencyKey: p.idempotencyKey, payloadHash: p.payloadHash, orderingKey: p.orderingKey, fields: p.fields, verdict: { kind: 'applied' }, alreadyMarked: false, settledAt: started };
     }

@@ -60,7 +60,7 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
         scenarios: { type: 'string', default: ALL_SCENARIOS.join(',') },
         'heap-messages': { type: 'string', default: '1000,10000' },
         'cold-start-runs': { type: 'string', default: '10' },
-        sample: { type: 'string', default: 'samples/orders.jsonl' },
+        sample: { type: 'string', default: 'examples/cafe/samples/orders.jsonl' },
         'dynamodb-endpoint': { type: 'string' },
         'sqs-endpoint': { type: 'string' },
         json: { type: 'boolean', default: false },

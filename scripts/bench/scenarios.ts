@@ -17,7 +17,7 @@ export const ScenarioName = {
   FreshSideEffect: 'fresh-side-effect',
   /** The `fresh` messages delivered a second time (same message ids, receive count 2). */
   Duplicates: 'duplicates',
-  /** The café's sample stream (`samples/orders.jsonl`): duplicates, out-of-order events, poison; what fails comes back. */
+  /** The café's sample stream (`examples/cafe/samples/orders.jsonl`): duplicates, out-of-order events, poison; what fails comes back. */
   Mixed: 'mixed',
   /** OrderPlaced of new orders, 1 in 10 invalid (not JSON, no idempotency key, an unknown type, a schema violation). */
   Poison: 'poison',

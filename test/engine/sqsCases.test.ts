@@ -339,7 +339,8 @@ describe('case C11: a duplicate dead-lettered from a stale read', () => {
     const b = executionEnvironment(env);
     // A looks (a consistent read, after its first decision failed on what it held); just before that, B applies e0.
     const aClient = hookedClient(env, async (command) => {
-      if (command === 'TransactGetItemsCommand' && !raced) {
+      // Its verification read: consistent (BatchGetItem) or a snapshot (TransactGetItems).
+      if ((command === 'TransactGetItemsCommand' || command === 'BatchGetItemCommand') && !raced) {
         raced = true;
         expect(await b.handler(sqsEvent(queueRecord(env, 'b-e0', body.placed('e0', 'O'))), lambdaContext())).toEqual({ batchItemFailures: [] });
       }
