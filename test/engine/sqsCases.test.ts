@@ -640,6 +640,29 @@ describe('the inbox', () => {
     expect(outcomes.filter((o) => o.outcome === 'duplicate')).toHaveLength(10);
   });
 
+  it('reads consistently (BatchGetItem, 1 read unit per item) before a side effect, and takes a snapshot (TransactGetItems) only before a dead letter', async () => {
+    await placeOrders(env, 'V-1', 'V-2');
+    const requests: string[] = [];
+    const client = hookedClient(env, (command) => {
+      requests.push(command);
+    });
+    // A new environment holds nothing: OrderPaid asks for a notification, so its state is read first.
+    const { handler, outcomes } = executionEnvironment(env, { dynamoDb: client });
+    await handler(sqsEvent(queueRecord(env, 'v-1', body.paid('pv-1', 'V-1', 10))), lambdaContext());
+    expect(outcomes.map((o) => o.outcome)).toEqual(['applied']);
+    expect(requests[0]).toBe('BatchGetItemCommand');
+    expect(requests).not.toContain('TransactGetItemsCommand');
+
+    // Shipping a cancelled order, in an environment that holds nothing: believed absent, the order
+    // "has not arrived" (retryable): a consistent read; on it, the verdict dead-letters: a snapshot first.
+    await executionEnvironment(env).handler(sqsEvent(queueRecord(env, 'v-2c', body.cancelled('cv-2', 'V-2'))), lambdaContext());
+    requests.length = 0;
+    const fresh = executionEnvironment(env, { dynamoDb: client });
+    await fresh.handler(sqsEvent(queueRecord(env, 'v-2s', body.shipped('sv-2', 'V-2'))), lambdaContext());
+    expect(fresh.outcomes.map((o) => `${o.outcome}:${o.reason}`)).toEqual(['dead-lettered:BusinessRuleViolation']);
+    expect(requests.filter((c) => c.endsWith('GetItemsCommand') || c === 'BatchGetItemCommand')).toEqual(['BatchGetItemCommand', 'TransactGetItemsCommand']);
+  });
+
   it('stores the payload hash and a TTL in epoch seconds, and dead-letters the same key with another payload', async () => {
     await placeOrders(env, 'O-2');
     const { handler, outcomes } = executionEnvironment(env);
@@ -656,7 +679,7 @@ describe('the inbox', () => {
     expect((await ledgerOf(env, 'O-2')).map((e) => e.points)).toEqual([10]);
   });
 
-  it('folds two events of one order: the order item is written once, with one outbox item per payment', async () => {
+  it('folds two events of one order: the order item is written once, and no outbox item without a payment', async () => {
     const requests: { command: string; items: number }[] = [];
     const client = hookedClient(env, (command, input) => {
       requests.push({ command, items: Array.isArray(input.TransactItems) ? input.TransactItems.length : 0 });
@@ -667,6 +690,6 @@ describe('the inbox', () => {
     // The order item written once, and the two inbox rows.
     expect(requests).toEqual([{ command: 'TransactWriteItemsCommand', items: 3 }]);
     expect((await orderState(env, 'F'))?.history.map((h) => h.status)).toEqual(['Created', 'Cancelled']);
-    expect(await inboxItems(env, 'outbox')).toHaveLength(1);
+    expect((await inboxItems(env, 'outbox')).filter((item) => item.messageGroupId === 'F')).toEqual([]);
   });
 });
