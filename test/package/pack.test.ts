@@ -108,6 +108,7 @@ describe('the packed tarball', () => {
     for (const file of [
       'package.json',
       'README.md',
+      'LICENSE',
       'bin/idempotent-consumer.js',
       'dist/lambda/index.js',
       'dist/lambda/index.d.ts',
@@ -126,7 +127,7 @@ describe('the packed tarball', () => {
     expect(packedFiles.some((file) => file.startsWith('docs/'))).toBe(true);
     const stray = packedFiles.filter(
       (file) =>
-        !['package.json', 'README.md', 'bin/idempotent-consumer.js'].includes(file) &&
+        !['package.json', 'README.md', 'LICENSE', 'bin/idempotent-consumer.js'].includes(file) &&
         !file.startsWith('docs/') &&
         !(file.startsWith('dist/') && !/(^|\/)(examples|test)\//.test(file) && (!file.endsWith('.ts') || file.endsWith('.d.ts'))),
     );
