@@ -245,6 +245,52 @@ describe('case C5: the partial batch response matches AWS contract exactly', () 
   });
 });
 
+describe('case C6: retries run out: the message reaches the DLQ with its reason', () => {
+  let env: TestResources;
+  beforeAll(async () => {
+    env = await cafeResources('c6');
+  });
+  afterAll(() => env.dispose());
+
+  it('attempts it once per receive (counts 1..5), then dead-letters the body as RetriesExhausted with the last error', async () => {
+    await placeOrders(env, 'O-1');
+    const m1Body = JSON.stringify(body.paid('e-1', 'O-1', 10));
+    let calls = 0;
+    let receive = 0;
+    const attemptedOnReceives: number[] = [];
+    const { handler } = executionEnvironment(env, {
+      consumer: {
+        decide: (event) => {
+          if (event.eventId === 'e-1') {
+            calls += 1;
+            if (attemptedOnReceives.at(-1) !== receive) attemptedOnReceives.push(receive);
+            throw new InjectedFailure(`the payment service is down (receive ${receive})`);
+          }
+          return {};
+        },
+      },
+    });
+    const responses = [];
+    for (receive = 1; receive <= 5; receive += 1) {
+      responses.push(await handler(sqsEvent(queueRecord(env, 'm-1', m1Body, { receiveCount: receive })), lambdaContext()));
+    }
+
+    // One attempt per receive. (decide is pure and may run twice in one attempt: in a new
+    // execution environment it first decides on what it holds, then on a consistent read.)
+    expect(attemptedOnReceives).toEqual([1, 2, 3, 4, 5]);
+    expect(calls).toBeLessThanOrEqual(10);
+    // Reported for a retry on receives 1..4; on the 5th it is set aside, so the mapping deletes it.
+    expect(responses.map((r) => r.batchItemFailures.length)).toEqual([1, 1, 1, 1, 0]);
+    const dlq = await deadLetters(env);
+    expect(dlq).toHaveLength(1);
+    expect(dlq[0]?.Body).toBe(m1Body);
+    expect(deadLetterAttribute(dlq[0], 'failureReason')).toBe('RetriesExhausted');
+    expect(deadLetterAttribute(dlq[0], 'errorType')).toBe('InjectedFailure');
+    expect(deadLetterAttribute(dlq[0], 'errorMessage')).toBe('the payment service is down (receive 5)');
+    expect((await orderState(env, 'O-1'))?.status).toBe('Created');
+  });
+});
+
 describe('case C7: a poison message goes to the DLQ at once, with why', () => {
   let env: TestResources;
   beforeAll(async () => {
