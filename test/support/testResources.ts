@@ -12,6 +12,7 @@ import { DeleteQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { TableDefinition } from 'idempotent-consumer';
 import { type ConsumerSettings, lambdaEnvironment, type SettingsOverrides, withOverrides } from '../../config/settings.js';
+import { installStrictDynamoDb } from '../../local/aws/strictDynamoDb.js';
 import { localCredentials } from '../../local/localClientConfig.js';
 import { provisionResources } from '../../local/provision.js';
 import { type AwsEndpoints, awsEndpoints } from './awsEndpoints.js';
@@ -63,6 +64,9 @@ export function awsClients(): AwsClients {
   const endpoints = awsEndpoints();
   const common = { region: endpoints.region, credentials: { ...localCredentials } };
   const dynamoDb = new DynamoDBClient({ ...common, endpoint: endpoints.dynamoDbEndpoint });
+  // DynamoDB Local lacks some of AWS's rules (two actions on one item in a transaction, conflicts
+  // between transactions in flight, …): the strict layer restores them (docs/aws-rules.md).
+  if (endpoints.source === 'embedded') installStrictDynamoDb(dynamoDb);
   const sqs = new SQSClient({ ...common, endpoint: endpoints.sqsEndpoint });
   const s3 = new S3Client({ ...common, endpoint: endpoints.sqsEndpoint, forcePathStyle: true });
   const documentClient = DynamoDBDocumentClient.from(dynamoDb, { marshallOptions: { removeUndefinedValues: true } });
