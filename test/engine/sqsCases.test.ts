@@ -7,6 +7,7 @@ import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RetryableError } from 'idempotent-consumer';
 import { cafeConsumerOptions, notifyCustomer } from '../../examples/cafe/consumer.js';
+import { installStrictDynamoDb } from '../../local/aws/strictDynamoDb.js';
 import type { OrderEvent } from '../../examples/cafe/domain/events.js';
 import { cafeResources, deadLetters, eventually, executionEnvironment, inboxItems, ledgerOf, notificationsOf, orderState, queueRecord } from '../support/cafeHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
@@ -35,11 +36,13 @@ function hookedClient(env: TestResources, hook: (command: string, input: Record<
   const client = new DynamoDBClient({ endpoint: env.endpoints.dynamoDbEndpoint, region: env.endpoints.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      await hook(context.commandName ?? '', args.input as Record<string, unknown>);
+      // DescribeTable is the strict layer's own (it learns key schemas), not the consumer's.
+      if (context.commandName !== 'DescribeTableCommand') await hook(context.commandName ?? '', args.input as Record<string, unknown>);
       return next(args);
     },
     { step: 'initialize', name: 'testHook' },
   );
+  installStrictDynamoDb(client);
   return client;
 }
 
