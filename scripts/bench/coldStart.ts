@@ -39,7 +39,8 @@ const STACK_BUNDLING = {
   sourcesContent: false,
   mainFields: ['module', 'main'],
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
-  external: [],
+  // As the stack: the S3 client (dead letters offloaded to S3 only) comes from the Lambda runtime.
+  external: ['@aws-sdk/client-s3'],
   // The stack's esbuild resolves with its default custom condition, `module` (the AWS SDK's ES
   // modules). Naming any condition replaces that default, so `module` is named again beside the
   // source condition; without it the SDK resolves to its CommonJS builds (about 135 KiB more).
@@ -117,7 +118,7 @@ export function bundleParts(metafile: Metafile): BundlePart[] {
 /** Bundles `entry` into `dir/index.mjs` as the stack does; its size and parts. */
 export async function bundleLikeTheStack(entry: string, dir: string, root: string): Promise<{ file: string; bytes: number; parts: BundlePart[] }> {
   const file = join(dir, 'index.mjs');
-  const result = await build({ ...STACK_BUNDLING, entryPoints: [resolve(root, entry)], outfile: file, absWorkingDir: root, mainFields: [...STACK_BUNDLING.mainFields], conditions: [...STACK_BUNDLING.conditions], external: [] });
+  const result = await build({ ...STACK_BUNDLING, entryPoints: [resolve(root, entry)], outfile: file, absWorkingDir: root, mainFields: [...STACK_BUNDLING.mainFields], conditions: [...STACK_BUNDLING.conditions], external: [...STACK_BUNDLING.external] });
   return { file, bytes: (await stat(file)).size, parts: bundleParts(result.metafile!) };
 }
 
