@@ -193,8 +193,28 @@ export class BatchEngine<Event> {
    * classification). Never throws: an unexpected error fails the units it touched, retryably.
    */
   async settle(units: readonly Unit<Event>[], clock: InvocationClock): Promise<void> {
-    const view = new Map<string, Known>();
     const effectsDone = new Set<string>();
+    await this.#rounds(units, clock, effectsDone);
+    this.#sayWhichEffectsRan(units, effectsDone);
+  }
+
+  /**
+   * A message dead-lettered after its side effects ran (decided again on newer state, or its
+   * commit refused) is never dropped silently: its error message says which effects ran, so the
+   * dead letter and the log carry it (an operator who redrives it knows the effect happened).
+   */
+  #sayWhichEffectsRan(units: readonly Unit<Event>[], effectsDone: ReadonlySet<string>): void {
+    for (const unit of units) {
+      const verdict = unit.verdict;
+      if (verdict?.kind !== 'failed' || verdict.failure.retryable) continue;
+      const ran = [...effectsDone].filter((effectKey) => effectKey.startsWith(`${unit.idempotencyKey}#`)).map((effectKey) => effectKey.slice(unit.idempotencyKey.length + 1));
+      if (ran.length === 0) continue;
+      unit.verdict = { ...verdict, failure: { ...verdict.failure, errorMessage: `${verdict.failure.errorMessage} (its side effects ran before: ${ran.join(', ')})` } };
+    }
+  }
+
+  async #rounds(units: readonly Unit<Event>[], clock: InvocationClock, effectsDone: Set<string>): Promise<void> {
+    const view = new Map<string, Known>();
     const forcedDeferrals = new Set<Unit>();
     let stuck = 0;
     for (let round = 0; round < MAX_ROUNDS * 2; round += 1) {

@@ -3,7 +3,7 @@
  * C9, C11, C13–C19, C21 with their expected values, and the inbox's behaviour.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RetryableError } from 'idempotent-consumer';
 import { cafeConsumerOptions, notifyCustomer } from '../../examples/cafe/consumer.js';
@@ -291,6 +291,33 @@ describe('case C6: retries run out: the message reaches the DLQ with its reason'
     expect(deadLetterAttribute(dlq[0], 'errorType')).toBe('InjectedFailure');
     expect(deadLetterAttribute(dlq[0], 'errorMessage')).toBe('the payment service is down (receive 5)');
     expect((await orderState(env, 'O-1'))?.status).toBe('Created');
+  });
+});
+
+describe('a message dead-lettered after its side effect ran', () => {
+  let env: TestResources;
+  beforeAll(async () => {
+    env = await cafeResources('effect-then-dead-letter');
+  });
+  afterAll(() => env.dispose());
+
+  it('says in its dead letter that the effect ran (never dropped silently)', async () => {
+    // The decision's own condition fails at commit, after the notification went out.
+    await env.documentClient.send(new PutCommand({ TableName: env.resources.tables.orders, Item: { orderId: 'X-1', sk: 'TAKEN' } }));
+    const { handler, outcomes } = executionEnvironment(env, {
+      consumer: {
+        decide: (event) => ({
+          writes: [{ Put: { TableName: 'orders', Item: { orderId: 'X-1', sk: 'TAKEN' }, ConditionExpression: 'attribute_not_exists(orderId)' } }],
+          sideEffects: [{ name: 'notifyCustomer', input: { orderId: 'X-1', eventId: event.eventId, points: 1 } }],
+        }),
+      },
+    });
+    await handler(sqsEvent(queueRecord(env, 'x-1', body.placed('ex-1', 'X-1'))), lambdaContext());
+
+    expect(outcomes.map((o) => `${o.outcome}:${o.reason}`)).toEqual(['dead-lettered:ConditionalWriteFailed']);
+    const dlq = await deadLetters(env);
+    expect(deadLetterAttribute(dlq[0], 'errorMessage')).toMatch(/its side effects ran before: notifyCustomer#0/);
+    expect(await notificationsOf(env, 'X-1')).toHaveLength(1);
   });
 });
 
