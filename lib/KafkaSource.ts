@@ -315,10 +315,19 @@ export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUN
  *   `kms:Decrypt` on its customer managed key (`secretEncryptionKeyArn`), only through Secrets
  *   Manager (condition `kms:ViaService` = `secretsmanager.<region>.amazonaws.com`);
  * - `sqs:SendMessage` on the dead-letter queue (the on-failure destination; the consumer has it
- *   already).
+ *   already);
+ * - with `schemaRegistry`, what its `bind` grants (Confluent: reading the registry's secret; AWS
+ *   Glue: `glue:GetRegistry` and `glue:GetSchemaVersion` on the registry and its schemas, a
+ *   wildcard cdk-nag reports as `AwsSolutions-IAM5` for the app to acknowledge, see `docs/kafka.md`).
+ *
+ * **Several topics.** Another `KafkaSource` on the same function reads another topic (or
+ * cluster): the first source's mapping keeps the id `KafkaEventSource` and its statement ids, the
+ * next ones get ids of their own (a hash of their construct path appended). The consumer's
+ * `kafka` decoding option applies to every topic of the function.
  *
  * **Checked at synth.** The options are checked before anything is built (see
- * {@link kafkaSourceProblems}; the caller throws), and the built mapping is validated when the
+ * {@link kafkaSourceProblems}; the constructor throws `InvalidSettingsError`, which `runCdkApp`
+ * prints as one message without a stack trace), and the built mapping is validated when the
  * app synthesizes: it must have finite retries, an on-failure destination, partial batch
  * responses and provisioned pollers. An escape hatch that removes one of these fails `cdk synth`.
  */
