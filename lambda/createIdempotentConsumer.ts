@@ -9,6 +9,7 @@ import { METRICS_NAMESPACE } from '../config/settings.js';
 import type { KafkaBatchResponse } from './batch/kafkaBatchResponse.js';
 import type { KafkaEvent } from './batch/kafkaEvent.js';
 import { backoffSeconds } from './batch/backoffSeconds.js';
+import { checkKafkaDecodingOptions } from './batch/kafkaRecordDecoding.js';
 import type { RetryBackoff } from './batch/retryBackoff.js';
 import { sqsDeliveries } from './batch/sqsDeliveries.js';
 import { type RuntimeConfig, readRuntimeConfig } from './config/runtimeConfig.js';
@@ -107,6 +108,7 @@ interface ConsumerEnvironment<Event> {
  */
 export function createIdempotentConsumer<Event>(options: IdempotentConsumerOptions<Event>, runtime: ConsumerRuntimeOptions = {}): IdempotentConsumerHandler {
   const definition = defineConsumer(options);
+  checkKafkaDecodingOptions(options.kafka);
   let environment: Promise<ConsumerEnvironment<Event>> | undefined;
   const ready = (): Promise<ConsumerEnvironment<Event>> => {
     environment ??= buildEnvironment(definition, runtime).catch((error: unknown) => {
@@ -125,7 +127,7 @@ export function createIdempotentConsumer<Event>(options: IdempotentConsumerOptio
     const { handleKafkaEvent } = await import('./batch/handleKafkaEvent.js');
     env.registerContext(context);
     env.logger.addContext(context);
-    return handleKafkaEvent(event, context, env.deps, env.metrics);
+    return handleKafkaEvent(event, context, env.deps, env.metrics, options.kafka);
   };
   const handler = (async (event: SQSEvent | KafkaEvent, context: Context) => {
     if (event !== null && typeof event === 'object' && 'Records' in event && Array.isArray(event.Records)) return sqs(event, context);

@@ -54,4 +54,5 @@ export { sqsQueueDestination } from './outbox/sqsQueueDestination.js';
 export { redriveOutbox, type RedriveOutboxOptions, type RedriveOutboxResult } from './outbox/redriveOutbox.js';
 export { inboxKey, InboxStatus } from './inbox/inboxItems.js';
 export type { KafkaEvent, KafkaRecord } from './batch/kafkaEvent.js';
+export { kafkaAvroFormat, kafkaProtobufFormat, type ProtobufMessageType } from './batch/kafkaValueDecoder.js';
 export type { KafkaBatchResponse } from './batch/kafkaBatchResponse.js';

@@ -215,4 +215,98 @@ export interface IdempotentConsumerOptions<Event> {
    * @default '_version'
    */
   readonly versionAttribute?: string;
+  /**
+   * How the values (and keys) of Kafka records are decoded; SQS messages are not affected. Leave
+   * it out for JSON values (the default, unchanged). See {@link KafkaDecodingOptions} and
+   * `docs/kafka.md`.
+   *
+   * @example
+   * kafka: { value: kafkaAvroFormat(readFileSync('order.avsc', 'utf8')) }
+   * @default { value: { type: 'json' }, key: { type: 'json' } }
+   */
+  readonly kafka?: KafkaDecodingOptions;
+}
+
+/**
+ * The default Kafka record format: the bytes are UTF-8 text, strictly (a value that is not UTF-8,
+ * or holds a character SQS refuses, is dead-lettered as `ValidationError` with its bytes in
+ * base64), and a value is parsed as JSON by the engine like an SQS body. Powertools' JSON
+ * deserializer is not used: it replaces invalid UTF-8 silently and hands on text that is not JSON.
+ */
+export interface KafkaJsonFormat {
+  readonly type: 'json';
+}
+
+/**
+ * One encoded Kafka value (or key) as the event source mapping delivers it, for
+ * {@link KafkaSchemaFormat.decode}.
+ */
+export interface KafkaEncodedValue {
+  /** The bytes, in base64 (never empty). */
+  readonly base64: string;
+  /**
+   * The record's `valueSchemaMetadata` (or `keySchemaMetadata`), present when the event source
+   * mapping has a schema registry: `dataFormat` (`AVRO`, `PROTOBUF`, `JSON`) and `schemaId` (a
+   * Confluent numeric id, or an AWS Glue schema version UUID).
+   */
+  readonly schemaMetadata?: { readonly dataFormat: string; readonly schemaId?: string };
+}
+
+/** What {@link KafkaSchemaFormat.decode} made of one value: a JSON-compatible value, or why it could not. */
+export type KafkaDecodedValue =
+  /** `value` is JSON-compatible: `null`, booleans, finite numbers, strings, arrays and plain objects of these. */
+  | { readonly ok: true; readonly value: unknown }
+  /** `reason` says why, in words safe for logs (never the bytes). */
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * A binary record format decoded with a schema, by `@aws-lambda-powertools/kafka`'s
+ * deserializers: build one with `kafkaAvroFormat(schema)` or `kafkaProtobufFormat(messageType)`
+ * (exported by `idempotent-consumer`), which load Powertools' deserializer and the format's
+ * library (`avro-js`, `protobufjs`: optional peer dependencies to install) at the first Kafka
+ * batch, never on the SQS path.
+ */
+export interface KafkaSchemaFormat {
+  /** Powertools' `SchemaType`: `avro` or `protobuf`. */
+  readonly type: 'avro' | 'protobuf';
+  /**
+   * Decodes a batch of values, one result per value, in order. Rejects only when no value can be
+   * decoded for a reason that is not the values' (the format's library is not installed): the
+   * records are then retried, not dead-lettered.
+   */
+  readonly decode: (values: readonly KafkaEncodedValue[]) => Promise<readonly KafkaDecodedValue[]>;
+}
+
+/** How a Kafka record's value or key is encoded: JSON text (the default), Avro or Protobuf. */
+export type KafkaRecordFormat = KafkaJsonFormat | KafkaSchemaFormat;
+
+/**
+ * How the consumer decodes Kafka records (Amazon MSK and self-managed Kafka event sources).
+ *
+ * What the records become:
+ * - **value**: the event that the schema (or `parse`) receives, in place of the parsed JSON
+ *   body. With a schema format it is the decoded value made JSON-compatible (bytes as base64
+ *   strings; Avro unions as Avro's JSON encoding, `{ "string": "x" }`; Protobuf as protobufjs's
+ *   `toJSON()`: 64-bit integers and enums as strings, fields at their default value left out);
+ *   the payload hash is taken from it. A value that cannot be decoded (wrong schema, truncated
+ *   bytes, a `NaN`) is dead-lettered as `ValidationError` on its first attempt, and so is a
+ *   tombstone (no value). The dead-letter body of a record with a schema format is always its
+ *   bytes, in base64 (`bodyEncoding: base64`), byte for byte.
+ * - **key**: written to the dead-letter coordinates. With a schema format, the decoded key is
+ *   added as `decodedKey` (its JSON, cut to 512 characters) beside the raw `key`; a key that
+ *   cannot be decoded is left out of `decodedKey` and does not fail the record.
+ *
+ * Schema registries (Confluent, AWS Glue): with the event source mapping's schema registry in
+ * `SOURCE` format, Lambda removes the schema id from each value; Powertools then removes what
+ * remains of the framing from Protobuf values (the Confluent message indexes, the Glue header
+ * byte) from the record's `valueSchemaMetadata.schemaId`. In `JSON` format the values arrive as
+ * JSON: keep the default format. A value framed by a registry serializer that reaches the
+ * function without the mapping's registry integration is not unframed.
+ * (https://docs.aws.amazon.com/lambda/latest/dg/services-consume-kafka-events.html)
+ */
+export interface KafkaDecodingOptions {
+  /** How record values are decoded. @default { type: 'json' } */
+  readonly value?: KafkaRecordFormat;
+  /** How record keys are decoded (for the dead-letter coordinates only). @default { type: 'json' } (the key as UTF-8 text) */
+  readonly key?: KafkaRecordFormat;
 }

@@ -5,6 +5,7 @@ import {
   type CfnEventSourceMapping,
   type EventSourceMapping,
   type IFunction,
+  type ISchemaRegistry,
   MetricType,
   SourceAccessConfigurationType,
   StartingPosition,
@@ -14,6 +15,7 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { kafkaRetryAttempts, type ConsumerSettings } from '../config/settings.js';
+import { InvalidSettingsError } from '../config/validateSettings.js';
 
 /**
  * How a self-managed Kafka cluster authenticates the event source mapping with the secret
@@ -118,6 +120,20 @@ export interface KafkaSourceOptions {
    * @default - brokers reachable over the internet (then `secretArn` is required)
    */
   readonly vpc?: KafkaVpcPlacement;
+  /**
+   * A schema registry the mapping validates the records against before invoking the function:
+   * `new ConfluentSchemaRegistry({ … })` or `new GlueSchemaRegistry({ … })` from
+   * `aws-cdk-lib/aws-lambda-event-sources`, which grant the function what the pollers need
+   * (Confluent: reading the registry's secret; AWS Glue: `glue:GetRegistry` and
+   * `glue:GetSchemaVersion` on the registry and its schemas). It needs provisioned mode, which this
+   * mapping always has. Match the consumer's `kafka.value` option to its `eventRecordFormat`:
+   * `SOURCE` delivers the original bytes without the schema id (use `kafkaAvroFormat` or
+   * `kafkaProtobufFormat`), `JSON` delivers JSON (keep the default format)
+   * (https://docs.aws.amazon.com/lambda/latest/dg/services-consume-kafka-events.html).
+   *
+   * @default - no schema registry
+   */
+  readonly schemaRegistry?: ISchemaRegistry;
 }
 
 /** Properties of a {@link KafkaSource}. */
@@ -299,10 +315,19 @@ export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUN
  *   `kms:Decrypt` on its customer managed key (`secretEncryptionKeyArn`), only through Secrets
  *   Manager (condition `kms:ViaService` = `secretsmanager.<region>.amazonaws.com`);
  * - `sqs:SendMessage` on the dead-letter queue (the on-failure destination; the consumer has it
- *   already).
+ *   already);
+ * - with `schemaRegistry`, what its `bind` grants (Confluent: reading the registry's secret; AWS
+ *   Glue: `glue:GetRegistry` and `glue:GetSchemaVersion` on the registry and its schemas, a
+ *   wildcard cdk-nag reports as `AwsSolutions-IAM5` for the app to acknowledge, see `docs/kafka.md`).
+ *
+ * **Several topics.** Another `KafkaSource` on the same function reads another topic (or
+ * cluster): the first source's mapping keeps the id `KafkaEventSource` and its statement ids, the
+ * next ones get ids of their own (a hash of their construct path appended). The consumer's
+ * `kafka` decoding option applies to every topic of the function.
  *
  * **Checked at synth.** The options are checked before anything is built (see
- * {@link kafkaSourceProblems}; the caller throws), and the built mapping is validated when the
+ * {@link kafkaSourceProblems}; the constructor throws `InvalidSettingsError`, which `runCdkApp`
+ * prints as one message without a stack trace), and the built mapping is validated when the
  * app synthesizes: it must have finite retries, an on-failure destination, partial batch
  * responses and provisioned pollers. An escape hatch that removes one of these fails `cdk synth`.
  */
@@ -315,17 +340,27 @@ export class KafkaSource extends Construct {
   public readonly topic: string;
   /** The consumer group the mapping joins. */
   public readonly consumerGroupId: string;
+  /**
+   * Appended to the ids of this source's mapping and policy statements when the function already
+   * has a Kafka source (another topic): `''` for the first, so its resources keep their ids.
+   */
+  private readonly suffix: string;
 
   /**
+   * @throws InvalidSettingsError when the options break a rule of {@link kafkaSourceProblems} (a
+   *   secret ARN without its suffix, both or neither of a cluster and brokers, …); nothing is created
    * @throws Error when the function has no role (the construct must grant the mapping's IAM)
    */
   constructor(scope: Construct, id: string, props: KafkaSourceProps) {
+    const problems = kafkaSourceProblems(props, props.settings);
+    if (problems.length > 0) throw new InvalidSettingsError(problems);
     super(scope, id);
     const { settings } = props;
     const kafka = settings.kafka;
     const role = props.function.role;
     if (role === undefined) throw new Error('KafkaSource needs a function with an execution role');
 
+    this.suffix = props.function.node.tryFindChild('KafkaEventSource') === undefined ? '' : Names.uniqueId(this).slice(-8);
     this.kind = props.clusterArn !== undefined ? 'msk' : 'self-managed';
     this.topic = props.topic ?? kafka.topic;
     this.consumerGroupId =
@@ -346,10 +381,15 @@ export class KafkaSource extends Construct {
       onFailure: new SqsDlq(props.deadLetterQueue),
       provisionedPollerConfig: { minimumPollers: kafka.minimumPollers, maximumPollers: kafka.maximumPollers },
       metricsConfig: { metrics: [...kafkaMappingMetrics] },
+      schemaRegistryConfig: props.schemaRegistry,
     };
 
+    // The mapping is a child of the function: the first keeps the id it always had (its logical id,
+    // and so the deployed mapping and its offsets, stay); another topic on the same function gets
+    // an id of its own from this construct's path.
+    const mappingId = `KafkaEventSource${this.suffix}`;
     if (props.clusterArn !== undefined) {
-      this.mapping = props.function.addEventSourceMapping('KafkaEventSource', {
+      this.mapping = props.function.addEventSourceMapping(mappingId, {
         ...common,
         eventSourceArn: props.clusterArn,
         sourceAccessConfigurations:
@@ -359,7 +399,7 @@ export class KafkaSource extends Construct {
     } else {
       const placement = props.vpc;
       const authentication = SourceAccessConfigurationType.of(props.authenticationMethod ?? KafkaAuthentication.SASL_SCRAM_512);
-      this.mapping = props.function.addEventSourceMapping('KafkaEventSource', {
+      this.mapping = props.function.addEventSourceMapping(mappingId, {
         ...common,
         kafkaBootstrapServers: [...(props.bootstrapServers ?? [])],
         sourceAccessConfigurations: [
@@ -381,7 +421,7 @@ export class KafkaSource extends Construct {
       // Secrets Manager, in the secret's region, decrypts the secret with its key for the role.
       role.addToPrincipalPolicy(
         new PolicyStatement({
-          sid: 'KafkaSecretKey',
+          sid: `KafkaSecretKey${this.suffix}`,
           actions: ['kms:Decrypt'],
           resources: [props.secretEncryptionKeyArn],
           conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${arnRegion(props.secretArn)}.amazonaws.com` } },
@@ -405,7 +445,7 @@ export class KafkaSource extends Construct {
   private grantMskAccess(role: IRole, clusterArn: string, iamAuthentication: boolean): void {
     const arns = mskResourceArns(clusterArn, this.topic, this.consumerGroupId);
     const discovery = new PolicyStatement({
-      sid: 'KafkaClusterDiscovery',
+      sid: `KafkaClusterDiscovery${this.suffix}`,
       actions: ['kafka:DescribeClusterV2', 'kafka:GetBootstrapBrokers'],
       resources: [clusterArn],
     });
@@ -413,17 +453,17 @@ export class KafkaSource extends Construct {
     if (!iamAuthentication) return;
     const statements = [
       new PolicyStatement({
-        sid: 'KafkaClusterConnect',
+        sid: `KafkaClusterConnect${this.suffix}`,
         actions: ['kafka-cluster:Connect', 'kafka-cluster:DescribeClusterDynamicConfiguration'],
         resources: [clusterArn],
       }),
       new PolicyStatement({
-        sid: 'KafkaTopicRead',
+        sid: `KafkaTopicRead${this.suffix}`,
         actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'],
         resources: [arns.topic],
       }),
       new PolicyStatement({
-        sid: 'KafkaConsumerGroup',
+        sid: `KafkaConsumerGroup${this.suffix}`,
         actions: ['kafka-cluster:DescribeGroup', 'kafka-cluster:AlterGroup'],
         resources: [arns.group],
       }),

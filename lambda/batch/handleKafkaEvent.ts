@@ -3,8 +3,10 @@ import type { Context } from 'aws-lambda';
 import { processDeliveries, type ProcessDeliveriesDeps } from '../engine/processDeliveries.js';
 import { MetricName } from '../observability/MetricsObserver.js';
 import { type KafkaBatchResponse, type KafkaCoordinates, kafkaBatchResponse } from './kafkaBatchResponse.js';
+import type { KafkaDecodingOptions } from '../types.js';
 import { kafkaDeliveries } from './kafkaDeliveries.js';
 import { type KafkaEvent, kafkaEventSource } from './kafkaEvent.js';
+import { decodeKafkaRecords } from './kafkaRecordDecoding.js';
 
 /**
  * The Kafka path (Amazon MSK or self-managed Apache Kafka), loaded only when a Kafka event
@@ -14,9 +16,19 @@ import { type KafkaEvent, kafkaEventSource } from './kafkaEvent.js';
  * are reported (those did not run): correct whether Lambda resumes the partition from the lowest
  * reported offset or retries only the reported records (case C12). Other partitions go on. A
  * failure of every record is reported, never thrown.
+ *
+ * With a schema format in `kafka` (Avro, Protobuf), the batch's values (and keys) are decoded
+ * first, by Powertools' deserializers (`decodeKafkaRecords`).
  */
-export async function handleKafkaEvent<Event>(event: KafkaEvent, context: Context, deps: ProcessDeliveriesDeps<Event>, metrics: Metrics): Promise<KafkaBatchResponse> {
-  const deliveries = kafkaDeliveries(event.records, kafkaEventSource(event));
+export async function handleKafkaEvent<Event>(
+  event: KafkaEvent,
+  context: Context,
+  deps: ProcessDeliveriesDeps<Event>,
+  metrics: Metrics,
+  kafka?: KafkaDecodingOptions,
+): Promise<KafkaBatchResponse> {
+  const decoded = kafka === undefined ? undefined : await decodeKafkaRecords(Object.values(event.records ?? {}).flat(), kafka);
+  const deliveries = kafkaDeliveries(event.records, kafkaEventSource(event), decoded);
   const results = await processDeliveries(deliveries, deps, { remainingTimeMs: () => context.getRemainingTimeInMillis() });
   const failed: KafkaCoordinates[] = [];
   for (const result of results) {

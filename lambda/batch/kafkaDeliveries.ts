@@ -5,6 +5,7 @@ import type { Delivery } from '../engine/Delivery.js';
 import { ValidationError } from '../errors.js';
 import { topicPartition } from './kafkaBatchResponse.js';
 import type { KafkaRecord, KafkaRecordHeader } from './kafkaEvent.js';
+import type { DecodedKafkaRecord } from './kafkaRecordDecoding.js';
 
 /** Longest record key kept in the dead-letter coordinates, in characters. */
 export const MAX_COORDINATE_KEY_LENGTH = 512;
@@ -29,6 +30,10 @@ export function kafkaMessageId(record: Pick<KafkaRecord, 'topic' | 'partition' |
  *   is dead-lettered as `ValidationError` with the value in base64 as its body (`bodyEncoding:
  *   base64`; a body too large for the DLQ is offloaded, never cut). A record without a value (a
  *   tombstone, or empty) is dead-lettered as `ValidationError`.
+ * - **Decoded by a schema format** (the consumer's `kafka` option, `decoded`): the body is the
+ *   value in base64 (`bodyEncoding: base64`), so a dead letter keeps its bytes, and the decoded
+ *   value is the event's input (`parsedBody`); a value the format could not decode fails with the
+ *   decoder's error (`ValidationError`). A decoded key is added to the coordinates as `decodedKey`.
  * - **Attempts**: Kafka has no receive count: each failed attempt is counted in the attempt log by
  *   coordinates and record identity ({@link kafkaRecordIdentity}).
  * - **Dead-letter origin**: `source`; coordinates `{topic, partition, offset, timestamp (epoch
@@ -36,15 +41,21 @@ export function kafkaMessageId(record: Pick<KafkaRecord, 'topic' | 'partition' |
  *   `"keyEncoding":"base64"`, `null` when absent; cut to 512 characters); the record headers as
  *   original attributes where SQS allows them.
  *
- * Powertools' `kafkaConsumer` (`@aws-lambda-powertools/kafka`) is not used to decode: its
- * primitive decoder replaces invalid UTF-8 silently (the body would no longer be the record's
- * bytes), and it flattens the partition grouping that the per-partition stop needs. Its event
- * types are used (`kafkaEvent.ts`).
+ * Powertools' `kafkaConsumer` (`@aws-lambda-powertools/kafka`) is not used for the default JSON
+ * values: its primitive and JSON decoders replace invalid UTF-8 silently (the body would no longer
+ * be the record's bytes) and hand on text that is not JSON. It decodes the Avro and Protobuf
+ * values of the schema formats (`kafkaValueDecoder.ts`), record by record, before this runs; the
+ * partition grouping stays ours. Its event types are used (`kafkaEvent.ts`).
  *
  * @param records - the event's `records`, by `"<topic>-<partition>"`
  * @param source - where the records came from (`kafkaEventSource(event)`)
+ * @param decoded - what the schema formats made of the records (`decodeKafkaRecords`), by record
  */
-export function kafkaDeliveries(records: Readonly<Record<string, readonly KafkaRecord[]>> | undefined, source: string): Delivery[] {
+export function kafkaDeliveries(
+  records: Readonly<Record<string, readonly KafkaRecord[]>> | undefined,
+  source: string,
+  decoded: ReadonlyMap<KafkaRecord, DecodedKafkaRecord> = new Map(),
+): Delivery[] {
   const byPartition = new Map<string, KafkaRecord[]>();
   for (const group of Object.values(records ?? {})) {
     for (const record of group) {
@@ -55,20 +66,21 @@ export function kafkaDeliveries(records: Readonly<Record<string, readonly KafkaR
   const deliveries: Delivery[] = [];
   for (const [partition, partitionRecords] of byPartition) {
     for (const record of [...partitionRecords].sort((a, b) => a.offset - b.offset)) {
-      deliveries.push(kafkaDelivery(record, partition, source));
+      deliveries.push(kafkaDelivery(record, partition, source, decoded.get(record)));
     }
   }
   return deliveries;
 }
 
-function kafkaDelivery(record: KafkaRecord, partition: string, source: string): Delivery {
+function kafkaDelivery(record: KafkaRecord, partition: string, source: string, decoded: DecodedKafkaRecord | undefined): Delivery {
   const messageId = kafkaMessageId(record);
-  const value = decodeValue(record.value);
+  const value = decoded?.value !== undefined ? schemaDecodedValue(record.value ?? '', decoded.value) : decodeValue(record.value);
   const key = decodeKey(record.key);
   const originalAttributes = kafkaHeadersAsAttributes(record.headers);
   return {
     messageId,
     body: value.body,
+    ...(value.parsed !== undefined ? { parsedBody: value.parsed } : {}),
     ...(value.rejection !== undefined ? { rejection: value.rejection } : {}),
     scope: `partition:${partition}`,
     attempts: { kind: 'log', sourceId: `kafka:${messageId}`, recordIdentity: kafkaRecordIdentity(record), source },
@@ -83,6 +95,7 @@ function kafkaDelivery(record: KafkaRecord, partition: string, source: string): 
         timestampType: record.timestampType,
         key: key.coordinate,
         ...(key.encoding !== undefined ? { keyEncoding: key.encoding } : {}),
+        ...(decoded?.decodedKey !== undefined ? { decodedKey: decoded.decodedKey } : {}),
       },
       messageGroupId: key.text !== undefined && messageGroupIdPattern.test(key.text) ? key.text : partition,
       ...(Object.keys(originalAttributes).length > 0 ? { originalAttributes } : {}),
@@ -116,7 +129,16 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 interface DecodedValue {
   readonly body: string;
   readonly encoding: 'base64' | undefined;
-  readonly rejection: ValidationError | undefined;
+  readonly rejection: Error | undefined;
+  /** The value a schema format decoded, when it did. */
+  readonly parsed?: { readonly value: unknown };
+}
+
+/** A value a schema format decoded (or failed to): its bytes stay the body, in base64. */
+function schemaDecodedValue(base64: string, result: NonNullable<DecodedKafkaRecord['value']>): DecodedValue {
+  return result.ok
+    ? { body: base64, encoding: 'base64', rejection: undefined, parsed: { value: result.json } }
+    : { body: base64, encoding: 'base64', rejection: result.error };
 }
 
 function decodeValue(value: string | null | undefined): DecodedValue {

@@ -28,6 +28,11 @@ export interface Delivery {
   readonly messageId: string;
   /** The body as received (a decoded Kafka value; its base64 when `deadLetter.bodyEncoding` says so). */
   readonly body: string;
+  /**
+   * The body already decoded, used instead of parsing `body` as JSON: a Kafka value decoded with
+   * a schema format (Avro, Protobuf), JSON-compatible. `body` then holds the value's bytes in base64.
+   */
+  readonly parsedBody?: { readonly value: unknown };
   /** A failure known before parsing (a Kafka value that is not UTF-8, a tombstone): it is dead-lettered. */
   readonly rejection?: Error;
   /**

@@ -30,7 +30,7 @@ export interface UnparsedDelivery {
 
 /**
  * Parses and checks one delivery, in the order that gives the most useful reason: a failure known
- * before parsing, an empty body, JSON, the idempotency key field (when given by name), the schema
+ * before parsing, an empty body, JSON (or the body a Kafka schema format decoded), the idempotency key field (when given by name), the schema
  * (or `parse`), the idempotency and ordering keys, then the items `read` names.
  *
  * Error messages never quote the body: a JSON error gives only its position.
@@ -43,7 +43,7 @@ export function parseDelivery<Event>(delivery: Delivery, definition: ConsumerDef
     if (delivery.body === '') throw new ValidationError('the body is empty');
     let json: unknown;
     try {
-      json = JSON.parse(delivery.body);
+      json = delivery.parsedBody !== undefined ? delivery.parsedBody.value : JSON.parse(delivery.body);
     } catch (error) {
       const position = /position (\d+)/.exec(error instanceof Error ? error.message : '')?.[1];
       throw new ValidationError(`the body is not valid JSON${position === undefined ? '' : ` (at position ${position})`}; ${delivery.body.length} characters`);
