@@ -25,6 +25,7 @@ import {
 } from '../config/settings.js';
 import { InvalidSettingsError, settingsProblems } from '../config/validateSettings.js';
 import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
+import { grantTableKey } from './tableKey.js';
 import { OutboxRelay, type OutboxRelayProps } from './OutboxRelay.js';
 
 /**
@@ -53,21 +54,6 @@ export const ConsumerTableActions = {
   idempotency: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
 } as const;
 
-/**
- * The KMS actions on a table's customer managed key, allowed only through DynamoDB
- * (`kms:ViaService` = `dynamodb.<region>.amazonaws.com`): those AWS CDK grants for a table's read
- * and write data (`kms:Decrypt`, `kms:DescribeKey`, `kms:Encrypt`, `kms:GenerateDataKey*`,
- * `kms:ReEncrypt*`), with the wildcards spelled out.
- */
-export const TABLE_KEY_ACTIONS = [
-  'kms:Decrypt',
-  'kms:DescribeKey',
-  'kms:Encrypt',
-  'kms:GenerateDataKey',
-  'kms:GenerateDataKeyWithoutPlaintext',
-  'kms:ReEncryptFrom',
-  'kms:ReEncryptTo',
-] as const;
 
 /**
  * The Lambda runtime. Node.js 22 is the runtime this project builds (`target: node22`) and
@@ -465,15 +451,7 @@ export class IdempotentConsumer extends Construct {
   /** `actions` on `table`, and {@link TABLE_KEY_ACTIONS} on its customer managed key through DynamoDB. */
   private grantTable(grantee: IGrantable, table: ITable, actions: readonly string[]): void {
     Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns: [table.tableArn] });
-    const key = table.encryptionKey;
-    if (key !== undefined) {
-      Grant.addToPrincipal({
-        grantee,
-        actions: [...TABLE_KEY_ACTIONS],
-        resourceArns: [key.keyArn],
-        conditions: { StringEquals: { 'kms:ViaService': `dynamodb.${Aws.REGION}.amazonaws.com` } },
-      });
-    }
+    grantTableKey(grantee, table);
   }
 
   /** Sets {@link environment} on a function of this app, or warns that the user must. */

@@ -13,6 +13,7 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { grantTableKey } from './tableKey.js';
 import { Alias } from 'aws-cdk-lib/aws-kms';
 import { Architecture, FilterCriteria, Runtime, StartingPosition, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -181,6 +182,8 @@ export class OutboxRelay extends Construct {
   /** The alarms. */
   public readonly alarms: OutboxRelayAlarms;
   readonly #consumerName: string;
+  /** The names of the destinations whose topic this construct created (encrypted with `alias/aws/sns`). */
+  readonly #createdTopics = new Set<string>();
   readonly #thresholdSeconds: number;
 
   constructor(scope: Construct, id: string, props: OutboxRelayProps) {
@@ -408,6 +411,7 @@ export class OutboxRelay extends Construct {
     const fifo = destination.fifo ?? true;
     const id = `Destination${name.charAt(0).toUpperCase()}${name.slice(1)}`;
     if (destination.create === 'topic') {
+      this.#createdTopics.add(name);
       return new Topic(this, `${id}Topic`, {
         fifo,
         contentBasedDeduplication: false,
@@ -447,10 +451,16 @@ export class OutboxRelay extends Construct {
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${consumer}#*`] } },
       }),
     );
-    inboxTable.encryptionKey?.grantEncryptDecrypt(role);
-    idempotencyTable.encryptionKey?.grantEncryptDecrypt(role);
-    for (const destination of Object.values(this.destinations)) {
-      if (isTopic(destination)) destination.grantPublish(role);
+    grantTableKey(role, inboxTable);
+    if (idempotencyTable.encryptionKey !== inboxTable.encryptionKey) grantTableKey(role, idempotencyTable);
+    for (const [name, destination] of Object.entries(this.destinations)) {
+      if (isTopic(destination) && this.#createdTopics.has(name)) {
+        // A topic created here is encrypted with the AWS managed key `alias/aws/sns`, whose key
+        // policy already lets every principal of the account use it through SNS
+        // (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html): only the publish is
+        // granted. (`grantPublish` would add kms:GenerateDataKey* and kms:Decrypt on `key/*`.)
+        role.addToPrincipalPolicy(new PolicyStatement({ sid: `PublishTo${name.charAt(0).toUpperCase()}${name.slice(1)}`.replace(/[^A-Za-z0-9]/g, ''), actions: ['sns:Publish'], resources: [destination.topicArn] }));
+      } else if (isTopic(destination)) destination.grantPublish(role);
       else destination.grantSendMessages(role);
     }
   }

@@ -10,10 +10,10 @@ export {
   consumerPropsProblems,
   defaultBundling,
   IdempotentConsumer,
-  TABLE_KEY_ACTIONS,
   type IdempotentConsumerProps,
   type TableOptions,
 } from './IdempotentConsumer.js';
+export { grantTableKey, TABLE_KEY_ACTIONS } from './tableKey.js';
 export {
   ConsumerMonitoring,
   monitoringOptionsProblems,

@@ -132,8 +132,11 @@ describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
     ({ stack, template } = synthCafeStack());
   });
 
-  it('creates exactly the five SQS and Lambda alarms', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 5);
+  it('creates exactly the five SQS and Lambda alarms, beside the outbox relay\'s own', () => {
+    const relayAlarms = Object.keys(stack.consumer.outboxRelay!.alarms).length;
+    expect(relayAlarms).toBeGreaterThan(0);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 5 + relayAlarms);
+    expect(Object.keys(stack.monitoring.alarms).sort()).toEqual(['deadLetterQueueNotEmpty', 'deadLettered', 'functionErrors', 'functionThrottles', 'oldestMessageAge']);
     expect(stack.monitoring.alarms.kafkaOffsetLag).toBeUndefined();
   });
 
@@ -231,7 +234,7 @@ describe('ConsumerMonitoring with Kafka, an email address and custom thresholds'
   });
 
   it('adds the Kafka offset lag alarm: AWS/Lambda OffsetLag of the function, Maximum over 5 min, > 5000 records 3 periods in a row', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 6);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 6 + Object.keys(stack.consumer.outboxRelay!.alarms).length);
     expectAlarm(stack, template, {
       alarm: 'kafkaOffsetLag',
       namespace: 'AWS/Lambda',

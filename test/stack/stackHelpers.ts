@@ -176,6 +176,9 @@ export const CONSUMER_ACKNOWLEDGED_RULES = [
   'AwsSolutions-S1',
 ] as const;
 
+/** What the outbox relay acknowledges beside the consumer's (dynamodb:ListStreams on *, its on-failure queue has no DLQ of its own). */
+export const RELAY_ACKNOWLEDGED_RULES = ['AwsSolutions-IAM5[Resource::*]', 'AwsSolutions-SQS3'] as const;
+
 /** The rule ids acknowledged in `scope`'s tree, sorted, after checking that each has a reason of some length. */
 export function acknowledgedRuleIds(scope: IConstruct): string[] {
   const rules = acknowledgedRules(scope);
