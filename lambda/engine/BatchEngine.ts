@@ -1,5 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { BatchGetCommand, type DynamoDBDocumentClient, PutCommand, TransactGetCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient, TransactGetCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
@@ -12,7 +12,8 @@ import {
   NotAttempted,
   TransactionConflict,
 } from '../errors.js';
-import { appliedRowPut, deadLetteredRowPut, inboxKey, InboxStatus, type InboxRow, toInboxRow } from '../inbox/inboxItems.js';
+import { appliedRowPut, inboxKey, InboxStatus, type InboxRow, toInboxRow } from '../inbox/inboxItems.js';
+import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
 import { outboxPut } from '../outbox/outboxItems.js';
 import type { Decision, Item, OutgoingMessage, SideEffectRequest, State, Write } from '../types.js';
 import { and, type Expression, type ItemBelief, unchangedCondition, userCondition, versionOf, withVersionSet } from './conditions.js';
@@ -1053,31 +1054,14 @@ export class BatchEngine<Event> {
       toMark.map(async (unit) => {
         const verdict = unit.verdict as Extract<UnitVerdict, { kind: 'failed' }>;
         try {
-          await client.send(
-            new PutCommand(
-              deadLetteredRowPut({
-                tableName: config.inboxTable,
-                consumerName: config.consumerName,
-                idempotencyKey: unit.idempotencyKey,
-                payloadHash: unit.payloadHash,
-                messageId: unit.delivery.messageId,
-                reason: verdict.failure.reason ?? 'Unknown',
-                errorType: verdict.failure.errorType,
-                errorMessage: verdict.failure.errorMessage,
-                now: at,
-                ttlSeconds: config.inboxTtlSeconds,
-              }),
-            ),
-          );
-          unit.verdict = { ...verdict, alreadyMarked: true };
-        } catch (error) {
-          const item = (error as { Item?: Record<string, unknown> }).Item;
-          const row = error instanceof Error && error.name === 'ConditionalCheckFailedException' && item !== undefined ? toInboxRow(unmarshall(item as never) as Item) : undefined;
-          if (row !== undefined && row.status === InboxStatus.Applied) {
+          const result = await writeDeadLetterMarker(client, config, { idempotencyKey: unit.idempotencyKey, payloadHash: unit.payloadHash, messageId: unit.delivery.messageId, failure: verdict.failure }, at);
+          if (result.kind === 'applied') {
             unit.verdict = undefined;
-            this.#settleFromInboxRow(unit, row);
+            this.#settleFromInboxRow(unit, result.row);
             return;
           }
+          unit.verdict = { ...verdict, alreadyMarked: true };
+        } catch (error) {
           logger?.warn('could not mark a message as dead-lettered; it and the rest of its message group or partition will be retried', {
             messageId: unit.delivery.messageId,
             error: describeError(error),

@@ -1,11 +1,10 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { FailureReason, IdempotencyConflict, NotAttempted } from '../errors.js';
 import type { AttemptLog } from '../inbox/AttemptLog.js';
-import { deadLetteredRowPut, InboxStatus, toInboxRow } from '../inbox/inboxItems.js';
+import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
 import { Outcome, type OutcomeObserver } from '../observability/outcomes.js';
 import { type BatchEngine, describeError, type InvocationClock, type Unit } from './BatchEngine.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
@@ -232,33 +231,16 @@ async function deadLetter(working: Working[], deps: ProcessDeliveriesDeps<unknow
       if (verdict.kind !== 'dead-lettered' || work.idempotencyKey === undefined || work.payloadHash === undefined || work.alreadyMarked) return;
       if (verdict.failure.reason === FailureReason.IdempotencyConflict) return; // an applied row is there: nothing to mark
       try {
-        await client.send(
-          new PutCommand(
-            deadLetteredRowPut({
-              tableName: config.inboxTable,
-              consumerName: config.consumerName,
-              idempotencyKey: work.idempotencyKey,
-              payloadHash: work.payloadHash,
-              messageId: work.delivery.messageId,
-              reason: verdict.failure.reason ?? 'Unknown',
-              errorType: verdict.failure.errorType,
-              errorMessage: verdict.failure.errorMessage,
-              now: at,
-              ttlSeconds: config.inboxTtlSeconds,
-            }),
-          ),
-        );
-      } catch (error) {
-        const item = (error as { Item?: Record<string, unknown> }).Item;
-        const row = error instanceof Error && error.name === 'ConditionalCheckFailedException' ? toInboxRow(item === undefined ? undefined : (unmarshall(item as never) as Record<string, unknown>)) : undefined;
-        if (row !== undefined && row.status === InboxStatus.Applied) {
+        const result = await writeDeadLetterMarker(client, config, { idempotencyKey: work.idempotencyKey, payloadHash: work.payloadHash, messageId: work.delivery.messageId, failure: verdict.failure }, at);
+        if (result.kind === 'applied') {
           // Applied meanwhile by another delivery: never dead-letter an applied message.
+          const { row } = result;
           work.verdict =
             row.payloadHash === work.payloadHash
               ? { kind: 'duplicate' }
-              : { kind: 'dead-lettered', attempt: verdict.attempt, failure: classify(new IdempotencyConflict(work.idempotencyKey!, row.payloadHash, work.payloadHash!)) };
-          return;
+              : { kind: 'dead-lettered', attempt: verdict.attempt, failure: classify(new IdempotencyConflict(work.idempotencyKey, row.payloadHash, work.payloadHash)) };
         }
+      } catch (error) {
         logger?.warn('could not mark a message as dead-lettered; it will be retried', { messageId: work.delivery.messageId, error: describeError(error) });
         work.verdict = { kind: 'retry', attempt: verdict.attempt, failure: notCounted(error) };
       }
