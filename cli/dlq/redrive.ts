@@ -147,7 +147,6 @@ export async function redriveDeadLetters(context: DlqContext, options: RedriveOp
 async function redrive(context: DlqContext, options: RedriveOptions): Promise<RedriveResult> {
   const info = await inspectQueue(context.sqs, options.queueUrl);
   if (options.dlqCheck !== false) assertDeadLetterQueue(info);
-  const selection = options.selection ?? {};
   let fallbackReason: string | undefined;
   if (options.useMoveTask === true) {
     if (info.deadLetterSources !== undefined && info.deadLetterSources.length === 0) {

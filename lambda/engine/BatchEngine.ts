@@ -18,7 +18,6 @@ import { outboxPut } from '../outbox/outboxItems.js';
 import type { Decision, Item, OutgoingMessage, SideEffectRequest, State, Write } from '../types.js';
 import { and, type Expression, type ItemBelief, unchangedCondition, userCondition, versionOf, withVersionSet } from './conditions.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
-import type { Delivery } from './Delivery.js';
 import type { ItemCache } from './ItemCache.js';
 import { type ResolvedKey, resolveKey } from './itemKeys.js';
 import type { ParsedDelivery } from './parseDelivery.js';

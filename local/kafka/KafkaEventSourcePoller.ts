@@ -388,7 +388,6 @@ export class KafkaEventSourcePoller {
 
     const gaveUp: KafkaOnFailureRecord[] = [];
     for (const [partition, records] of byPartition) {
-      const first = records[0]!;
       const last = records[records.length - 1]!;
       const key = topicPartition(this.#log.topic, partition);
       // The records of this partition that come back, per the verdict and the retry reading.

@@ -187,7 +187,6 @@ export class DynamoDbStreamEventSourcePoller {
   #running: Promise<void> | undefined;
   #stopping = false;
   #passes = 0;
-  #lastIdlePass = 0;
   #idleWaiters: { readonly afterPass: number; readonly resolve: () => void }[] = [];
   #loopError: unknown;
 
@@ -243,7 +242,6 @@ export class DynamoDbStreamEventSourcePoller {
       this.#nextShard = (this.#nextShard + i + 1) % Math.max(1, eligible.length);
       return this.#invoke(shard, batch);
     }
-    this.#lastIdlePass = pass;
     this.#idleWaiters = this.#idleWaiters.filter((waiter) => {
       if (waiter.afterPass >= pass) return true;
       waiter.resolve();
