@@ -19,7 +19,7 @@ export type Item = Record<string, AttributeValue>;
  * numbers or binary, as DynamoDB allows).
  *
  * @example
- * { partitionKey: 'orderId', sortKey: 'sk' }
+ * { partitionKey: 'accountId', sortKey: 'sk' }
  */
 export interface TableDefinition {
   /** Name of the partition key attribute. */
@@ -33,7 +33,7 @@ export interface TableDefinition {
  * option, never a physical table name) and the item's primary key.
  *
  * @example
- * { table: 'orders', key: { orderId: 'O-1', sk: 'ORDER' } }
+ * { table: 'accounts', key: { accountId: 'A-1', sk: 'BALANCE' } }
  */
 export interface ItemKey {
   readonly table: string;
@@ -179,7 +179,7 @@ export interface IdempotentConsumerOptions<Event> {
    */
   readonly orderingKey?: string | ((event: Event) => string);
   /**
-   * Safe fields for logs and for the local report, e.g. `{ type: event.type, orderId: event.orderId }`.
+   * Safe fields for logs and for the local report, e.g. `{ kind: event.kind, sku: event.sku }`.
    * Values are cut to 256 characters; never put personal data here.
    * @default {}
    */

@@ -23,7 +23,7 @@ export interface ModuleSpec {
  * Splits `FILE[#EXPORT]`. The export is what follows the last `#`, when it is an identifier.
  *
  * @example
- * parseModuleSpec('examples/cafe/settings.ts#cafeSettings'); // { file: 'examples/cafe/settings.ts', exportName: 'cafeSettings' }
+ * parseModuleSpec('--settings', 'src/settings.ts#inventorySettings'); // { file: 'src/settings.ts', exportName: 'inventorySettings' }
  * @throws UsageError when the value is empty or the export is not an identifier
  */
 export function parseModuleSpec(flag: string, value: string): ModuleSpec {

@@ -65,8 +65,8 @@ export function kafkaAvroFormat(schema: string): KafkaSchemaFormat {
  * @param messageType - the message type of the values
  * @throws TypeError when `messageType` has no `decode` function
  * @example
- * const OrderEvent = protobuf.loadSync('order.proto').lookupType('cafe.OrderEvent');
- * kafka: { value: kafkaProtobufFormat(OrderEvent) }
+ * const StockEvent = protobuf.loadSync('stock.proto').lookupType('shop.StockEvent');
+ * kafka: { value: kafkaProtobufFormat(StockEvent) }
  */
 export function kafkaProtobufFormat(messageType: ProtobufMessageType): KafkaSchemaFormat {
   if (typeof (messageType as Partial<ProtobufMessageType> | null | undefined)?.decode !== 'function') {

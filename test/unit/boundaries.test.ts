@@ -1,4 +1,6 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cruise } from 'dependency-cruiser';
 import { describe, expect, it } from 'vitest';
@@ -20,5 +22,20 @@ describe('the library boundary (dependency-cruiser, the rules npm test checks on
     const result = await cruise(['lambda', 'lib', 'cli', 'local', 'config', 'examples'], { ...config.options, validate: true, ruleSet: { forbidden: config.forbidden }, baseDir: root } as never);
     const output = typeof result.output === 'string' ? JSON.parse(result.output) : result.output;
     expect(output.summary.violations).toEqual([]);
+  });
+});
+
+describe('the library names no example (issue 7: the café is an example, not the product)', () => {
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const filesUnder = (dir: string): string[] =>
+    readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [join(dir, entry.name)]));
+
+  it.each(['lambda', 'lib', 'cli', 'local', 'config'])('%s/ names no café term (orderId, OrderPaid, LEDGER, cafe)', (dir) => {
+    const offenders = filesUnder(dir).flatMap((file) =>
+      readFileSync(join(root, file), 'utf8')
+        .split('\n')
+        .flatMap((line, index) => (/orderId|OrderPaid|LEDGER|cafe/i.test(line) ? [`${file}:${index + 1}: ${line.trim()}`] : [])),
+    );
+    expect(offenders).toEqual([]);
   });
 });
