@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { businessTableOutputKey, businessTableOutputName } from '../../config/outputKeys.js';
+import { withOverrides } from '../../config/settings.js';
+import { deployedStackFromEnvironment, endpointsFromEnvironment } from '../support/awsEndpoints.js';
+import { deployedResourceNames, DeployedStackMismatchError } from '../support/testResources.js';
 import {
   consumersOfStack,
   formatShellExports,
@@ -208,3 +211,73 @@ function catchError(fn: () => unknown): StackOutputsError {
   }
   throw new Error('expected an error');
 }
+
+describe('the integration tests against a deployed stack (IC_OUTPUTS_FILE)', () => {
+  /** The café deployed with `cdklocal deploy --outputs-file`: LocalStack's queue URLs. */
+  const localStackCafe = {
+    ...cafeOutputs,
+    QueueUrl: 'http://sqs.us-east-1.localhost.localstack.cloud:4566/000000000000/CafeOrders-Consumer-a1b2c3d4-Queue',
+    DeadLetterQueueUrl: 'http://sqs.us-east-1.localhost.localstack.cloud:4566/000000000000/CafeOrders-ConsumerDeadLetterQueue-x',
+  };
+
+  it('reads the consumer IC_OUTPUTS_FILE names, picked with IC_STACK, and nothing without it', async () => {
+    const file = await outputsFile('deployed.json', { CafeOrders: localStackCafe, Shop: shopOutputs });
+
+    expect(deployedStackFromEnvironment({})).toBeUndefined();
+    expect(deployedStackFromEnvironment({ IC_OUTPUTS_FILE: file, IC_STACK: 'CafeOrders' })?.queueUrl).toBe(localStackCafe.QueueUrl);
+    expect(deployedStackFromEnvironment({ IC_OUTPUTS_FILE: file, IC_STACK: 'Shop', IC_CONSUMER: 'shop-payments' })?.prefix).toBe('Payments');
+    expect(() => deployedStackFromEnvironment({ IC_OUTPUTS_FILE: file })).toThrow(/holds 3 consumers; pick one with --stack NAME/);
+    expect(() => deployedStackFromEnvironment({ IC_OUTPUTS_FILE: join(folder, 'none.json') })).toThrow(/IC_OUTPUTS_FILE=.*none\.json: no such file/);
+  });
+
+  it('gives the tests the deployed names: tables by logical name, queue ARNs from the URLs', async () => {
+    const file = await outputsFile('local-cafe.json', { CafeOrders: localStackCafe });
+    const deployed = deployedStackFromEnvironment({ IC_OUTPUTS_FILE: file })!;
+
+    const names = deployedResourceNames(deployed, 'test', ['orders'], withOverrides({ consumerName: 'cafe-orders' }), 'us-east-1');
+
+    expect(names).toEqual({
+      inboxTable: cafeOutputs.InboxTableName,
+      idempotencyTable: cafeOutputs.IdempotencyTableName,
+      tables: { orders: cafeOutputs.OrdersTableName },
+      queueUrl: localStackCafe.QueueUrl,
+      queueArn: 'arn:aws:sqs:us-east-1:000000000000:CafeOrders-Consumer-a1b2c3d4-Queue',
+      deadLetterQueueUrl: localStackCafe.DeadLetterQueueUrl,
+      deadLetterQueueArn: 'arn:aws:sqs:us-east-1:000000000000:CafeOrders-ConsumerDeadLetterQueue-x',
+      payloadBucket: cafeOutputs.PayloadBucketName,
+    });
+  });
+
+  it('refuses what the deployed stack cannot give: another queue kind, a table it lacks, missing outputs', () => {
+    const deployed = selectConsumer({ CafeOrders: cafeOutputs }, {}, 'f.json');
+
+    const error = (() => {
+      try {
+        deployedResourceNames(deployed, "testResources('c3')", ['orders', 'reservations'], withOverrides({ queue: { fifo: true } }), 'eu-west-1');
+      } catch (caught) {
+        return caught as Error;
+      }
+      throw new Error('expected an error');
+    })();
+    expect(error).toBeInstanceOf(DeployedStackMismatchError);
+    expect(error.message).toContain("testResources('c3') cannot use the deployed consumer of IC_OUTPUTS_FILE (stack CafeOrders, cafe-orders)");
+    expect(error.message).toContain('the test needs a FIFO queue, the stack has a standard one');
+    expect(error.message).toContain('the test needs the table "reservations", the stack has Orders');
+
+    const bare = selectConsumer({ S: { DeadLetterQueueUrl: cafeOutputs.DeadLetterQueueUrl } }, {}, 'f.json');
+    expect(() => deployedResourceNames(bare, 'test', [], withOverrides({}), 'eu-west-1')).toThrow(/its outputs lack queueUrl, inboxTable, idempotencyTable, payloadBucket/);
+  });
+
+  it('reaches a stack on AWS at its region\'s endpoints, one on LocalStack at AWS_ENDPOINT_URL', async () => {
+    const file = await outputsFile('aws-cafe.json', { CafeOrders: cafeOutputs });
+
+    expect(endpointsFromEnvironment({ IC_OUTPUTS_FILE: file })).toEqual({
+      dynamoDbEndpoint: 'https://dynamodb.eu-west-1.amazonaws.com',
+      sqsEndpoint: 'https://sqs.eu-west-1.amazonaws.com',
+      region: 'eu-west-1',
+      source: 'aws',
+    });
+    expect(endpointsFromEnvironment({ IC_OUTPUTS_FILE: file, AWS_ENDPOINT_URL: 'http://localhost:4566' })).toMatchObject({ sqsEndpoint: 'http://localhost:4566', source: 'environment' });
+    expect(endpointsFromEnvironment({})).toBeUndefined();
+  });
+});
