@@ -10,7 +10,7 @@ import type { InvokeFlags } from './invokeEvent.js';
 
 const EXAMPLES = `
 Examples:
-  idempotent-consumer invoke --handler examples/cafe/handler.ts -e test/events/sqs-event-standard.json
+  idempotent-consumer invoke --handler src/handler.ts -e events/sqs-event.json
   idempotent-consumer invoke --handler src/handler.ts#handler --settings src/settings.ts#settings -e event.json --json | jq .response
   idempotent-consumer invoke --handler src/handler.ts -e event.json --data-dir .local-data   # twice: "duplicate" the second time
 

@@ -21,10 +21,10 @@ export function outputsFileFlags(command: Command, what: string): Command {
 
 const EXAMPLES = `
 Examples:
-  npx cdk deploy CafeOrders --outputs-file cdk-outputs.json
+  npx cdk deploy MyStack --outputs-file cdk-outputs.json
   idempotent-consumer outputs --outputs-file cdk-outputs.json
   eval "$(idempotent-consumer outputs --shell --outputs-file cdk-outputs.json)"   # QUEUE_URL, DLQ_URL, FUNCTION_NAME, …
-  idempotent-consumer outputs --outputs-file cdk-outputs.json --stack CafeOrders --json | jq -r .queueUrl
+  idempotent-consumer outputs --outputs-file cdk-outputs.json --stack MyStack --json | jq -r .queueUrl
 
 The outputs are those IdempotentConsumer.addOutputs() adds to the stack (config/outputKeys.ts).
 

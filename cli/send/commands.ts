@@ -12,9 +12,9 @@ const collect = (value: string, previous: readonly string[] | undefined): string
 
 const EXAMPLES = `
 Examples:
-  idempotent-consumer send --outputs-file cdk-outputs.json --body '{"eventId":"e-1","type":"OrderPlaced","orderId":"O-1"}'
-  idempotent-consumer send --outputs-file cdk-outputs.json --file examples/cafe/samples/orders.jsonl
-  idempotent-consumer send --queue-url "$QUEUE_URL" --file events.jsonl --group-id-field orderId --dedup-id-field eventId
+  idempotent-consumer send --outputs-file cdk-outputs.json --body '{"eventId":"e-1","type":"ItemReserved","sku":"SKU-1"}'
+  idempotent-consumer send --outputs-file cdk-outputs.json --file events.jsonl
+  idempotent-consumer send --queue-url "$QUEUE_URL" --file events.jsonl --group-id-field sku --dedup-id-field eventId
   AWS_ENDPOINT_URL=http://localhost:4566 idempotent-consumer send --outputs-file cdk-outputs.json --file events.jsonl --json
 
 Bodies: a --body value or a line of --file is a JSON object (sent as written, byte for byte) or a
@@ -39,7 +39,7 @@ export function addSendCommand(program: Command, io: CliIo, outcome: CliOutcome)
   outputsFileFlags(command, "the source queue's URL (its QueueUrl output)")
     .option('--body <json>', 'a message body (repeatable): a JSON object, or a JSON string for a body that is not JSON', collect)
     .option('--file <file.jsonl>', 'the message bodies, JSON Lines: one body per line (the local runner\'s --input format)')
-    .option('--group-id-field <field>', 'FIFO: the top-level body field whose value is the message group (e.g. orderId)')
+    .option('--group-id-field <field>', 'FIFO: the top-level body field whose value is the message group (e.g. the id of the entity the events are about)')
     .option('--group-id <id>', 'FIFO: one message group for every message')
     .option('--dedup-id-field <field>', 'FIFO: the top-level body field whose value is the deduplication id (default: the SHA-256 of the body)')
     .option(
