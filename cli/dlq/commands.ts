@@ -230,7 +230,7 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
 
   async function setUp(flags: CommonFlags): Promise<{ context: DlqContext; queueUrl: string }> {
     const queueUrl = await deadLetterQueueUrlFrom(flags, io.env);
-    if (queueUrl === undefined) throw new UsageError('--queue-url or --outputs-file (or the DLQ_URL environment variable) is required');
+    if (queueUrl === undefined) throw new UsageError('--queue-url (or the DLQ_URL environment variable) is required, or --outputs-file FILE (the file `cdk deploy --outputs-file` wrote)');
     parseQueueUrl(queueUrl, flags.queueUrl === undefined && flags.outputsFile !== undefined ? 'the DeadLetterQueueUrl output' : '--queue-url');
     const [{ createSqsClient }, { createPayloadStore }] = await Promise.all([import('./sqsClient.js'), import('./payloadStore.js')]);
     const { sqs, connection } = createSqsClient({
