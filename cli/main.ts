@@ -14,10 +14,13 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { addDlqCommands, type CliIo, type CliOutcome } from './dlq/commands.js';
 import { DlqToolError, toDlqToolError } from './dlq/errors.js';
+import { addInvokeCommand } from './invoke/commands.js';
 import { addLocalCommand } from './local/commands.js';
+import { addOutputsCommand } from './outputs/commands.js';
+import { addSendCommand } from './send/commands.js';
 
 /** The command groups, in the order `--help` lists them. Each adds its commands to the program. */
-const commandGroups: readonly ((program: Command, io: CliIo, outcome: CliOutcome) => void)[] = [addLocalCommand, addDlqCommands];
+const commandGroups: readonly ((program: Command, io: CliIo, outcome: CliOutcome) => void)[] = [addLocalCommand, addInvokeCommand, addOutputsCommand, addSendCommand, addDlqCommands];
 
 /**
  * The package's version, from its `package.json` (found by walking up from this file: it is one

@@ -8,3 +8,4 @@
 export * from './settings.js';
 export * from './validateSettings.js';
 export * from './metricNames.js';
+export * from './outputKeys.js';

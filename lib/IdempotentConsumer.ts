@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { Annotations, ArnFormat, type CfnElement, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, Aws, type CfnElement, CfnOutput, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, type ITable, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
@@ -11,6 +11,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { type CfnQueue, type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { businessTableOutputKey, consumerOutputKeys, OUTPUT_PREFIX_PATTERN, type ConsumerOutput } from '../config/outputKeys.js';
 import {
   defaultSettings,
   environmentVariables,
@@ -24,6 +25,7 @@ import {
   type ConsumerSettings,
 } from '../config/settings.js';
 import { InvalidSettingsError, settingsProblems } from '../config/validateSettings.js';
+import type { ConsumerMonitoring } from './ConsumerMonitoring.js';
 import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
 import { grantTableKey } from './tableKey.js';
 import { OutboxRelay, type OutboxRelayProps } from './OutboxRelay.js';
@@ -282,7 +284,7 @@ export interface IdempotentConsumerProps {
  *   tables: { orders },
  *   settings: withOverrides({ consumerName: 'orders', queue: { fifo: true } }),
  * });
- * new CfnOutput(this, 'QueueUrl', { value: consumer.queue.queueUrl });
+ * consumer.addOutputs(); // QueueUrl, DeadLetterQueueUrl, …: what `idempotent-consumer outputs` reads
  */
 export class IdempotentConsumer extends Construct {
   /** The settings this consumer was built with (validated; the Kafka topic of `kafka` applied). */
@@ -408,6 +410,93 @@ export class IdempotentConsumer extends Construct {
         idempotencyTable: this.idempotencyTable,
       });
     }
+  }
+
+  /**
+   * Adds the consumer's resources to the stack's outputs under stable keys, so that `cdk deploy
+   * --outputs-file F` writes them where the command line (`idempotent-consumer outputs`, `send`,
+   * `dlq … --outputs-file F`) and the integration tests find them. Each key is `prefix` + the
+   * suffix of `consumerOutputKeys` (`config/outputKeys.ts`), whatever the construct's path:
+   * `ConsumerName`, `QueueUrl`, `DeadLetterQueueUrl`, `InboxTableName`, `IdempotencyTableName`,
+   * `PayloadBucketName`, `FunctionName`, `LogGroupName` (when this construct made the function),
+   * one `<Name>TableName` per business table (`orders` → `OrdersTableName`), with the outbox
+   * `OutboxTopicArn` or `OutboxQueueUrl` and `OutboxRelayFunctionName`, with Kafka
+   * `KafkaConsumerGroupId` and `KafkaEventSourceMappingId`, and with `monitoring`
+   * `AlarmTopicArn`, `DashboardName` and `DashboardUrl` (the CloudWatch console page of the
+   * dashboard). No output is exported (`exportName`): nothing ties another stack to them.
+   *
+   * @param options.prefix - put before every key, for a second consumer in the same stack:
+   *   a letter, then letters and digits (CloudFormation's rule for output keys). @default ''
+   * @param options.monitoring - the consumer's {@link ConsumerMonitoring}, for its alarm topic and dashboard
+   * @returns the outputs, by key
+   * @throws InvalidSettingsError when the prefix is not letters and digits, a business table's key
+   *   would be the inbox's or the idempotency table's, or outputs were added already
+   *
+   * @example
+   * const consumer = new IdempotentConsumer(this, 'Consumer', { entry: 'src/handler.ts', tables: { orders } });
+   * consumer.addOutputs({ monitoring: new ConsumerMonitoring(this, 'Monitoring', { consumer }) });
+   * // cdk deploy --outputs-file cdk-outputs.json; eval "$(npx idempotent-consumer outputs --shell --outputs-file cdk-outputs.json)"
+   */
+  public addOutputs(options: { readonly prefix?: string; readonly monitoring?: ConsumerMonitoring } = {}): Readonly<Record<string, CfnOutput>> {
+    const prefix = options.prefix ?? '';
+    const problems: string[] = [];
+    if (!OUTPUT_PREFIX_PATTERN.test(prefix)) problems.push(`output prefix "${prefix}" must be a letter followed by letters and digits (CloudFormation's rule for output keys)`);
+    if (this.node.tryFindChild('Outputs') !== undefined) problems.push(`addOutputs was called already on ${this.node.path}: call it once per consumer`);
+    const tableKeys: [string, string][] = [];
+    for (const name of Object.keys(this.tables)) {
+      try {
+        tableKeys.push([name, businessTableOutputKey(name, prefix)]);
+      } catch (error) {
+        problems.push((error as Error).message);
+      }
+    }
+    if (problems.length > 0) throw new InvalidSettingsError(problems);
+
+    const consumer = this.settings.consumerName;
+    const values: [ConsumerOutput, string, string][] = [
+      ['consumerName', consumer, 'Name of the idempotent consumer (settings.consumerName)'],
+      ['queueUrl', this.queue.queueUrl, `URL of the ${consumer} source queue: producers send here`],
+      ['deadLetterQueueUrl', this.deadLetterQueue.queueUrl, `URL of the ${consumer} dead-letter queue (messages with their failure reasons)`],
+      ['inboxTable', this.inboxTable.tableName, `Name of the ${consumer} inbox table`],
+      ['idempotencyTable', this.idempotencyTable.tableName, `Name of the ${consumer} Powertools idempotency table (side-effect guard)`],
+      ['payloadBucket', this.payloadBucket.bucketName, `Name of the S3 bucket of ${consumer} dead-letter bodies too large for the dead-letter queue`],
+      ['functionName', this.function.functionName, `Name of the ${consumer} consumer function`],
+    ];
+    if (this.logGroup !== undefined) values.push(['logGroupName', this.logGroup.logGroupName, `Log group of the ${consumer} consumer function (aws logs tail <name> --follow)`]);
+    const relay = this.outboxRelay;
+    if (relay !== undefined) {
+      const destination = relay.destinations.default;
+      if (destination !== undefined && 'topicArn' in destination) values.push(['outboxTopicArn', destination.topicArn, `ARN of the SNS topic the ${consumer} outbox relay publishes to`]);
+      else if (destination !== undefined && 'queueUrl' in destination) values.push(['outboxQueueUrl', destination.queueUrl, `URL of the SQS queue the ${consumer} outbox relay sends to`]);
+      values.push(['outboxRelayFunctionName', relay.function.functionName, `Name of the ${consumer} outbox relay function`]);
+    }
+    const kafka = this.kafkaSource;
+    if (kafka !== undefined) {
+      values.push(['kafkaConsumerGroupId', kafka.consumerGroupId, `Kafka consumer group of the ${consumer} event source mapping (topic ${kafka.topic})`]);
+      values.push(['kafkaEventSourceMappingId', kafka.mapping.eventSourceMappingId, `UUID of the ${consumer} Kafka event source mapping`]);
+    }
+    const monitoring = options.monitoring;
+    if (monitoring !== undefined) {
+      const dashboard = monitoring.dashboard.dashboardName;
+      values.push(['alarmTopicArn', monitoring.topic.topicArn, `ARN of the SNS topic the ${consumer} alarms notify (subscribe on-call here)`]);
+      values.push(['dashboardName', dashboard, `Name of the ${consumer} CloudWatch dashboard`]);
+      values.push([
+        'dashboardUrl',
+        `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards/dashboard/${dashboard}`,
+        `CloudWatch console page of the ${consumer} dashboard`,
+      ]);
+    }
+
+    const scope = new Construct(this, 'Outputs');
+    const outputs: Record<string, CfnOutput> = {};
+    const add = (key: string, value: string, description: string): void => {
+      const output = new CfnOutput(scope, key, { value, description });
+      output.overrideLogicalId(key);
+      outputs[key] = output;
+    };
+    for (const [what, value, description] of values) add(`${prefix}${consumerOutputKeys[what]}`, value, description);
+    for (const [name, key] of tableKeys) add(key, this.tables[name]!.tableName, `Name of the ${consumer} business table "${name}"`);
+    return outputs;
   }
 
   /**

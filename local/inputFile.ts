@@ -62,37 +62,50 @@ export async function readInputFile(
   const lines = text.split(/\r?\n/);
   for (const [index, raw] of lines.entries()) {
     const line = index + 1;
-    const trimmed = raw.trim();
-    if (trimmed === '') continue;
-    let value: unknown;
+    let body: string | undefined;
     try {
-      value = JSON.parse(trimmed);
+      body = inputLineBody(raw, maxBodyBytes);
     } catch (error) {
-      throw new InputFileError(
-        `the line is not JSON (${(error as Error).message}); write a body that is not JSON as a JSON string, e.g. "not-json"`,
-        file,
-        line,
-      );
+      throw new InputFileError((error as Error).message, file, line);
     }
-    let body: string;
-    if (typeof value === 'string') body = value;
-    else if (typeof value === 'object' && value !== null) body = trimmed;
-    else throw new InputFileError(`expected a JSON object (a message body) or a JSON string, got ${String(value)}`, file, line);
-    if (body === '') throw new InputFileError('the body is empty, and SQS refuses an empty message body', file, line);
-    const refused = firstDisallowedCharacter(body);
-    if (refused !== undefined) {
-      throw new InputFileError(
-        `the body has a character SQS refuses (${refused}; allowed: tab, newline, carriage return, U+0020 to U+D7FF, U+E000 to U+FFFD, U+10000 and above)`,
-        file,
-        line,
-      );
-    }
-    const size = Buffer.byteLength(body, 'utf8');
-    if (size > maxBodyBytes) {
-      throw new InputFileError(`the body is ${size} bytes; the source queue takes at most ${maxBodyBytes}`, file, line);
-    }
-    messages.push({ line, body });
+    if (body !== undefined) messages.push({ line, body });
   }
   if (messages.length === 0) throw new InputFileError('the input file holds no messages', file);
   return messages;
+}
+
+/**
+ * The body one line of an input file sends (the rules of {@link readInputFile}): a JSON object or
+ * array as it is written, a JSON string as its content. The command line's `send --body` reads
+ * its values the same way.
+ *
+ * @param raw - the line (or value), surrounding white space ignored
+ * @param maxBodyBytes - the largest body, in bytes
+ * @returns the body, or `undefined` for a blank line
+ * @throws Error saying what is wrong (not JSON, not an object, array or string, empty, a
+ *   character SQS refuses, too large); the message names no file or line
+ */
+export function inputLineBody(raw: string, maxBodyBytes: number = defaultSettings.queue.maxMessageSizeBytes): string | undefined {
+  const trimmed = raw.trim();
+  if (trimmed === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(trimmed);
+  } catch (error) {
+    throw new Error(`the line is not JSON (${(error as Error).message}); write a body that is not JSON as a JSON string, e.g. "not-json"`);
+  }
+  let body: string;
+  if (typeof value === 'string') body = value;
+  else if (typeof value === 'object' && value !== null) body = trimmed;
+  else throw new Error(`expected a JSON object (a message body) or a JSON string, got ${String(value)}`);
+  if (body === '') throw new Error('the body is empty, and SQS refuses an empty message body');
+  const refused = firstDisallowedCharacter(body);
+  if (refused !== undefined) {
+    throw new Error(
+      `the body has a character SQS refuses (${refused}; allowed: tab, newline, carriage return, U+0020 to U+D7FF, U+E000 to U+FFFD, U+10000 and above)`,
+    );
+  }
+  const size = Buffer.byteLength(body, 'utf8');
+  if (size > maxBodyBytes) throw new Error(`the body is ${size} bytes; the source queue takes at most ${maxBodyBytes}`);
+  return body;
 }

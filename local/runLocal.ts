@@ -10,7 +10,7 @@ import { GetQueueAttributesCommand, CreateQueueCommand } from '@aws-sdk/client-s
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { type ConsumerSettings, lambdaEnvironment, METRICS_NAMESPACE } from '../config/settings.js';
+import { type ConsumerSettings, METRICS_NAMESPACE } from '../config/settings.js';
 import { assertValidSettings } from '../config/validateSettings.js';
 import { createIdempotentConsumer, type IdempotentConsumerHandler } from '../lambda/createIdempotentConsumer.js';
 import { RetryableError } from '../lambda/errors.js';
@@ -19,10 +19,8 @@ import { defineConsumer } from '../lambda/engine/ConsumerDefinition.js';
 import { combineObservers, type OutcomeRecord } from '../lambda/observability/outcomes.js';
 import { kafkaMessageId } from '../lambda/batch/kafkaDeliveries.js';
 import { MessageHold } from '../cli/dlq/queueInspector.js';
-import { createLocalClients, type LocalClients } from './aws/localClients.js';
+import type { LocalClients } from './aws/localClients.js';
 import type { LocalCheck } from './check.js';
-import { lockDataDir } from './dataDirLock.js';
-import { type Emulators, startEmulators } from './emulators.js';
 import type { FaultOptions } from './faultInjection.js';
 import { createDeliveryRecorder } from './htmlReportInput.js';
 import type { HtmlReportInput } from './htmlReportInput.js';
@@ -33,9 +31,10 @@ import { MetricsCapture, type MetricTotals } from './metricsCapture.js';
 import { countOutboxItems } from './outbox/countOutboxItems.js';
 import { startLocalRelay, type LocalRelay } from './outbox/startLocalRelay.js';
 import { inProducerOrder } from './producerOrder.js';
-import { type LocalResources, provisionResources } from './provision.js';
+import type { LocalResources } from './provision.js';
 import { buildReport, type DeadLetterSnapshot, type RunReport, type SentMessage } from './report.js';
 import { sendInput } from './sendInput.js';
+import { startLocalConsumer } from './startLocalConsumer.js';
 import { pollerOptionsFromSettings, SqsEventSourcePoller } from './sqsEventSourcePoller.js';
 
 /** Progress of a run, reported about once a second. */
@@ -150,32 +149,19 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const say = (step: string, phase: Progress['phase'] = 'starting') =>
     options.onProgress?.({ phase, step, sent: 0, applied: 0, duplicates: 0, retried: 0, deadLettered: 0, invocations: 0, elapsedMs: performance.now() - started });
 
-  const unlock = options.dataDir === undefined ? undefined : await lockDataDir(options.dataDir);
-  let emulators: Emulators | undefined;
-  const stops: (() => Promise<void> | void)[] = [async () => unlock?.()];
+  const stops: (() => Promise<void> | void)[] = [];
   try {
-    if (options.endpoints === undefined) {
-      say('starting DynamoDB Local and the SQS/SNS/S3 server');
-      emulators = await startEmulators(options.dataDir === undefined ? {} : { dataDir: options.dataDir });
-      stops.unshift(() => emulators?.stop());
-    }
-    const endpoints = emulators === undefined ? { ...options.endpoints!, s3: options.endpoints!.s3 ?? options.endpoints!.sqs } : { dynamoDb: emulators.dynamoDbEndpoint, sqs: emulators.sqsEndpoint, s3: emulators.s3Endpoint };
-    // The tools' clients (provisioning, inspection): no faults, no guard.
-    const admin = createLocalClients({ dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, s3Endpoint: endpoints.s3, strictDynamoDb: false });
-    // The consumer's clients: AWS's rules DynamoDB Local lacks, invocation deadlines, the faults asked for.
-    const consumer = createLocalClients({ dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, s3Endpoint: endpoints.s3, ...(options.faults ? { faults: options.faults } : {}) });
-    stops.unshift(() => admin.destroy(), () => consumer.destroy());
-
-    say('creating the tables, queues and bucket');
-    const resources = await provisionResources({
-      dynamoDb: admin.dynamoDb,
-      sqs: admin.sqs,
-      ...(admin.s3 ? { s3: admin.s3 } : {}),
+    const local = await startLocalConsumer({
+      handler: options.handler,
       settings,
-      tables: options.handler.options.tables ?? {},
-      prefix: options.endpoints?.prefix ?? '',
+      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+      ...(options.endpoints === undefined ? {} : { endpoints: options.endpoints }),
+      ...(options.faults ? { faults: options.faults } : {}),
       inboxStream: options.relay !== false,
+      onStep: (step) => say(step),
     });
+    stops.unshift(() => local.stop());
+    const { endpoints, admin, consumer, resources } = local;
 
     const outcomes: OutcomeRecord[] = [];
     const recorder = createDeliveryRecorder();
@@ -189,17 +175,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       else process.env.POWERTOOLS_METRICS_DISABLED = metricsDisabled;
     });
     const capture = new MetricsCapture(options.onLogLine);
-    const environment = { ...lambdaEnvironment(settings, resources), POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE };
     const logLevel = (options.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR').toUpperCase();
     const handler = withTransientFailures(options.handler, options.transientFailureRate ?? 0, options.seed ?? 1);
-    const newEnvironment = () =>
-      handler.withRuntime({
-        environment,
-        clients: { dynamoDb: consumer.dynamoDb, sqs: consumer.sqs, ...(consumer.s3 ? { s3: consumer.s3 } : {}) },
-        observer: combineObservers({ onOutcome: (record) => outcomes.push(record) }, recorder),
-        logger: new Logger({ serviceName: settings.consumerName, logLevel: logLevel as 'ERROR' }),
-        metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: settings.consumerName }),
-      });
+    const newEnvironment = () => handler.withRuntime(local.runtime({ observer: combineObservers({ onOutcome: (record) => outcomes.push(record) }, recorder), logLevel }));
 
     let relay: LocalRelay | undefined;
     let outboxQueueUrl: string | undefined;

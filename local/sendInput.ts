@@ -53,8 +53,12 @@ export class SendInputError extends Error {
   }
 }
 
-/** SQS's message group and deduplication id: 1 to 128 characters, letters, digits and ASCII punctuation. */
-const fifoIdPattern = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
+/**
+ * SQS's rule for a message group and a deduplication id: 1 to 128 characters, letters, digits and
+ * ASCII punctuation
+ * (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html).
+ */
+export const fifoIdPattern = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 
 /**
  * Splits messages into batches SQS accepts: at most 10 entries and at most 1 MiB

@@ -11,7 +11,9 @@ import { builtInFailureReasons } from '../../lambda/dlq/failureReasons.js';
 import type { Confirm, DlqContext } from './context.js';
 import { parseDuration } from './duration.js';
 import { UsageError } from './errors.js';
-import { parseQueueUrl } from './queueUrl.js';
+import { outputsFileFlags } from '../outputs/commands.js';
+import type { OutputsFileFlags } from '../stackOutputs.js';
+import { deadLetterQueueUrlFrom, parseQueueUrl } from './queueUrl.js';
 import { parseReasons, type MessageSelection } from './selection.js';
 
 /** Streams and environment of one run of the command line. */
@@ -32,7 +34,7 @@ export interface CliOutcome {
   endpoint?: string;
 }
 
-interface CommonFlags {
+interface CommonFlags extends OutputsFileFlags {
   queueUrl?: string;
   endpoint?: string;
   region?: string;
@@ -204,11 +206,11 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
       async (
         flags: CommonFlags & { in: string; to?: string; fromLine?: number; skipInvalid?: boolean; trailerCheck: boolean; rate?: number; dryRun?: boolean },
       ) => {
-        const target = flags.to ?? flags.queueUrl ?? io.env.DLQ_URL;
-        if (target === undefined || target === '') throw new UsageError('replay needs --queue-url (or DLQ_URL) or --to');
-        parseQueueUrl(target, flags.to !== undefined ? '--to' : '--queue-url');
+        const target = flags.to ?? (await deadLetterQueueUrlFrom(flags, io.env));
+        if (target === undefined || target === '') throw new UsageError('replay needs --queue-url, --outputs-file (or DLQ_URL) or --to');
+        parseQueueUrl(target, flags.to !== undefined ? '--to' : flags.queueUrl === undefined && flags.outputsFile !== undefined ? 'the DeadLetterQueueUrl output' : '--queue-url');
         const [{ replayArchive }, { formatReplay }] = await Promise.all([import('./replay.js'), import('./output.js')]);
-        const { context } = await setUp({ ...flags, queueUrl: target });
+        const { context } = await setUp({ ...flags, queueUrl: target, outputsFile: undefined, stack: undefined, consumer: undefined });
         const result = await replayArchive(context, {
           in: flags.in,
           queueUrl: target,
@@ -227,9 +229,9 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
     );
 
   async function setUp(flags: CommonFlags): Promise<{ context: DlqContext; queueUrl: string }> {
-    const queueUrl = flags.queueUrl ?? io.env.DLQ_URL;
-    if (queueUrl === undefined || queueUrl === '') throw new UsageError('--queue-url (or the DLQ_URL environment variable) is required');
-    parseQueueUrl(queueUrl);
+    const queueUrl = await deadLetterQueueUrlFrom(flags, io.env);
+    if (queueUrl === undefined) throw new UsageError('--queue-url (or the DLQ_URL environment variable) is required, or --outputs-file FILE (the file `cdk deploy --outputs-file` wrote)');
+    parseQueueUrl(queueUrl, flags.queueUrl === undefined && flags.outputsFile !== undefined ? 'the DeadLetterQueueUrl output' : '--queue-url');
     const [{ createSqsClient }, { createPayloadStore }] = await Promise.all([import('./sqsClient.js'), import('./payloadStore.js')]);
     const { sqs, connection } = createSqsClient({
       queueUrl,
@@ -255,8 +257,8 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
 }
 
 function common(command: Command): Command {
-  return command
-    .option('--queue-url <url>', 'the dead-letter queue\'s URL (default: the DLQ_URL environment variable)')
+  command.option('--queue-url <url>', "the dead-letter queue's URL (default: the DeadLetterQueueUrl of --outputs-file, else the DLQ_URL environment variable)");
+  return outputsFileFlags(command, "the dead-letter queue's URL (its DeadLetterQueueUrl output)")
     .option(
       '--endpoint <url>',
       'SQS endpoint, e.g. http://localhost:4566 for the local emulator (default: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, else AWS); ' +

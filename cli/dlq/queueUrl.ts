@@ -3,7 +3,24 @@
  *
  * @module
  */
+import { consumerFromFlags, type OutputsFileFlags } from '../stackOutputs.js';
 import { UsageError } from './errors.js';
+
+/**
+ * The dead-letter queue a `dlq` command works on: `--queue-url`, else the `DeadLetterQueueUrl`
+ * output of the consumer `--outputs-file` (with `--stack`, `--consumer`) names, else the
+ * `DLQ_URL` environment variable; `undefined` when none is given.
+ *
+ * @throws UsageError when both `--queue-url` and `--outputs-file` are given, or `--stack` /
+ *   `--consumer` come without `--outputs-file`
+ * @throws StackOutputsError (exit 2) when the outputs file does not name one consumer
+ */
+export async function deadLetterQueueUrlFrom(flags: { readonly queueUrl?: string } & OutputsFileFlags, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  if (flags.queueUrl !== undefined && flags.outputsFile !== undefined) throw new UsageError('give --queue-url or --outputs-file, not both');
+  const consumer = await consumerFromFlags(flags);
+  const url = flags.queueUrl ?? consumer?.deadLetterQueueUrl ?? env.DLQ_URL;
+  return url === '' ? undefined : url;
+}
 
 /**
  * Checks that `value` looks like an SQS queue URL (`<scheme>://<host>/<account>/<queue name>`).

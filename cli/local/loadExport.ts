@@ -9,6 +9,8 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { ConsumerSettings } from '../../config/settings.js';
+import type { IdempotentConsumerHandler } from '../../lambda/createIdempotentConsumer.js';
 import { UsageError } from '../dlq/errors.js';
 
 /** A `FILE[#EXPORT]` flag value, split. */
@@ -33,6 +35,43 @@ export function parseModuleSpec(flag: string, value: string): ModuleSpec {
   const exportName = value.slice(hash + 1);
   if (!/^[A-Za-z_$][\w$]*$/.test(exportName)) throw new UsageError(`${flag} ${value}: "${exportName}" is not an export name (write FILE#EXPORT, e.g. ${flag} src/handler.ts#handler)`);
   return { file: value.slice(0, hash), exportName };
+}
+
+/**
+ * Loads `--handler FILE[#EXPORT]` (export `handler` unless named): a handler made by
+ * `createIdempotentConsumer`.
+ *
+ * @throws UsageError as {@link loadExport}, or when the export is not such a handler
+ */
+export async function loadHandler(value: string, cwd?: string): Promise<IdempotentConsumerHandler> {
+  return loadExport<IdempotentConsumerHandler>(
+    '--handler',
+    parseModuleSpec('--handler', value),
+    'handler',
+    (exported) =>
+      typeof exported === 'function' && typeof (exported as Partial<IdempotentConsumerHandler>).withRuntime === 'function'
+        ? undefined
+        : 'is not a handler made by createIdempotentConsumer (export const handler = createIdempotentConsumer({ … }))',
+    cwd,
+  );
+}
+
+/**
+ * Loads `--settings FILE[#EXPORT]` (export `settings` unless named): consumer settings.
+ *
+ * @throws UsageError as {@link loadExport}, or when the export is not consumer settings
+ */
+export async function loadSettings(value: string, cwd?: string): Promise<ConsumerSettings> {
+  return loadExport<ConsumerSettings>(
+    '--settings',
+    parseModuleSpec('--settings', value),
+    'settings',
+    (exported) =>
+      typeof exported === 'object' && exported !== null && 'consumerName' in exported && 'queue' in exported
+        ? undefined
+        : 'is not consumer settings (build them with withOverrides from idempotent-consumer/settings)',
+    cwd,
+  );
 }
 
 let tsLoaderRegistered = false;

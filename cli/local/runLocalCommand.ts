@@ -5,10 +5,8 @@
  * @module
  */
 import { isAbsolute, relative } from 'node:path';
-import type { ConsumerSettings } from '../../config/settings.js';
 import { defaultSettings, withOverrides } from '../../config/settings.js';
 import { InvalidSettingsError } from '../../config/validateSettings.js';
-import type { IdempotentConsumerHandler } from '../../lambda/createIdempotentConsumer.js';
 import type { LocalCheck } from '../../local/check.js';
 import { DataDirError, LocalRuntimeError } from '../../local/errors.js';
 import { FaultFlagError, faultRatesFromFlags, parseSeedFlag } from '../../local/faultInjection.js';
@@ -19,7 +17,7 @@ import { formatReport } from '../../local/report.js';
 import type { LocalRunResult, Progress, RunningLocalRuntime } from '../../local/runLocal.js';
 import type { CliIo } from '../dlq/commands.js';
 import { DlqToolError, UsageError } from '../dlq/errors.js';
-import { loadExport, parseModuleSpec } from './loadExport.js';
+import { loadExport, loadHandler, loadSettings, parseModuleSpec } from './loadExport.js';
 
 /** The `local` command's flags, as commander parsed them. */
 export interface LocalFlags {
@@ -93,19 +91,8 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
     }
   })();
 
-  const handler = await loadExport<IdempotentConsumerHandler>('--handler', parseModuleSpec('--handler', flags.handler), 'handler', (value) =>
-    typeof value === 'function' && typeof (value as Partial<IdempotentConsumerHandler>).withRuntime === 'function'
-      ? undefined
-      : 'is not a handler made by createIdempotentConsumer (export const handler = createIdempotentConsumer({ … }))',
-  );
-  const baseSettings =
-    flags.settings === undefined
-      ? defaultSettings
-      : await loadExport<ConsumerSettings>('--settings', parseModuleSpec('--settings', flags.settings), 'settings', (value) =>
-          typeof value === 'object' && value !== null && 'consumerName' in value && 'queue' in value
-            ? undefined
-            : 'is not consumer settings (build them with withOverrides from idempotent-consumer/settings)',
-        );
+  const handler = await loadHandler(flags.handler);
+  const baseSettings = flags.settings === undefined ? defaultSettings : await loadSettings(flags.settings);
   const check =
     flags.check === undefined
       ? undefined

@@ -6,8 +6,11 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { awsEndpoints } from '../support/awsEndpoints.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('measures the engine on tables and queues of its own');
 
 const run = promisify(execFile);
 

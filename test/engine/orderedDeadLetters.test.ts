@@ -9,13 +9,15 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { createIdempotentConsumer, type OutcomeRecord } from 'idempotent-consumer';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inventoryConsumerOptions } from '../../examples/inventory/consumer.js';
 import { inventoryTables } from '../../examples/inventory/settings.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { deadLetters } from '../support/cafeHarness.js';
 import { lambdaContext, sqsEvent, sqsRecord } from '../support/sqsEvents.js';
-import { type TestResources, testResources } from '../support/testResources.js';
+import { type TestResources, testResources, describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('the inventory consumer\'s tables on a FIFO queue, not the deployed café\'s');
 
 const at = '2026-03-01T10:00:00Z';
 const received = (requestId: string, sku: string, quantity: number) => ({ requestId, kind: 'StockReceived', sku, quantity, at });

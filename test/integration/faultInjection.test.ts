@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { installFaults } from '../../local/faultInjection.js';
 import { localCredentials } from '../../local/localClientConfig.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
 
 /** Faults against the real servers: what reaches the store before and after an injected fault. */
 const endpoints = awsEndpoints();

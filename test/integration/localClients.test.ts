@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand, GetItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createInvocationGuard, InvocationStoppedError } from '../../local/aws/invocationGuard.js';
 import { createLocalClients } from '../../local/aws/localClients.js';
 import type { LocalClients } from '../../local/aws/localClients.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
 
 /** The clients of a local run: strict layer, faults on the consumer's clients only, the guard. */
 const endpoints = awsEndpoints();

@@ -5,15 +5,17 @@ import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-s
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { DeserializeMiddleware } from '@smithy/types';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import type { SettingsOverrides } from '../../config/settings.js';
 import { InvocationStoppedError } from '../../local/aws/invocationGuard.js';
 import { PollerIdleTimeoutError } from '../../local/errors.js';
 import { pollerOptionsFromSettings, SqsEventSourcePoller } from '../../local/sqsEventSourcePoller.js';
 import type { InvocationReport, LocalSqsHandler, SqsEventSourcePollerOptions } from '../../local/sqsEventSourcePoller.js';
 import { receiveAll, sendMessages } from '../support/sqsMessages.js';
-import { testResources } from '../support/testResources.js';
+import { testResources, describeUnlessDeployedStack } from '../support/testResources.js';
 import type { TestResources } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('sends to the source queue and consumes it with a local event source mapping: the deployed function\'s mapping would take the messages');
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

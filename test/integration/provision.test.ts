@@ -13,15 +13,17 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { lambdaEnvironment, maxReceiveCount, resourceNames, tableKeys, withOverrides } from '../../config/settings.js';
 import { startEmulators } from '../../local/emulators.js';
 import { localClientConfig, localCredentials, localS3ClientConfig } from '../../local/localClientConfig.js';
 import { ProvisioningError } from '../../local/errors.js';
 import { localResourceNames, provisionResources } from '../../local/provision.js';
-import { awsClients, testResources } from '../support/testResources.js';
+import { awsClients, testResources, describeUnlessDeployedStack } from '../support/testResources.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import type { TestResources } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
 
 const disposables: Array<{ dispose(): Promise<void> }> = [];
 afterAll(async () => {

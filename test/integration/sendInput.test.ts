@@ -2,12 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { CreateQueueCommand, DeleteQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Message } from '@aws-sdk/client-sqs';
 import type { FinalizeRequestMiddleware } from '@smithy/types';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { localCredentials } from '../../local/localClientConfig.js';
 import { sendInput, SendInputError } from '../../local/sendInput.js';
 import type { InputMessage } from '../../local/inputFile.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import { receiveAll } from '../support/sqsMessages.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
 
 /** sendInput against the run's SQS server (strict: it refuses what SQS refuses). */
 const endpoints = awsEndpoints();

@@ -12,11 +12,14 @@ import {
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { localCredentials } from '../../local/localClientConfig.js';
 import { ConflictTracker, installStrictDynamoDb } from '../../local/aws/strictDynamoDb.js';
 import { itemIdentity } from '../../local/aws/dynamoDbRules.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
 
 /**
  * The strict DynamoDB layer against DynamoDB Local: each rule it adds is refused through the

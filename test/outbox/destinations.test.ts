@@ -4,13 +4,16 @@
  * rule; the lazy client; the attribute rules.
  */
 import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fifoMessageGroupId, MAX_OUTGOING_ATTRIBUTES, MESSAGE_ID_ATTRIBUTE, messageAttributes, OutboxMessageError, type OutboxMessage } from '../../lambda/outbox/OutboxDestination.js';
 import { outboxMessageId } from '../../lambda/outbox/outboxItems.js';
 import { snsTopicDestination } from '../../lambda/outbox/snsTopicDestination.js';
 import { sqsQueueDestination } from '../../lambda/outbox/sqsQueueDestination.js';
 import { receiveOutboxDeliveries } from '../../local/outbox/receiveOutboxDeliveries.js';
 import { CONSUMER, type OutboxResources, outboxResources } from './outboxHarness.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('an inbox table with a stream and destination queues of its own');
 
 const message = (key: string, overrides: Partial<OutboxMessage> = {}): OutboxMessage => ({
   messageId: outboxMessageId(CONSUMER, key, 0),

@@ -10,7 +10,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { CreateTableCommand, DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand } from '@aws-sdk/client-sqs';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { createIdempotentConsumer, type IdempotentConsumerHandler } from 'idempotent-consumer';
 import { lambdaEnvironment, withOverrides } from '../../config/settings.js';
 import { createOutboxRelay, type OutboxRelayHandler, type OutboxRelayRuntimeOptions } from '../../lambda/outbox/createOutboxRelay.js';
@@ -20,6 +20,9 @@ import { receiveOutboxDeliveries } from '../../local/outbox/receiveOutboxDeliver
 import { type LocalRelay, startLocalRelay } from '../../local/outbox/startLocalRelay.js';
 import { lambdaContext, sqsEvent, sqsRecord } from '../support/sqsEvents.js';
 import { clients, CONSUMER, crash, hook, type OutboxResources, outboxResources } from './outboxHarness.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('an inbox table with a stream and destination queues of its own');
 
 interface Deposit {
   readonly depositId: string;

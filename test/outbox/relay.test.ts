@@ -6,7 +6,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { EnvironmentError } from '../../lambda/config/runtimeConfig.js';
 import { createOutboxRelay, OutboxMetricName, type OutboxRelayRuntimeOptions } from '../../lambda/outbox/createOutboxRelay.js';
 import type { OutboxDestination, OutboxMessage } from '../../lambda/outbox/OutboxDestination.js';
@@ -15,6 +15,9 @@ import { redriveOutbox } from '../../lambda/outbox/redriveOutbox.js';
 import { matchesFilterPattern } from '../../local/outbox/matchesFilterPattern.js';
 import { receiveOutboxDeliveries } from '../../local/outbox/receiveOutboxDeliveries.js';
 import { CONSUMER, commitOutboxItems, insertEvent, invocationContext, type OutboxResources, outboxItem, outboxResources, streamRecords } from './outboxHarness.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('an inbox table with a stream and destination queues of its own');
 
 /** An in-memory destination: records what it was given; fails for the message ids in `failFor`. */
 class MemoryDestination implements OutboxDestination {

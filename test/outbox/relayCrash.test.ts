@@ -9,10 +9,13 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { createOutboxRelay } from '../../lambda/outbox/createOutboxRelay.js';
 import { receiveOutboxDeliveries } from '../../local/outbox/receiveOutboxDeliveries.js';
 import { clients, CONSUMER, commitOutboxItems, crash, eventually, hook, insertEvent, invocationContext, type OutboxResources, outboxItem, outboxResources } from './outboxHarness.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('an inbox table with a stream and destination queues of its own');
 
 /** Where the first invocation stops. */
 const CrashPoint = {

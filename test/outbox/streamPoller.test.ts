@@ -7,12 +7,15 @@ import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { outboxFilterPattern } from '../../lambda/outbox/outboxStreamRecords.js';
 import { DynamoDbStreamEventSourcePoller, type DynamoDbStreamOnFailureRecord, type LocalStreamHandler } from '../../local/outbox/DynamoDbStreamEventSourcePoller.js';
 import { judgeStreamBatchResponse } from '../../local/outbox/judgeStreamBatchResponse.js';
 import { matchesFilterPattern, UnsupportedFilterRuleError } from '../../local/outbox/matchesFilterPattern.js';
 import { clients, CONSUMER, crash, hook } from './outboxHarness.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('an inbox table with a stream of its own');
 
 describe('judgeStreamBatchResponse (AWS rules for stream partial batch responses)', () => {
   const seq = ['100', '200', '300'];

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { selectConsumer } from '../../cli/stackOutputs.js';
 import { cafeSettings } from '../../examples/cafe/settings.js';
 import type { CafeStack } from '../../examples/cafe/infra/CafeStack.js';
 import {
@@ -81,8 +82,40 @@ describe('CafeStack (default settings)', () => {
     ['FunctionName', (s: CafeStack) => refOf(s.consumer.function)],
     ['AlarmTopicArn', (s: CafeStack) => refOf(s.monitoring.topic)],
     ['DashboardName', (s: CafeStack) => refOf(s.monitoring.dashboard)],
+    ['ConsumerName', () => 'cafe-orders'],
+    ['LogGroupName', (s: CafeStack) => refOf(s.consumer.logGroup!)],
+    ['OutboxTopicArn', (s: CafeStack) => refOf(s.consumer.outboxRelay!.destinations.default!)],
+    ['OutboxRelayFunctionName', (s: CafeStack) => refOf(s.consumer.outboxRelay!.function)],
   ])('outputs %s', (outputId, value) => {
     template.hasOutput(outputId, { Value: value(stack) });
+  });
+
+  it('outputs the dashboard\'s console URL in the stack\'s region, and exports nothing', () => {
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown; Export?: unknown }>;
+    const url = JSON.stringify(stack.resolve(outputs.DashboardUrl?.Value));
+    expect(url).toContain('{"Ref":"AWS::Region"}');
+    expect(url).toContain('.console.aws.amazon.com/cloudwatch/home?region=');
+    expect(url).toContain(`#dashboards/dashboard/`);
+    expect(url).toContain(JSON.stringify(refOf(stack.monitoring.dashboard)));
+    expect(Object.values(outputs).filter((output) => output.Export !== undefined)).toEqual([]);
+  });
+
+  it('writes outputs that the command line finds as the café consumer (the keys of config/outputKeys.ts)', () => {
+    const outputs = template.toJSON().Outputs as Record<string, unknown>;
+    const deployed = Object.fromEntries(Object.keys(outputs).map((key) => [key, `value-of-${key}`]));
+
+    const consumer = selectConsumer({ CafeOrders: deployed }, {}, 'cdk-outputs.json');
+
+    expect(consumer).toMatchObject({
+      consumerName: 'value-of-ConsumerName',
+      queueUrl: 'value-of-QueueUrl',
+      deadLetterQueueUrl: 'value-of-DeadLetterQueueUrl',
+      inboxTable: 'value-of-InboxTableName',
+      tables: { Orders: 'value-of-OrdersTableName' },
+      functionName: 'value-of-FunctionName',
+      logGroupName: 'value-of-LogGroupName',
+      dashboardUrl: 'value-of-DashboardUrl',
+    });
   });
 
   it('outputs nothing about Kafka without a Kafka source', () => {

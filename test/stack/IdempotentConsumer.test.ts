@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { AssetStaging, Duration, Stack } from 'aws-cdk-lib';
-import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AttributeType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Role } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
@@ -10,6 +10,7 @@ import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambd
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { defaultSettings, lambdaEnvironment, maxReceiveCount, withOverrides } from '../../config/settings.js';
 import { InvalidSettingsError } from '../../config/validateSettings.js';
+import { selectConsumer } from '../../cli/stackOutputs.js';
 import { IdempotentConsumer, type IdempotentConsumerProps } from '../../lib/IdempotentConsumer.js';
 import {
   acknowledgedRuleIds,
@@ -28,6 +29,7 @@ import {
   refusal,
   resourcesAllowing,
   skipBundling,
+  sourceBundling,
   synthConsumer,
   TABLE_KEY_ACTIONS,
 } from './stackHelpers.js';
@@ -510,6 +512,65 @@ describe('IdempotentConsumer with existing queues', () => {
       expect(error.message).toContain(message);
       expect(stack.node.findAll().length).toBe(before);
     }
+  });
+});
+
+describe('IdempotentConsumer.addOutputs', () => {
+  it('outputs every resource under stable keys, whatever the construct\'s path, business tables as <Name>TableName', () => {
+    let tables: ReturnType<typeof businessTables> | undefined;
+    const { consumer, template } = synthConsumer({
+      extra: (s) => {
+        tables = businessTables(s);
+        return { tables: { orders: tables.orders, stockItems: tables.stockItems } };
+      },
+      after: (_stack, c) => {
+        c.addOutputs();
+      },
+    });
+
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown; Export?: unknown }>;
+    expect(Object.keys(outputs).sort()).toEqual(
+      ['ConsumerName', 'DeadLetterQueueUrl', 'FunctionName', 'IdempotencyTableName', 'InboxTableName', 'LogGroupName', 'OrdersTableName', 'PayloadBucketName', 'QueueUrl', 'StockItemsTableName'].sort(),
+    );
+    template.hasOutput('QueueUrl', { Value: refOf(consumer.queue) });
+    template.hasOutput('DeadLetterQueueUrl', { Value: refOf(consumer.deadLetterQueue) });
+    template.hasOutput('StockItemsTableName', { Value: refOf(tables!.stockItems) });
+    template.hasOutput('ConsumerName', { Value: defaultSettings.consumerName });
+    expect(Object.values(outputs).filter((output) => output.Export !== undefined)).toEqual([]);
+  });
+
+  it('keeps two consumers of one stack apart with a prefix, and the command line reads each back', () => {
+    const app = newApp(skipBundling);
+    const stack = new Stack(app, 'Shop');
+    const orders = new IdempotentConsumer(stack, 'Orders', { entry: fixtureEntry, bundling: sourceBundling, settings: withOverrides({ consumerName: 'shop-orders' }) });
+    const payments = new IdempotentConsumer(stack, 'Payments', {
+      entry: fixtureEntry,
+      bundling: sourceBundling,
+      settings: withOverrides({ consumerName: 'shop-payments', queue: { fifo: true } }),
+    });
+    orders.addOutputs();
+    payments.addOutputs({ prefix: 'Payments' });
+    const template = Template.fromStack(stack);
+
+    template.hasOutput('PaymentsQueueUrl', { Value: refOf(payments.queue) });
+    template.hasOutput('QueueUrl', { Value: refOf(orders.queue) });
+    const deployed = Object.fromEntries(Object.keys(template.toJSON().Outputs as object).map((key) => [key, `value-of-${key}`]));
+    expect(selectConsumer({ Shop: deployed }, { consumer: 'Payments' }, 'f.json')).toMatchObject({ queueUrl: 'value-of-PaymentsQueueUrl', consumerName: 'value-of-PaymentsConsumerName' });
+    expect(selectConsumer({ Shop: deployed }, { consumer: '' }, 'f.json')).toMatchObject({ queueUrl: 'value-of-QueueUrl', inboxTable: 'value-of-InboxTableName' });
+  });
+
+  it('refuses a prefix that is not letters and digits, a table named like the inbox, and a second call', () => {
+    const app = newApp(skipBundling);
+    const stack = new Stack(app, 'Outputs');
+    const inbox = new Table(stack, 'T', { partitionKey: { name: 'id', type: AttributeType.STRING } });
+    const consumer = new IdempotentConsumer(stack, 'Consumer', { entry: fixtureEntry, bundling: sourceBundling, tables: { inbox } });
+
+    expect(() => consumer.addOutputs({ prefix: 'shop-payments' })).toThrow(/output prefix "shop-payments" must be a letter followed by letters and digits/);
+    expect(() => consumer.addOutputs()).toThrow(/a business table named "inbox" would have the output key of the library's own inbox table/);
+
+    const plain = synthConsumer().consumer;
+    plain.addOutputs();
+    expect(() => plain.addOutputs()).toThrow(/addOutputs was called already on Generic\/Consumer: call it once per consumer/);
   });
 });
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
 import type { Construct } from 'constructs';
@@ -42,9 +42,11 @@ export interface CafeStackProps extends StackProps {
 /**
  * The café consumer: the `orders` table (partition key `orderId`, sort key `sk`, from
  * `cafeTables`), an {@link IdempotentConsumer} running `examples/cafe/handler.ts`, its
- * {@link ConsumerMonitoring}, and outputs for producers, operators and the integration tests:
- * `QueueUrl`, `DeadLetterQueueUrl`, `InboxTableName`, `OrdersTableName`, `IdempotencyTableName`,
- * `PayloadBucketName`, `FunctionName`, `AlarmTopicArn`, `DashboardName`, and with Kafka
+ * {@link ConsumerMonitoring}, and outputs for producers, operators, the command line and the
+ * integration tests (`IdempotentConsumer.addOutputs`): `ConsumerName`, `QueueUrl`,
+ * `DeadLetterQueueUrl`, `InboxTableName`, `OrdersTableName`, `IdempotencyTableName`,
+ * `PayloadBucketName`, `FunctionName`, `LogGroupName`, `OutboxTopicArn`,
+ * `OutboxRelayFunctionName`, `AlarmTopicArn`, `DashboardName`, `DashboardUrl`, and with Kafka
  * `KafkaConsumerGroupId` and `KafkaEventSourceMappingId`.
  *
  * CDK context overrides the props (`consumerContextKeys`), so a variant needs no code change:
@@ -113,46 +115,8 @@ export class CafeStack extends Stack {
     });
     this.monitoring = new ConsumerMonitoring(this, 'Monitoring', { ...monitoring, consumer: this.consumer });
 
-    const { consumer } = this;
-    const outputs: Record<string, { value: string; description: string }> = {
-      QueueUrl: { value: consumer.queue.queueUrl, description: 'URL of the source queue (send order events here)' },
-      DeadLetterQueueUrl: {
-        value: consumer.deadLetterQueue.queueUrl,
-        description: 'URL of the dead-letter queue (messages with their failure reasons)',
-      },
-      InboxTableName: { value: consumer.inboxTable.tableName, description: 'Name of the inbox table' },
-      OrdersTableName: { value: this.ordersTable.tableName, description: 'Name of the orders table (business state)' },
-      IdempotencyTableName: {
-        value: consumer.idempotencyTable.tableName,
-        description: 'Name of the Powertools idempotency table (side-effect guard)',
-      },
-      PayloadBucketName: {
-        value: consumer.payloadBucket.bucketName,
-        description: 'Name of the S3 bucket of dead-letter bodies too large for the dead-letter queue',
-      },
-      FunctionName: { value: consumer.function.functionName, description: 'Name of the consumer function' },
-      AlarmTopicArn: { value: this.monitoring.topic.topicArn, description: 'ARN of the SNS topic the alarms notify (subscribe on-call here)' },
-      DashboardName: { value: this.monitoring.dashboard.dashboardName, description: 'Name of the CloudWatch dashboard' },
-    };
-    const relay = consumer.outboxRelay;
-    if (relay !== undefined) {
-      const topic = relay.destinations.default;
-      if (topic !== undefined && 'topicArn' in topic) {
-        outputs.OutboxTopicArn = { value: topic.topicArn, description: 'ARN of the SNS FIFO topic the outbox relay publishes PaymentReceived events to' };
-      }
-      outputs.OutboxRelayFunctionName = { value: relay.function.functionName, description: 'Name of the outbox relay function' };
-    }
-    const { kafkaSource } = consumer;
-    if (kafkaSource !== undefined) {
-      outputs.KafkaConsumerGroupId = {
-        value: kafkaSource.consumerGroupId,
-        description: `Kafka consumer group of the event source mapping (topic ${kafkaSource.topic})`,
-      };
-      outputs.KafkaEventSourceMappingId = {
-        value: kafkaSource.mapping.eventSourceMappingId,
-        description: 'UUID of the Kafka event source mapping',
-      };
-    }
-    for (const [outputId, output] of Object.entries(outputs)) new CfnOutput(this, outputId, output);
+    // Stable output keys (`QueueUrl`, `DeadLetterQueueUrl`, `OrdersTableName`, …) that
+    // `idempotent-consumer outputs --outputs-file cdk-outputs.json` reads after `cdk deploy --outputs-file`.
+    this.consumer.addOutputs({ monitoring: this.monitoring });
   }
 }

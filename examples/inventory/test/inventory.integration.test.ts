@@ -5,13 +5,15 @@
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { createIdempotentConsumer, type OutcomeRecord } from 'idempotent-consumer';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { deadLetterAttribute } from '../../../test/support/deadLetterAttributes.js';
 import { deadLetters } from '../../../test/support/cafeHarness.js';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../../test/support/sqsEvents.js';
-import { type TestResources, testResources } from '../../../test/support/testResources.js';
+import { type TestResources, testResources, describeUnlessDeployedStack } from '../../../test/support/testResources.js';
 import { inventoryConsumerOptions } from '../consumer.js';
 import { inventoryTables } from '../settings.js';
+
+const describe = describeUnlessDeployedStack('the inventory consumer\'s tables, not the deployed café\'s');
 
 const at = '2026-03-01T10:00:00Z';
 const received = (requestId: string, sku: string, quantity: number) => ({ requestId, kind: 'StockReceived', sku, quantity, at });
