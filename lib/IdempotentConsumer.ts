@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { isAbsolute, resolve } from 'node:path';
 import { Annotations, ArnFormat, Aws, type CfnElement, CfnOutput, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, type ITable, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
@@ -93,6 +94,36 @@ export const defaultBundling: BundlingOptions = {
   sourceMap: true,
   sourcesContent: false,
 };
+
+/**
+ * The format libraries that `@aws-lambda-powertools/kafka` loads only to decode Avro or Protobuf
+ * values (`kafkaAvroFormat`, `kafkaProtobufFormat`): optional peer dependencies of this package.
+ * A handler's project that has not installed one gets it marked external, so its bundle builds;
+ * a handler that then asks for that format fails its records as transient, with the module's
+ * name in the error, until the library is installed and the function deployed again.
+ */
+export const optionalFormatModules: readonly string[] = ['avro-js', 'protobufjs'];
+
+/**
+ * `externalModules` plus each of {@link optionalFormatModules} that cannot be resolved from
+ * `entry`'s directory (Node's resolution, as esbuild does it).
+ *
+ * @param entry - absolute path of the handler file
+ * @param externalModules - the modules already marked external
+ */
+export function withMissingFormatModulesExternal(entry: string, externalModules: readonly string[]): string[] {
+  const require = createRequire(entry);
+  const missing = optionalFormatModules.filter((name) => {
+    if (externalModules.includes(name)) return false;
+    try {
+      require.resolve(name);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  return [...externalModules, ...missing];
+}
 
 /** Properties of an {@link IdempotentConsumer}. Give exactly one of `entry` and `existingFunction`. */
 export interface IdempotentConsumerProps {
@@ -676,6 +707,14 @@ export class IdempotentConsumer extends Construct {
     return bucket;
   }
 
+  /** {@link defaultBundling} under `props.bundling`, the missing optional format modules external. */
+  private bundlingFor(props: IdempotentConsumerProps): BundlingOptions {
+    const bundling = { ...defaultBundling, ...props.bundling };
+    if (props.entry === undefined) return bundling;
+    const entry = isAbsolute(props.entry) ? props.entry : resolve(props.entry);
+    return { ...bundling, externalModules: withMissingFormatModulesExternal(entry, bundling.externalModules ?? []) };
+  }
+
   /** The function built from `entry`, its role (no AWS managed policy) and log group. */
   private createFunction(settings: ConsumerSettings, props: IdempotentConsumerProps): { function: NodejsFunction; logGroup: LogGroup } {
     const logGroup = new LogGroup(this, 'FunctionLogGroup', { retention: props.logRetention ?? RetentionDays.ONE_MONTH });
@@ -700,7 +739,7 @@ export class IdempotentConsumer extends Construct {
         `Idempotent consumer ${settings.consumerName} (SQS ${settings.queue.fifo ? 'FIFO' : 'standard'}` +
         `${props.kafka === undefined ? '' : `, Kafka topic ${settings.kafka.topic}`})`,
       environment: { ...this.environment },
-      bundling: { ...defaultBundling, ...props.bundling },
+      bundling: this.bundlingFor(props),
     });
     Validations.of(fn).acknowledge({
       id: 'AwsSolutions-L1',
