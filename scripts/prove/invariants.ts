@@ -76,10 +76,14 @@ export interface Evidence {
   readonly remaining: number;
   /** By source id: deliveries that may have been attempts (see {@link Invariant.attemptBudget}). */
   readonly possibleAttempts: ReadonlyMap<string, number>;
-  /** By source id: deliveries to an invocation that was stopped (killed, timed out, response lost) or behind a reported message of its group or partition. */
-  readonly notAttempted: ReadonlyMap<string, number>;
-  /** Deliveries without an attempt the source's retry settings leave room for (`RECEIVE_ALLOWANCE`). */
-  readonly allowance: number;
+  /**
+   * Whether the source's safety net (the redrive policy; the Kafka mapping's retry limit) may
+   * take this message without a reason: its deliveries crashed or were skipped more often than
+   * the settings leave room for.
+   */
+  readonly excused: (sourceId: string) => boolean;
+  /** Deliveries of this message that crashed or were skipped, as the safety net's excuse counts them. */
+  readonly crashes: (sourceId: string) => number;
   /** The consumer's `retry.maxAttempts`. */
   readonly maxAttempts: number;
 }
@@ -125,8 +129,8 @@ export function checkInvariants(evidence: Evidence): Violation[] {
     }
     // The source's safety net (the redrive policy; the Kafka mapping's retry limit) may fire for a
     // message whose deliveries crashed or were skipped more often than the settings allow for.
-    const crashed = evidence.notAttempted.get(s.sourceId) ?? 0;
-    const excused = crashed > evidence.allowance;
+    const crashed = evidence.crashes(s.sourceId);
+    const excused = evidence.excused(s.sourceId);
     if (moved.has(s.sourceId) && !excused) add(Invariant.queueDrains, `${what} was moved to the dead-letter queue by the queue's redrive policy, without a reason (only ${crashed} of its deliveries crashed or were skipped)`);
     if (gaveUp.has(s.sourceId) && !excused) add(Invariant.oneOutcome, `${what} was given up by the Kafka event source mapping (its retries ran out; only ${crashed} of its deliveries crashed or were skipped): it was neither applied nor dead-lettered`);
 

@@ -236,13 +236,21 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
     if (fatal !== undefined) throw fatal.error;
 
     if (options.coverKillPoints ?? true) {
-      const missing = tally.coverage(source).missing.filter((point) => (killPoints as readonly string[]).includes(point));
-      for (const [k, point] of missing.entries()) {
-        for (let attempt = 0; attempt < 2 && !(tally.killed.get(source)?.has(point) ?? false); attempt += 1) {
-          const [schedule] = fc.sample(scheduleArbitrary({ source, target: point as KillPoint }), { seed: sourceSeed(options.seed, source) + 1 + k * 2 + attempt, numRuns: 1 });
-          const result = await runSchedule(schedule!, session);
-          tally.add(source, result);
-          if (result.violations.length > 0) log(`  ${source} targeted schedule (${point}): ${result.violations.length} violation(s): ${result.violations[0]!.invariant}: ${result.violations[0]!.detail}`);
+      // A targeted schedule may meet an await point nothing killed at yet: look again after each pass.
+      const tried = new Set<string>();
+      for (let pass = 0; pass < 3; pass += 1) {
+        const missing = tally.coverage(source).missing.filter((point) => (killPoints as readonly string[]).includes(point) && !tried.has(point));
+        if (missing.length === 0) break;
+        for (const point of missing) {
+          tried.add(point);
+          const k = killPoints.indexOf(point as KillPoint);
+          for (let attempt = 0; attempt < 3 && !(tally.killed.get(source)?.has(point) ?? false); attempt += 1) {
+            const [schedule] = fc.sample(scheduleArbitrary({ source, target: point as KillPoint }), { seed: sourceSeed(options.seed, source) + 1 + k * 3 + attempt, numRuns: 1 });
+            const result = await runSchedule(schedule!, session);
+            tally.add(source, result);
+            log(`  ${source} targeted schedule (${point}): ${result.killed.has(point) ? 'killed there' : 'did not reach it'}`);
+            if (result.violations.length > 0) log(`  ${source} targeted schedule (${point}): ${result.violations.length} violation(s): ${result.violations[0]!.invariant}: ${result.violations[0]!.detail}`);
+          }
         }
       }
     }

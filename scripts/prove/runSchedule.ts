@@ -166,8 +166,10 @@ class ScheduleRun {
   #replaying = false;
   /** By source id: deliveries that may have been attempts. */
   readonly #possibleAttempts = new Map<string, number>();
-  /** By source id: deliveries to a stopped invocation, or behind a reported message of its group or partition. */
-  readonly #notAttempted = new Map<string, number>();
+  /** By source id: deliveries to an invocation that was stopped (killed, timed out, response lost). */
+  readonly #crashed = new Map<string, number>();
+  /** By source id: deliveries behind a reported message of its FIFO group or Kafka partition. */
+  readonly #skipped = new Map<string, number>();
   #maxAttempts = 0;
   #resources!: Awaited<ReturnType<ProveResources['get']>>;
 
@@ -226,7 +228,7 @@ class ScheduleRun {
     let deadLetters = await this.#drainDeadLetters();
     // 4. Redrive what applies in order but ran out of attempts, and what the source's safety net
     // took after crashes (the redrive policy's moves; records the Kafka mapping gave up on).
-    const excused = (sourceId: string) => (this.#notAttempted.get(sourceId) ?? 0) > RECEIVE_ALLOWANCE;
+    const excused = (sourceId: string) => excusedBySafetyNet(schedule.source, sourceId, this.#crashed, this.#skipped);
     for (let round = 1; round <= REDRIVE_ROUNDS; round += 1) {
       const redrive = deadLetters.filter((letter) => {
         if (letter.reason !== FailureReason.RetriesExhausted) return false;
@@ -266,8 +268,8 @@ class ScheduleRun {
         gaveUp: this.#source.gaveUp,
         remaining: this.#source.remaining,
         possibleAttempts: this.#possibleAttempts,
-        notAttempted: this.#notAttempted,
-        allowance: RECEIVE_ALLOWANCE,
+        excused: (sourceId) => excusedBySafetyNet(schedule.source, sourceId, this.#crashed, this.#skipped),
+        crashes: (sourceId) => (this.#crashed.get(sourceId) ?? 0) + (schedule.source === 'kafka' ? 0 : (this.#skipped.get(sourceId) ?? 0)),
         maxAttempts: this.#maxAttempts,
       });
     const byOriginal = new Map<string, number>();
@@ -370,7 +372,10 @@ class ScheduleRun {
     for (const point of control.seen) this.#seen.add(point);
     this.#stats.faults += control.injected;
     const stopped = guard.stopped;
-    if (control.stoppedAt !== undefined) this.#killed.add(control.stoppedAt);
+    if (control.stoppedAt !== undefined) {
+      this.#seen.add(control.stoppedAt);
+      this.#killed.add(control.stoppedAt);
+    }
     const responseLost = plan.kill !== undefined && 'afterReturn' in plan.kill && outcome.kind === 'returned' && !stopped;
     if (responseLost) {
       this.#seen.add(KillPoint.response);
@@ -401,7 +406,8 @@ class ScheduleRun {
     batch.ids.forEach((id, i) => {
       const scope = batch.scopes[i];
       const skipped = scope !== undefined && stoppedScopes.has(scope);
-      if (skipped || lost) this.#notAttempted.set(id, (this.#notAttempted.get(id) ?? 0) + 1);
+      if (lost) this.#crashed.set(id, (this.#crashed.get(id) ?? 0) + 1);
+      if (skipped) this.#skipped.set(id, (this.#skipped.get(id) ?? 0) + 1);
       if (skipped) return;
       this.#possibleAttempts.set(id, (this.#possibleAttempts.get(id) ?? 0) + 1);
       if (scope !== undefined && reported.has(id)) stoppedScopes.add(scope);
@@ -537,6 +543,17 @@ class ScheduleRun {
       },
     };
   }
+}
+
+/**
+ * Whether the source's safety net may take a message without a reason: the settings leave room
+ * for `RECEIVE_ALLOWANCE` deliveries that are not attempts (`config/settings.ts`). On SQS every
+ * receive counts, so crashed and skipped deliveries use it up; the Kafka mapping counts failing
+ * invocations per offset (skips do not count against a record's own offset), so crashes do.
+ */
+function excusedBySafetyNet(source: Schedule['source'], sourceId: string, crashed: ReadonlyMap<string, number>, skipped: ReadonlyMap<string, number>): boolean {
+  const notAttempts = (crashed.get(sourceId) ?? 0) + (source === 'kafka' ? 0 : (skipped.get(sourceId) ?? 0));
+  return notAttempts > RECEIVE_ALLOWANCE;
 }
 
 function dedupe(violations: readonly Violation[]): Violation[] {

@@ -229,13 +229,23 @@ const faultArbitrary: fc.Arbitrary<Fault> = fc.oneof(
 );
 
 function invocationArbitrary(target: KillPoint | undefined): fc.Arbitrary<InvocationPlan> {
+  if (target !== undefined) {
+    // Aimed at one await point: nothing else that could keep the invocation from reaching it.
+    return fc.record({
+      environment: fc.integer({ min: 0, max: 2 }),
+      remainingMs: fc.constant(30_000),
+      callCostMs: fc.constant(0),
+      kill: killArbitrary(target) as fc.Arbitrary<Kill>,
+      faults: fc.constant(target === 'side-effect release' ? [{ at: 'side effect' as const, kind: 'conflict' as const }] : []),
+    });
+  }
   return fc.record(
     {
       environment: fc.integer({ min: 0, max: 2 }),
-      remainingMs: target !== undefined ? fc.constant(30_000) : fc.constantFrom(...remainingChoices),
+      remainingMs: fc.constantFrom(...remainingChoices),
       callCostMs: fc.constantFrom(0, 0, 0, 10, 500, 2_000),
       kill: killArbitrary(target),
-      faults: target === 'side-effect release' ? fc.constant([{ at: 'side effect' as const, kind: 'conflict' as const }]) : fc.array(faultArbitrary, { maxLength: target !== undefined ? 1 : 3 }),
+      faults: fc.array(faultArbitrary, { maxLength: 3 }),
       overlap: sometimes(fc.record({ atCall: fc.integer({ min: 0, max: 6 }), redeliver: fc.boolean(), resume: fc.constantFrom('after' as const, 'during' as const) }), 0.15),
       acknowledgementLost: sometimes(fc.constant(true as const), 0.08),
     },

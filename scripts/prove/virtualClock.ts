@@ -70,3 +70,13 @@ export function installVirtualClock(): VirtualClock {
   };
   return installed;
 }
+
+/**
+ * Puts the true `Date` back (for a test file that installed the clock in a shared worker).
+ * The next {@link installVirtualClock} starts a new clock.
+ */
+export function uninstallVirtualClock(): void {
+  if (installed === undefined) return;
+  globalThis.Date = RealDate;
+  installed = undefined;
+}
