@@ -1,11 +1,14 @@
 /**
  * Found by `npm run prove` (Kafka schedules with a kill between the side-effect lock and its
- * completion; e.g. seed 2, kafka schedule 15, shrunk), kept as its replay. Fails until the engine
- * is fixed.
+ * completion, e.g. seed 2, kafka schedule 15; or a failed completion write, seed 1000, kafka
+ * schedule 85), kept as two replays. Fails until the engine is fixed.
  *
  * An invocation dies (crashes: out of memory, the runtime exits) after Powertools wrote the
- * side effect's in-progress lock. The lock expires at that invocation's deadline (up to the
- * function timeout later). The Kafka event source mapping retries the batch at once; each retry
+ * side effect's in-progress lock — or, with no crash at all, Powertools cannot write the
+ * completion record once (throttled three times, a `TransactionConflict`: case C16 on Kafka).
+ * The lock expires at that invocation's deadline (up to the function timeout later). On SQS the
+ * engine delays such a retry until the lock expires (`ChangeMessageVisibility`, C16); on Kafka
+ * nothing can delay it: the event source mapping retries the batch at once; each retry
  * finds the lock held, so the engine reports the record as not attempted
  * (`IdempotencyAlreadyInProgressError`, `countsAsAttempt: false`) and does not count it. Kafka
  * has no visibility delay: the retries come back to back and spend the mapping's whole
@@ -33,11 +36,22 @@ const replay: Schedule = {
   invocations: [{ environment: 0, remainingMs: 30_000, callCostMs: 0, kill: { before: 'side effect' }, faults: [] }],
 };
 
-describe('found: on Kafka, a side-effect lock left by a crashed invocation spends the mapping\'s retries', () => {
+/** The same without a crash: the completion record's write fails once (case C16, on Kafka). */
+const completionFailedOnce: Schedule = {
+  ...replay,
+  invocations: [{ environment: 0, remainingMs: 30_000, callCostMs: 0, faults: [{ at: 'side-effect completion', kind: 'conflict' }] }],
+};
+
+describe('found: on Kafka, a side-effect lock held by an earlier invocation spends the mapping\'s retries', () => {
   const replayed = replaySession();
 
-  it('applies OrderPlaced and OrderPaid once; the mapping gives nothing up', async () => {
+  it('after a crash that left the lock: applies OrderPlaced and OrderPaid once; the mapping gives nothing up', async () => {
     const result = await replayed(replay);
+    expect(result.violations).toEqual([]);
+  });
+
+  it('after the completion record could not be written once (C16): the same', async () => {
+    const result = await replayed(completionFailedOnce);
     expect(result.violations).toEqual([]);
   });
 });
