@@ -10,7 +10,10 @@
  *
  * Records are stored in the local runtime's `PartitionedLog`; events are built with its
  * `buildKafkaEvent`; responses are read with the library's `readKafkaBatchResponse` (the one
- * module that knows the format).
+ * module that knows the format). The commit rules are those of the local runtime's
+ * `KafkaEventSourcePoller` (keep the two in step): the poller runs its own invocations on real
+ * timers, while the suite must drive each invocation itself (kill it, run another beside it,
+ * lose its commit, rebalance its partitions).
  *
  * Source: https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html
  *

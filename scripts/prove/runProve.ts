@@ -19,7 +19,7 @@ import { localClientConfig, localS3ClientConfig } from '../../local/localClientC
 import { Invariant, invariants, type Violation } from './invariants.js';
 import { type KillPoint, killPoints } from './killPoints.js';
 import { ProveResources } from './ProveResources.js';
-import { type ProveEnvironment, runSchedule, type ScheduleResult, type ScheduleStats } from './runSchedule.js';
+import { emptyStats, type ProveEnvironment, runSchedule, type ScheduleResult, type ScheduleStats } from './runSchedule.js';
 import { type ProveConsumer, type ProveSource, type Schedule, scheduleArbitrary } from './schedule.js';
 import { installVirtualClock } from './virtualClock.js';
 
@@ -140,20 +140,7 @@ class Tally {
   violations = 0;
   failingSchedules = 0;
   readonly byInvariant = Object.fromEntries(invariants.map((name) => [name, 0])) as Record<Invariant, number>;
-  readonly totals: ScheduleStats = {
-    invocations: 0,
-    stopped: 0,
-    faults: 0,
-    overlaps: 0,
-    acknowledgementsLost: 0,
-    coldStarts: 0,
-    deliveries: 0,
-    deadLetters: 0,
-    duplicateDeadLetters: 0,
-    redriven: 0,
-    safetyNet: 0,
-    repeatedEffectRuns: 0,
-  };
+  readonly totals: ScheduleStats = emptyStats();
   readonly seen = new Map<ProveSource, Set<string>>();
   readonly killed = new Map<ProveSource, Set<string>>();
 

@@ -26,6 +26,7 @@ import type { KafkaEvent } from '../../lambda/batch/kafkaEvent.js';
 import { createInvocationGuard } from '../../local/aws/invocationGuard.js';
 import type { RawResponse } from '../../local/aws/sdkMiddleware.js';
 import { judgeBatchResponse } from '../../local/judgeBatchResponse.js';
+import { createLambdaContext } from '../../local/lambdaContext.js';
 import { cafeWorkload } from './cafeWorkload.js';
 import { type CallInterceptor, controlInvocation, EnvironmentPool, type InvocationControl } from './executionEnvironments.js';
 import { inventoryWorkload } from './inventoryWorkload.js';
@@ -75,6 +76,24 @@ export interface ScheduleStats {
   safetyNet: number;
   /** Runs of a side effect beyond the first, per effect key (absorbed downstream by its key). */
   repeatedEffectRuns: number;
+}
+
+/** Counts all at zero. */
+export function emptyStats(): ScheduleStats {
+  return {
+    invocations: 0,
+    stopped: 0,
+    faults: 0,
+    overlaps: 0,
+    acknowledgementsLost: 0,
+    coldStarts: 0,
+    deliveries: 0,
+    deadLetters: 0,
+    duplicateDeadLetters: 0,
+    redriven: 0,
+    safetyNet: 0,
+    repeatedEffectRuns: 0,
+  };
 }
 
 /** What one schedule did and found. */
@@ -147,20 +166,7 @@ class ScheduleRun {
   readonly #background: Promise<unknown>[] = [];
   readonly #seen = new Set<string>();
   readonly #killed = new Set<string>();
-  readonly #stats: ScheduleStats = {
-    invocations: 0,
-    stopped: 0,
-    faults: 0,
-    overlaps: 0,
-    acknowledgementsLost: 0,
-    coldStarts: 0,
-    deliveries: 0,
-    deadLetters: 0,
-    duplicateDeadLetters: 0,
-    redriven: 0,
-    safetyNet: 0,
-    repeatedEffectRuns: 0,
-  };
+  readonly #stats: ScheduleStats = emptyStats();
   #source!: Source;
   #pool!: EnvironmentPool;
   #replaying = false;
@@ -362,7 +368,7 @@ class ScheduleRun {
 
     let outcome: { kind: 'returned'; response: unknown } | { kind: 'threw'; error: unknown };
     try {
-      const response = await guard.run(() => environment.handler(batch.event as never, lambdaContext(deadline, this.#consumerName, clock)));
+      const response = await guard.run(() => environment.handler(batch.event as never, lambdaContext(plan.remainingMs, this.#consumerName, clock)));
       const json = JSON.stringify(response);
       outcome = { kind: 'returned', response: json === undefined ? null : (JSON.parse(json) as unknown) };
     } catch (error) {
@@ -377,10 +383,8 @@ class ScheduleRun {
       this.#killed.add(control.stoppedAt);
     }
     const responseLost = plan.kill !== undefined && 'afterReturn' in plan.kill && outcome.kind === 'returned' && !stopped;
-    if (responseLost) {
-      this.#seen.add(KillPoint.response);
-      this.#killed.add(KillPoint.response);
-    }
+    if (outcome.kind === 'returned' && !stopped) this.#seen.add(KillPoint.response);
+    if (responseLost) this.#killed.add(KillPoint.response);
     if (outcome.kind === 'threw' && !stopped) {
       this.#violate(Invariant.validResponse, `the handler threw: ${outcome.error instanceof Error ? `${outcome.error.name}: ${outcome.error.message}` : String(outcome.error)}`);
     }
@@ -576,25 +580,9 @@ function snapshot(stored: { inbox: ReadonlyMap<string, unknown>; outbox: Readonl
   return prints;
 }
 
-/** A Lambda context whose deadline is `deadline` on the suite's clock. */
-function lambdaContext(deadline: number, functionName: string, clock: VirtualClock): Context {
-  const unsupported = () => {
-    throw new Error('callbacks are not supported');
-  };
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:${functionName}`,
-    memoryLimitInMB: '1024',
-    awsRequestId: randomUUID(),
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'prove',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - clock.now()),
-    done: unsupported,
-    fail: unsupported,
-    succeed: unsupported,
-  };
+/** A Lambda context (the local runtime's) whose deadline is `remainingMs` from now on the suite's clock. */
+function lambdaContext(remainingMs: number, functionName: string, clock: VirtualClock): Context {
+  return createLambdaContext({ functionName, region: 'us-east-1', accountId: '000000000000', timeoutSeconds: remainingMs / 1000, memorySizeMb: 1024, logStreamName: 'prove', now: clock.now });
 }
 
 /** A JSON answer of the SQS service (AWS JSON 1.0). */
