@@ -18,7 +18,7 @@ import { awsEndpoints } from '../support/awsEndpoints.js';
 /** The run's seed: the same schedules every time. */
 const SEED = 20_260_901;
 /** Random schedules per source (targeted ones are added for await points they miss). */
-const SCHEDULES_PER_SOURCE = 16;
+const SCHEDULES_PER_SOURCE = 12;
 
 /** Await points the SQS consumer (standard or FIFO) must be stopped at, at least once. */
 const sqsPoints: readonly KillPoint[] = [
