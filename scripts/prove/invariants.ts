@@ -82,7 +82,7 @@ export interface Evidence {
    * the settings leave room for.
    */
   readonly excused: (sourceId: string) => boolean;
-  /** Deliveries of this message that crashed or were skipped, as the safety net's excuse counts them. */
+  /** Deliveries of this message that were not attempts, as the safety net's excuse counts them (crashed, and the skips the consumer recorded). */
   readonly crashes: (sourceId: string) => number;
   /** The consumer's `retry.maxAttempts`. */
   readonly maxAttempts: number;
@@ -131,8 +131,8 @@ export function checkInvariants(evidence: Evidence): Violation[] {
     // message whose deliveries crashed or were skipped more often than the settings allow for.
     const crashed = evidence.crashes(s.sourceId);
     const excused = evidence.excused(s.sourceId);
-    if (moved.has(s.sourceId) && !excused) add(Invariant.queueDrains, `${what} was moved to the dead-letter queue by the queue's redrive policy, without a reason (only ${crashed} of its deliveries crashed or were skipped)`);
-    if (gaveUp.has(s.sourceId) && !excused) add(Invariant.oneOutcome, `${what} was given up by the Kafka event source mapping (its retries ran out; only ${crashed} of its deliveries crashed or were skipped): it was neither applied nor dead-lettered`);
+    if (moved.has(s.sourceId) && !excused) add(Invariant.queueDrains, `${what} was moved to the dead-letter queue by the queue's redrive policy, without a reason (only ${crashed} of its deliveries crashed or were not attempts)`);
+    if (gaveUp.has(s.sourceId) && !excused) add(Invariant.oneOutcome, `${what} was given up by the Kafka event source mapping (its retries ran out; only ${crashed} of its deliveries crashed): it was neither applied nor dead-lettered`);
 
     if (s.input.role === MessageRole.Poison) {
       if (letters.length === 0 && !moved.has(s.sourceId) && !gaveUp.has(s.sourceId)) add(Invariant.oneOutcome, `${what} was lost: not in the dead-letter queue`);

@@ -36,7 +36,7 @@ import type { ProveResources } from './ProveResources.js';
 import type { InvocationPlan, Overlap, Schedule } from './schedule.js';
 import { SimulatedKafkaTopic, type KafkaBatch } from './SimulatedKafkaTopic.js';
 import { SimulatedSqsQueue } from './SimulatedSqsQueue.js';
-import { type DeadLetter, drainDeadLetters, print, readInboxRows, readOutboxItems } from './storedState.js';
+import { type DeadLetter, drainDeadLetters, print, readAttemptSkips, readInboxRows, readOutboxItems } from './storedState.js';
 import type { VirtualClock } from './virtualClock.js';
 import { inOrderModel, type InputMessage, MessageRole, type Workload } from './workload.js';
 
@@ -146,7 +146,8 @@ interface Source {
   readonly drained: boolean;
   readonly remaining: number;
   readonly deliveries: number;
-  take(batchSize: number): Batch | undefined;
+  /** The next batch; with `wait`, the clock jumps to the next message in flight when nothing is receivable now. */
+  take(batchSize: number, wait: boolean): Batch | undefined;
   redeliver(batch: Batch): void;
   /** Acknowledges after a returned response; returns a contract problem of the response, if any, and the ids reported failed. */
   settle(batch: Batch, outcome: { kind: 'returned'; response: unknown } | { kind: 'failed' }, acknowledgementLost: boolean): { problem: string | undefined; failed: readonly string[] };
@@ -174,8 +175,8 @@ class ScheduleRun {
   readonly #possibleAttempts = new Map<string, number>();
   /** By source id: deliveries to an invocation that was stopped (killed, timed out, response lost). */
   readonly #crashed = new Map<string, number>();
-  /** By source id: deliveries behind a reported message of its FIFO group or Kafka partition. */
-  readonly #skipped = new Map<string, number>();
+  /** By source id: receives the consumer recorded as not attempts (its attempt log's skips, SQS). */
+  #recordedSkips = new Map<string, number>();
   #maxAttempts = 0;
   #resources!: Awaited<ReturnType<ProveResources['get']>>;
 
@@ -234,8 +235,9 @@ class ScheduleRun {
     let deadLetters = await this.#drainDeadLetters();
     // 4. Redrive what applies in order but ran out of attempts, and what the source's safety net
     // took after crashes (the redrive policy's moves; records the Kafka mapping gave up on).
-    const excused = (sourceId: string) => excusedBySafetyNet(schedule.source, sourceId, this.#crashed, this.#skipped);
+    const excused = (sourceId: string) => (this.#crashed.get(sourceId) ?? 0) + (this.#recordedSkips.get(sourceId) ?? 0) > RECEIVE_ALLOWANCE;
     for (let round = 1; round <= REDRIVE_ROUNDS; round += 1) {
+      await this.#readRecordedSkips();
       const redrive = deadLetters.filter((letter) => {
         if (letter.reason !== FailureReason.RetriesExhausted) return false;
         const sent = this.#sent.find((s) => s.sourceId === letter.originalMessageId);
@@ -257,6 +259,7 @@ class ScheduleRun {
     }
 
     // 5. Checks.
+    await this.#readRecordedSkips();
     const keys = [...new Set(workload.messages.flatMap((m) => (m.key === undefined ? [] : [m.key])))];
     const read = async () => ({
       inbox: await readInboxRows(this.#env.documentClient, resources.inboxTable, this.#consumerName, keys),
@@ -274,8 +277,8 @@ class ScheduleRun {
         gaveUp: this.#source.gaveUp,
         remaining: this.#source.remaining,
         possibleAttempts: this.#possibleAttempts,
-        excused: (sourceId) => excusedBySafetyNet(schedule.source, sourceId, this.#crashed, this.#skipped),
-        crashes: (sourceId) => (this.#crashed.get(sourceId) ?? 0) + (schedule.source === 'kafka' ? 0 : (this.#skipped.get(sourceId) ?? 0)),
+        excused,
+        crashes: (sourceId) => (this.#crashed.get(sourceId) ?? 0) + (this.#recordedSkips.get(sourceId) ?? 0),
         maxAttempts: this.#maxAttempts,
       });
     const byOriginal = new Map<string, number>();
@@ -335,13 +338,28 @@ class ScheduleRun {
     }
   }
 
+  /**
+   * The receives each SQS message had that were not attempts, as the consumer recorded them (its
+   * attempt log's skips: behind a failed message of its FIFO group, a side-effect lock held
+   * elsewhere, too little time left). With the crashed deliveries the suite saw, they say whether
+   * the source's safety net may take a message without a reason: the settings leave room for
+   * `RECEIVE_ALLOWANCE` receives that are not attempts (`config/settings.ts`). The Kafka mapping
+   * counts failing invocations per offset, which the consumer does not record: only crashes count.
+   */
+  async #readRecordedSkips(): Promise<void> {
+    if (this.#schedule.source === 'kafka') return;
+    const ids = [...new Set(this.#sent.map((s) => s.sourceId))];
+    this.#recordedSkips = await readAttemptSkips(this.#env.documentClient, this.#resources.inboxTable, this.#consumerName, ids);
+  }
+
   async #drainDeadLetters(): Promise<DeadLetter[]> {
     return drainDeadLetters(this.#env.sqs, this.#resources.deadLetterQueueUrl);
   }
 
   /** Runs one invocation with `plan` on the next batch; `false` when there was nothing to deliver. */
   async #invoke(plan: InvocationPlan, nested: boolean): Promise<boolean> {
-    const batch = this.#source.take(this.#schedule.batchSize);
+    // A concurrent invocation takes what is there now; it does not wait for the first one's messages.
+    const batch = this.#source.take(this.#schedule.batchSize, !nested);
     if (batch === undefined) return false;
     const clock = this.#env.clock;
     const environments = Math.max(1, this.#schedule.environments);
@@ -411,7 +429,6 @@ class ScheduleRun {
       const scope = batch.scopes[i];
       const skipped = scope !== undefined && stoppedScopes.has(scope);
       if (lost) this.#crashed.set(id, (this.#crashed.get(id) ?? 0) + 1);
-      if (skipped) this.#skipped.set(id, (this.#skipped.get(id) ?? 0) + 1);
       if (skipped) return;
       this.#possibleAttempts.set(id, (this.#possibleAttempts.get(id) ?? 0) + 1);
       if (scope !== undefined && reported.has(id)) stoppedScopes.add(scope);
@@ -460,15 +477,16 @@ class ScheduleRun {
       get deliveries() {
         return queue.deliveries;
       },
-      take: (batchSize) => {
+      take: (batchSize, wait) => {
         let records = queue.receive(batchSize);
         // Nothing receivable now: wait (on the clock) for the next message in flight to come back.
-        while (records.length === 0) {
+        while (records.length === 0 && wait) {
           const next = queue.nextVisibleAt();
           if (next === undefined) return undefined;
           clock.advanceTo(next);
           records = queue.receive(batchSize);
         }
+        if (records.length === 0) return undefined;
         return { event: { Records: records }, ids: records.map((record) => record.messageId), scopes: records.map((record) => (fifo ? record.attributes.MessageGroupId : undefined)), records };
       },
       redeliver: (batch) => queue.expireVisibility(batch.ids),
@@ -547,17 +565,6 @@ class ScheduleRun {
       },
     };
   }
-}
-
-/**
- * Whether the source's safety net may take a message without a reason: the settings leave room
- * for `RECEIVE_ALLOWANCE` deliveries that are not attempts (`config/settings.ts`). On SQS every
- * receive counts, so crashed and skipped deliveries use it up; the Kafka mapping counts failing
- * invocations per offset (skips do not count against a record's own offset), so crashes do.
- */
-function excusedBySafetyNet(source: Schedule['source'], sourceId: string, crashed: ReadonlyMap<string, number>, skipped: ReadonlyMap<string, number>): boolean {
-  const notAttempts = (crashed.get(sourceId) ?? 0) + (source === 'kafka' ? 0 : (skipped.get(sourceId) ?? 0));
-  return notAttempts > RECEIVE_ALLOWANCE;
 }
 
 function dedupe(violations: readonly Violation[]): Violation[] {

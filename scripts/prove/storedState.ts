@@ -71,6 +71,14 @@ export async function readInboxRows(client: DynamoDBDocumentClient, inboxTable: 
   return rows;
 }
 
+/** The skips of these SQS messages' attempt records (`<consumer>#attempt#sqs:<message id>`), by message id. */
+export async function readAttemptSkips(client: DynamoDBDocumentClient, inboxTable: string, consumerName: string, messageIds: readonly string[]): Promise<Map<string, number>> {
+  const pk = tableKeys.inbox.partitionKey;
+  const wanted = new Map(messageIds.map((id) => [id, { [pk]: `${consumerName}#attempt#sqs:${id}` } as Record<string, unknown>]));
+  const found = await batchGet(client, inboxTable, wanted);
+  return new Map([...found].map(([id, item]) => [id, Number(item.skips ?? 0)]));
+}
+
 /** The outbox items of these idempotency keys at positions 0..{@link OUTBOX_POSITIONS}−1, by key. */
 export async function readOutboxItems(client: DynamoDBDocumentClient, inboxTable: string, consumerName: string, keys: readonly string[]): Promise<Map<string, StoredOutboxItem[]>> {
   const pk = tableKeys.inbox.partitionKey;
