@@ -268,19 +268,19 @@ class ScheduleRun {
     });
     const stored = await read();
     const checked = checkInvariants({
-        workload,
-        model,
-        sent: this.#sent,
-        ...stored,
-        deadLetters,
-        policyMoves: this.#source.policyMoves,
-        gaveUp: this.#source.gaveUp,
-        remaining: this.#source.remaining,
-        possibleAttempts: this.#possibleAttempts,
-        excused,
-        crashes: (sourceId) => (this.#crashed.get(sourceId) ?? 0) + (this.#recordedSkips.get(sourceId) ?? 0),
-        maxAttempts: this.#maxAttempts,
-      });
+      workload,
+      model,
+      sent: this.#sent,
+      ...stored,
+      deadLetters,
+      policyMoves: this.#source.policyMoves,
+      gaveUp: this.#source.gaveUp,
+      remaining: this.#source.remaining,
+      possibleAttempts: this.#possibleAttempts,
+      excused,
+      crashes: (sourceId) => (this.#crashed.get(sourceId) ?? 0) + (this.#recordedSkips.get(sourceId) ?? 0),
+      maxAttempts: this.#maxAttempts,
+    });
     const byOriginal = new Map<string, number>();
     for (const letter of deadLetters) byOriginal.set(letter.originalMessageId ?? '', (byOriginal.get(letter.originalMessageId ?? '') ?? 0) + 1);
     this.#stats.deadLetters = deadLetters.length;
