@@ -33,7 +33,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/engine/**/*.test.ts', 'test/outbox/**/*.test.ts', 'examples/*/test/**/*.integration.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/engine/**/*.test.ts', 'test/outbox/**/*.test.ts', 'test/prove/**/*.test.ts', 'examples/*/test/**/*.integration.test.ts'],
           globalSetup: ['test/setup/emulators.ts'],
         },
       },

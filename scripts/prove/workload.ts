@@ -1,0 +1,198 @@
+/**
+ * What a schedule's producer sends, and what must come of it: the input messages of a workload
+ * (valid event sequences, producer duplicates, malformed bodies), and the **in-order model** —
+ * the consumer's own pure pieces (`parse`/`schema`, `read`, `decide`) applied to the events one
+ * by one, in the order the producer emitted them, on an in-memory copy of the tables. Its
+ * result is what the stored state must equal after any schedule of faults.
+ *
+ * @module
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { classify, FailureReason, type IdempotentConsumerOptions, type Item, type OutgoingMessage, type SideEffectRequest, type TableDefinition } from 'idempotent-consumer';
+import { canonicalJson } from 'idempotent-consumer';
+
+/** What a message is to the workload. */
+export const MessageRole = {
+  /** Applied before the schedule's faults begin (e.g. stock received). */
+  Setup: 'setup',
+  /** An event of a valid sequence. */
+  Event: 'event',
+  /** The producer sent an event again (same body). */
+  Duplicate: 'duplicate',
+  /** A malformed body. */
+  Poison: 'poison',
+} as const;
+export type MessageRole = (typeof MessageRole)[keyof typeof MessageRole];
+
+/** One message the producer sends. */
+export interface InputMessage {
+  /** Unique within the schedule; the SQS message id. */
+  readonly id: string;
+  readonly body: string;
+  /** The ordering key: FIFO message group, Kafka record key. */
+  readonly group: string;
+  readonly role: MessageRole;
+  /** The idempotency key (events, duplicates, set-up). */
+  readonly key?: string;
+  /** A poison body's dead-letter reason. */
+  readonly expectedReason?: string;
+}
+
+/** The model's verdict on one idempotency key. */
+export type ExpectedOutcome = { readonly kind: 'applied' } | { readonly kind: 'dead-lettered'; readonly reason: string };
+
+/** What the in-order model ends with. */
+export interface ModelResult {
+  /** By idempotency key. */
+  readonly outcomes: ReadonlyMap<string, ExpectedOutcome>;
+  /** Business items, by {@link itemId}, without the engine's version attribute. */
+  readonly items: ReadonlyMap<string, Item>;
+  /** By idempotency key of an applied event: its outgoing messages. */
+  readonly outbox: ReadonlyMap<string, readonly OutgoingMessage[]>;
+  /** By idempotency key of an applied event: its inline side effects. */
+  readonly sideEffects: ReadonlyMap<string, readonly SideEffectRequest[]>;
+}
+
+/** What is stored of a workload's business tables. */
+export interface StoredBusinessState {
+  /** Business items (those the model knows of), by {@link itemId}, without the version attribute. */
+  readonly items: ReadonlyMap<string, Item>;
+  /** Records a guarded side effect left downstream, by effect key: how many. */
+  readonly effectRecords: ReadonlyMap<string, number>;
+}
+
+/** One consumer under test with its input. */
+export interface Workload {
+  readonly consumer: 'cafe' | 'inventory';
+  /** The consumer's options (the example's, with its side effects counted downstream). */
+  readonly options: IdempotentConsumerOptions<never>;
+  readonly tables: Readonly<Record<string, TableDefinition>>;
+  /** Set-up messages first, then the run's in the order the producer emits each group. */
+  readonly messages: readonly InputMessage[];
+  /** Runs of each side effect, by effect key (the downstream's view of the sends). */
+  readonly effectRuns: Map<string, number>;
+  /** Reads what is stored of the workload's business items and side-effect records. */
+  readStored(client: DynamoDBDocumentClient, tableNames: Readonly<Record<string, string>>): Promise<StoredBusinessState>;
+  /**
+   * What in the stored items shows an event applied twice (an order history entry twice, a
+   * ledger that does not add up, a stock movement counted twice), given the keys the inbox says
+   * were applied. One sentence per problem.
+   */
+  appliedTwice(stored: StoredBusinessState, appliedKeys: ReadonlySet<string>): string[];
+}
+
+/** The id of a business item: `<logical table>|<canonical JSON of its key attributes>`. */
+export function itemId(tables: Readonly<Record<string, TableDefinition>>, table: string, item: Readonly<Item>): string {
+  const definition = tables[table];
+  if (definition === undefined) throw new Error(`unknown table ${table}`);
+  const key: Record<string, unknown> = { [definition.partitionKey]: item[definition.partitionKey] };
+  if (definition.sortKey !== undefined) key[definition.sortKey] = item[definition.sortKey];
+  return `${table}|${canonicalJson(key)}`;
+}
+
+/** An item without the engine's version attribute. */
+export function withoutVersion(item: Readonly<Item>, versionAttribute: string): Item {
+  const { [versionAttribute]: _version, ...rest } = item;
+  return rest;
+}
+
+/** Parses a body as the consumer does (`parse`, or the Standard Schema). @throws what they throw */
+export function parseEvent(options: IdempotentConsumerOptions<never>, body: string): unknown {
+  const json: unknown = JSON.parse(body);
+  if (options.parse !== undefined) return options.parse(json);
+  const result = options.schema!['~standard'].validate(json);
+  if (result instanceof Promise) throw new Error('the in-order model needs a synchronous schema');
+  if (result.issues !== undefined) throw new Error(`the model's event fails the schema: ${result.issues.map((issue) => issue.message).join('; ')}`);
+  return result.value;
+}
+
+/**
+ * Applies the workload's events in the order the producer emitted them, with the consumer's own
+ * pure functions, on in-memory tables: the result every schedule must end with.
+ *
+ * Each idempotency key is decided once (its first message). An event whose decision throws a
+ * retryable error waits and is tried again after every event that applies; what still waits at
+ * the end runs out of attempts (`RetriesExhausted`). A non-retryable error dead-letters it with
+ * its reason. Only `Put` and `Delete` writes are modelled (both examples use only those).
+ *
+ * @throws Error when a valid message does not parse or a decision asks for a write the model cannot apply
+ */
+export function inOrderModel(options: IdempotentConsumerOptions<never>, messages: readonly InputMessage[]): ModelResult {
+  const tables = options.tables ?? {};
+  const versionAttribute = options.versionAttribute ?? '_version';
+  const items = new Map<string, Item>();
+  const outcomes = new Map<string, ExpectedOutcome>();
+  const outbox = new Map<string, readonly OutgoingMessage[]>();
+  const sideEffects = new Map<string, readonly SideEffectRequest[]>();
+  const readKey = (table: string, key: Readonly<Item>) => itemId(tables, table, key);
+
+  const events: { key: string; event: never }[] = [];
+  for (const message of messages) {
+    if (message.key === undefined || message.role === MessageRole.Poison) continue;
+    if (events.some((e) => e.key === message.key)) continue;
+    events.push({ key: message.key, event: parseEvent(options, message.body) as never });
+  }
+
+  /** `true` applied, `false` waits; a dead letter is recorded. */
+  const apply = ({ key, event }: { key: string; event: never }): boolean => {
+    const named = new Set((options.read?.(event) ?? []).map((k) => readKey(k.table, k.key)));
+    let decision;
+    try {
+      decision =
+        options.decide(event, {
+          get: <T extends Item = Item>(table: string, key: Readonly<Item>): T | undefined => {
+            const id = readKey(table, key);
+            if (!named.has(id)) throw new Error(`decide() read ${id}, which read() did not name`);
+            const item = items.get(id);
+            return item === undefined ? undefined : (structuredClone(item) as T);
+          },
+        }) ?? {};
+    } catch (error) {
+      const verdict = classify(error, options.classifyError);
+      if (verdict.retryable) return false;
+      outcomes.set(key, { kind: 'dead-lettered', reason: verdict.reason ?? 'Unknown' });
+      return true;
+    }
+    for (const write of decision.writes ?? []) {
+      if (write.Put !== undefined) {
+        const item = withoutVersion(write.Put.Item as Item, versionAttribute);
+        items.set(readKey(write.Put.TableName!, item), item);
+      } else if (write.Delete !== undefined) {
+        items.delete(readKey(write.Delete.TableName!, write.Delete.Key as Item));
+      } else {
+        throw new Error('the in-order model applies Put and Delete writes only');
+      }
+    }
+    outcomes.set(key, { kind: 'applied' });
+    outbox.set(key, decision.outbox ?? []);
+    sideEffects.set(key, decision.sideEffects ?? []);
+    return true;
+  };
+
+  let waiting: { key: string; event: never }[] = [];
+  for (const entry of events) {
+    if (!apply(entry)) {
+      waiting.push(entry);
+      continue;
+    }
+    for (let progress = true; progress; ) {
+      progress = false;
+      const still: typeof waiting = [];
+      for (const waiter of waiting) {
+        if (apply(waiter)) progress = true;
+        else still.push(waiter);
+      }
+      waiting = still;
+    }
+  }
+  for (const { key } of waiting) outcomes.set(key, { kind: 'dead-lettered', reason: FailureReason.RetriesExhausted });
+  return { outcomes, items, outbox, sideEffects };
+}
+
+/** Base time of the workloads' events. */
+export const EVENT_EPOCH = Date.UTC(2026, 0, 1, 12, 0, 0);
+
+/** An ISO 8601 timestamp `minute` minutes after {@link EVENT_EPOCH}. */
+export function eventTime(minute: number): string {
+  return new Date(EVENT_EPOCH + minute * 60_000).toISOString();
+}
