@@ -144,7 +144,7 @@ export interface KafkaSettings {
    * `retry.maxAttempts`; the records of a partition behind a failed one are reported without
    * being run, so each retry of the mapping is not an attempt of every record. Leave it unset
    * for {@link requiredKafkaRetryAttempts}, which leaves room for that.
-   * @default requiredKafkaRetryAttempts(settings): maxAttempts × batchSize − 1, at most 10,000
+   * @default requiredKafkaRetryAttempts(settings): maxAttempts × batchSize − 1 + 5, at most 10,000
    */
   readonly retryAttempts?: number;
   /**
@@ -214,11 +214,13 @@ export function maxReceiveCount(settings: Pick<ConsumerSettings, 'queue' | 'func
 /**
  * The least Kafka `MaximumRetryAttempts` with which the mapping never gives up on a record that
  * still has attempts left: each record of a partition may fail `maxAttempts` times, and each
- * failure is a retry of the batch for the records behind it, so `maxAttempts × batchSize − 1`
- * (at most 10,000, AWS's limit).
+ * failure is a retry of the batch for the records behind it, so `maxAttempts × batchSize − 1`;
+ * plus {@link RECEIVE_ALLOWANCE} retries that are no attempt of the consumer's (an invocation that
+ * crashed or timed out, which the mapping counts and the attempt log cannot). At most 10,000,
+ * AWS's limit.
  */
 export function requiredKafkaRetryAttempts(settings: Pick<ConsumerSettings, 'kafka' | 'retry'>): number {
-  return Math.min(10_000, settings.retry.maxAttempts * settings.kafka.batchSize - 1);
+  return Math.min(10_000, settings.retry.maxAttempts * settings.kafka.batchSize - 1 + RECEIVE_ALLOWANCE);
 }
 
 /** The Kafka mapping's `MaximumRetryAttempts`: the setting, or {@link requiredKafkaRetryAttempts} when unset. */

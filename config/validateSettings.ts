@@ -1,4 +1,4 @@
-import { type ConsumerSettings, kafkaRetryAttempts, maxReceiveCount, requiredKafkaRetryAttempts, requiredMaxReceiveCount } from './settings.js';
+import { type ConsumerSettings, kafkaRetryAttempts, maxReceiveCount, RECEIVE_ALLOWANCE, requiredKafkaRetryAttempts, requiredMaxReceiveCount } from './settings.js';
 
 /** Thrown when the settings break an AWS rule; `problems` lists every rule broken. */
 export class InvalidSettingsError extends Error {
@@ -162,8 +162,8 @@ function kafkaSettingsProblems(settings: ConsumerSettings): string[] {
     );
   } else if (retries < requiredRetries) {
     problems.push(
-      `Kafka retry attempts ${retries} are below ${requiredRetries} = maxAttempts ${settings.retry.maxAttempts} × batch size ${kafka.batchSize} − 1 ` +
-        `(rule: the mapping must not give up on a record that still has attempts left; records behind a failed one are reported without running). ` +
+      `Kafka retry attempts ${retries} are below ${requiredRetries} = maxAttempts ${settings.retry.maxAttempts} × batch size ${kafka.batchSize} − 1 + ${RECEIVE_ALLOWANCE} ` +
+        `(rule: the mapping must not give up on a record that still has attempts left; records behind a failed one are reported without running, and an invocation that crashes spends a retry). ` +
         `Leave kafka.retryAttempts unset to use ${requiredRetries}`,
     );
   }

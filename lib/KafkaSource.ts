@@ -283,7 +283,7 @@ export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUN
  * - `FunctionResponseTypes: [ReportBatchItemFailures]`: the handler reports the first failed
  *   record of each partition and every later record of that partition in the batch (case C12).
  * - `MaximumRetryAttempts` = `kafkaRetryAttempts(settings)` (finite: the setting, or
- *   `maxAttempts × batchSize − 1`),
+ *   `maxAttempts × batchSize − 1 + 5`),
  *   `BisectBatchOnFunctionError` and `MaximumRecordAgeInSeconds` (-1: no limit) from the settings.
  * - `DestinationConfig.OnFailure` = the dead-letter queue: records that Lambda gives up on
  *   (retries exhausted by function errors or timeouts, records older than the maximum age) are

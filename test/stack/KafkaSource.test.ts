@@ -90,7 +90,7 @@ describe('CafeStack with an Amazon MSK event source and IAM authentication (-c k
   it('C8: finite retries (kafkaRetryAttempts), an on-failure destination (the DLQ), partial batch responses, bisect and record age from the settings', () => {
     const properties = kafkaMapping(template);
 
-    expect(kafkaRetryAttempts(cafeSettings)).toBe(5 * 100 - 1);
+    expect(kafkaRetryAttempts(cafeSettings)).toBe(5 * 100 - 1 + 5);
     expect(properties).toMatchObject({
       EventSourceArn: clusterArn,
       Topics: ['orders'],
@@ -98,7 +98,7 @@ describe('CafeStack with an Amazon MSK event source and IAM authentication (-c k
       StartingPosition: 'TRIM_HORIZON',
       BatchSize: 100,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
-      MaximumRetryAttempts: 499,
+      MaximumRetryAttempts: 504,
       BisectBatchOnFunctionError: false,
       MaximumRecordAgeInSeconds: -1,
       DestinationConfig: { OnFailure: { Destination: arnOf(stack.consumer.deadLetterQueue) } },
@@ -340,7 +340,7 @@ describe('synth-time validation of the Kafka event source', () => {
     expect(infinite.message).toContain('Kafka retries must be finite');
 
     const few = refused({ kafkaClusterArn: clusterArn }, { settings: withOverrides({ kafka: { retryAttempts: 4 } }, cafeSettings) });
-    expect(few.message).toContain('Kafka retry attempts 4 are below 499 = maxAttempts 5 × batch size 100 − 1');
+    expect(few.message).toContain('Kafka retry attempts 4 are below 504 = maxAttempts 5 × batch size 100 − 1 + 5');
   });
 
   it('refuses a topic or consumer group without a cluster', () => {

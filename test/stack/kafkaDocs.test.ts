@@ -134,7 +134,7 @@ describe('docs/kafka.md', () => {
         AmazonManagedKafkaEventSourceConfig: { ConsumerGroupId: 'reservations-consumer' },
         StartingPosition: 'LATEST',
         BatchSize: 50,
-        MaximumRetryAttempts: 149,
+        MaximumRetryAttempts: 154,
         FunctionResponseTypes: ['ReportBatchItemFailures'],
         DestinationConfig: { OnFailure: { Destination: expect.anything() } },
       });
@@ -142,7 +142,7 @@ describe('docs/kafka.md', () => {
       expect(web).toMatchObject({
         Topics: ['web-reservations'],
         FunctionName: reservations?.FunctionName,
-        MaximumRetryAttempts: 149,
+        MaximumRetryAttempts: 154,
         AmazonManagedKafkaEventSourceConfig: {
           SchemaRegistryConfig: { SchemaRegistryURI: 'arn:aws:glue:eu-west-1:123456789012:registry/shop', EventRecordFormat: 'SOURCE', SchemaValidationConfigs: [{ Attribute: 'VALUE' }] },
         },

@@ -36,7 +36,7 @@ describe('settingsProblems', () => {
     ['maxReceiveCount below 5', { queue: { maxReceiveCount: 3 } }, /maxReceiveCount 3/],
     ['maxReceiveCount that leaves no room for receives without an attempt', { queue: { maxReceiveCount: 5 } }, /maxReceiveCount 5 is below 10/],
     ['a FIFO maxReceiveCount that skipped receives could exhaust (case C13)', { queue: { fifo: true, maxReceiveCount: 20 } }, /below 55 = maxAttempts 5 × batch size 10/],
-    ['Kafka retries that give up before the records behind a failure had their attempts', { kafka: { retryAttempts: 4 } }, /Kafka retry attempts 4 are below 499/],
+    ['Kafka retries that give up before the records behind a failure had their attempts', { kafka: { retryAttempts: 4 } }, /Kafka retry attempts 4 are below 504/],
     ['infinite Kafka retries', { kafka: { retryAttempts: -1 } }, /retries must be finite/],
     ['a side-effect margin as long as the function timeout', { idempotency: { sideEffectMinRemainingMs: 30_000 } }, /sideEffectMinRemainingMs 30000/],
     ['a batch above 10 without a window', { function: { batchSize: 50 } }, /batching window of at least 1 s/],
@@ -52,12 +52,12 @@ describe('settingsProblems', () => {
 });
 
 describe('derived budgets', () => {
-  it('leaves the redrive policy room for receives that are not attempts: maxAttempts + 5, FIFO maxAttempts × batch size + 5', () => {
+  it('leaves the redrive policy room for receives that are not attempts: maxAttempts + 5, FIFO maxAttempts × batch size + 5; Kafka maxAttempts × batch size − 1 + 5', () => {
     expect(requiredMaxReceiveCount(defaultSettings)).toBe(10);
     expect(maxReceiveCount(defaultSettings)).toBe(10);
     expect(maxReceiveCount(withOverrides({ queue: { fifo: true } }))).toBe(55);
     expect(maxReceiveCount(withOverrides({ queue: { maxReceiveCount: 30 } }))).toBe(30);
-    expect(kafkaRetryAttempts(defaultSettings)).toBe(499);
+    expect(kafkaRetryAttempts(defaultSettings)).toBe(5 * 100 - 1 + 5);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * Found by `npm run prove` (a Kafka schedule with batch size 1, a record that keeps failing and
- * one crashed invocation), kept as its replay. Fails until the engine's settings are fixed.
+ * one crashed invocation), kept as its replay. Fixed: `requiredKafkaRetryAttempts` adds
+ * `RECEIVE_ALLOWANCE` (5) retries for invocations that crash or time out.
  *
  * The stack sets the Kafka mapping's `MaximumRetryAttempts` to `requiredKafkaRetryAttempts` =
  * maxAttempts × batchSize − 1 (4 for a batch of 1): room for each record's own attempts and
