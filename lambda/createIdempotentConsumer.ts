@@ -41,6 +41,12 @@ export interface ConsumerRuntimeOptions {
   readonly metrics?: Metrics;
   /** The clock. @default () => new Date() */
   readonly now?: () => Date;
+  /**
+   * Waits `ms` milliseconds: the engine's pauses (a Kafka record waiting for a side-effect lock
+   * to expire, a short back-off after contention). A simulated clock advances itself here.
+   * @default setTimeout
+   */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 /** A Lambda handler for SQS (standard and FIFO) and Kafka (Amazon MSK and self-managed) events, built by {@link createIdempotentConsumer}. */
@@ -222,7 +228,7 @@ async function buildEnvironment<Event>(definition: ConsumerDefinition<Event>, ru
       });
     })());
 
-  const engine = new BatchEngine<Event>({ definition, config, client, cache: new ItemCache(), sideEffects: loadSideEffects, logger, now });
+  const engine = new BatchEngine<Event>({ definition, config, client, cache: new ItemCache(), sideEffects: loadSideEffects, logger, now, ...(runtime.sleep === undefined ? {} : { sleep: runtime.sleep }) });
   const deps: ProcessDeliveriesDeps<Event> = {
     definition,
     config,

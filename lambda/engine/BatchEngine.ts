@@ -39,6 +39,8 @@ const MAX_CONTENTION_LOSSES = 3;
  * is small.
  */
 const COMMIT_MARGIN_MS = 200;
+/** Waited past a side-effect lock's expiry, in milliseconds, so that the lock reads expired. */
+const LOCK_EXPIRY_SLACK_MS = 50;
 
 /** How an invocation's clock reads. */
 export interface InvocationClock {
@@ -265,10 +267,6 @@ export class BatchEngine<Event> {
     const blockedScopes = new Set<string>();
     const stoppedScopes = new Set<string>();
     const soloTaken = { value: false };
-    // A FIFO group or Kafka partition stops at a message that must be retried.
-    for (const unit of units) {
-      if (unit.verdict?.kind === 'failed' && unit.verdict.failure.retryable && unit.delivery.scope !== undefined) stoppedScopes.add(unit.delivery.scope);
-    }
 
     const block = (unit: Unit) => {
       blockedChains.add(unit.orderingKey);
@@ -282,8 +280,13 @@ export class BatchEngine<Event> {
     };
 
     for (const unit of units) {
-      if (unit.verdict !== undefined) continue;
       const scope = unit.delivery.scope;
+      if (unit.verdict !== undefined) {
+        // A FIFO group or Kafka partition stops at a message that must be retried: the messages
+        // after it are not attempted; those before it go on.
+        if (unit.verdict.kind === 'failed' && unit.verdict.failure.retryable && scope !== undefined) stoppedScopes.add(scope);
+        continue;
+      }
       if (scope !== undefined && stoppedScopes.has(scope)) {
         this.#fail(unit, new NotAttempted('an earlier message of its message group or partition must be retried first'));
         continue;
@@ -701,6 +704,7 @@ export class BatchEngine<Event> {
     if (withEffects.length === 0) return true;
     const executor = await this.#options.sideEffects();
     let allDone = true;
+    let waitUntil: number | undefined;
     await Promise.all(
       withEffects.map(async ({ unit, sideEffects }) => {
         for (const [position, request] of sideEffects.entries()) {
@@ -710,14 +714,44 @@ export class BatchEngine<Event> {
             await executor.run(request, { idempotencyKey: unit.idempotencyKey, effectKey }, clock);
             done.add(effectKey);
           } catch (error) {
-            this.#fail(unit, error);
             allDone = false;
+            const until = this.#waitForLock(unit, error, clock);
+            if (until !== undefined) waitUntil = Math.max(waitUntil ?? 0, until);
+            else this.#fail(unit, error);
             return;
           }
         }
       }),
     );
+    if (waitUntil !== undefined) await this.#sleep(Math.max(0, waitUntil - this.#options.now().getTime()));
     return allDone;
+  }
+
+  /**
+   * On Kafka, until when (epoch milliseconds) a unit waits for a side-effect lock that another
+   * invocation holds (Powertools' `IdempotencyAlreadyInProgressError`, whose `retryAt` is the
+   * lock's expiry: the holder's deadline) before it runs again in the next round: the expiry, or
+   * as late as this invocation can wait and still run the effect and commit
+   * (`sideEffectMinRemainingMs` + 200 ms before its deadline). A lock still held then fails the
+   * unit as not attempted, and the next invocation waits the rest.
+   *
+   * An SQS message is instead delayed by its visibility until the lock expires. A Kafka mapping
+   * has no such delay: it retries at once, and a record that is not attempted while the lock is
+   * held would spend the mapping's retries (`MaximumRetryAttempts`) in seconds, then be given up
+   * unprocessed (found by the proof suite: `test/prove/found/kafkaLockHeldSpendsRetries.test.ts`).
+   * Waiting costs invocation time, only in this rare case (a crash or a failed completion write
+   * between the lock and its completion).
+   *
+   * @returns `undefined` when the unit must fail as the error says (not Kafka, another error, or no time to wait)
+   */
+  #waitForLock(unit: Unit, error: unknown, clock: InvocationClock): number | undefined {
+    if (unit.delivery.attempts.kind !== 'log') return undefined;
+    const failure = classify(error, this.#options.definition.classifyError);
+    if (!failure.retryable || failure.countsAsAttempt || failure.retryAt === undefined) return undefined;
+    const now = this.#options.now().getTime();
+    const latest = now + clock.remainingTimeMs() - this.#options.config.sideEffectMinRemainingMs - COMMIT_MARGIN_MS;
+    const until = Math.min(failure.retryAt + LOCK_EXPIRY_SLACK_MS, latest);
+    return until > now ? until : undefined;
   }
 
   /** Groups the planned units into transactions within DynamoDB's limits; overflowing units are deferred to the next round. */

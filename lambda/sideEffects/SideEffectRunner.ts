@@ -113,6 +113,30 @@ export class SideEffectRunner implements SideEffectExecutor {
       throw new NotAttempted(`too little time left to start side effect ${request.name} (${Math.max(0, Math.floor(remaining))} ms; needs ${this.#options.minRemainingMs} ms)`);
     }
     this.#clock = clock;
-    await this.#guarded({ effectKey: context.effectKey, idempotencyKey: context.idempotencyKey, name: request.name, input: request.input ?? null });
+    const call: GuardedCall = { effectKey: context.effectKey, idempotencyKey: context.idempotencyKey, name: request.name, input: request.input ?? null };
+    try {
+      await this.#guarded(call);
+    } catch (error) {
+      if (!(error instanceof Error) || error.name !== 'IdempotencyAlreadyInProgressError') throw error;
+      const expiry = await this.#lockExpiry(call);
+      if (expiry === undefined) throw error;
+      throw new NotAttempted(`side effect ${request.name} is in progress in another invocation; its lock expires at ${new Date(expiry).toISOString()}`, expiry, { cause: error });
+    }
+  }
+
+  /**
+   * When the in-progress lock another invocation holds expires, in epoch milliseconds (its
+   * deadline): Powertools' `IdempotencyAlreadyInProgressError` does not carry the record, so it
+   * is read (one strongly consistent `GetItem`). The retry waits for it: an SQS message's
+   * visibility, a Kafka record in the invocation. `undefined` when it cannot be read.
+   */
+  async #lockExpiry(call: GuardedCall): Promise<number | undefined> {
+    try {
+      const record = await this.#options.persistenceStore.getRecord(call as unknown as Parameters<BasePersistenceLayer['getRecord']>[0]);
+      const expiry = record.inProgressExpiryTimestamp;
+      return typeof expiry === 'number' && Number.isFinite(expiry) ? expiry : undefined;
+    } catch {
+      return undefined;
+    }
   }
 }

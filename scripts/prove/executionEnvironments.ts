@@ -145,6 +145,8 @@ export class EnvironmentPool {
       environment: this.#options.environment,
       clients: { dynamoDb, sqs, s3 },
       logger: silentLogger,
+      // The engine's pauses (waiting for a side-effect lock to expire) pass on the suite's clock.
+      sleep: async (ms) => clock.advance(ms),
     });
     return {
       handler,

@@ -1,7 +1,8 @@
 /**
  * Found by `npm run prove` (Kafka schedules with a kill between the side-effect lock and its
  * completion, e.g. seed 2, kafka schedule 15; or a failed completion write, seed 1000, kafka
- * schedule 85), kept as two replays. Fails until the engine is fixed.
+ * schedule 85), kept as two replays. Fixed: on Kafka the engine waits in the invocation for the
+ * lock's expiry, read from its record (`SideEffectRunner`, `BatchEngine.#waitForLock`).
  *
  * An invocation dies (crashes: out of memory, the runtime exits) after Powertools wrote the
  * side effect's in-progress lock — or, with no crash at all, Powertools cannot write the

@@ -2,7 +2,7 @@
  * Found while shrinking a `npm run prove` failure on Kafka (the replay of
  * `kafkaLockHeldSpendsRetries.test.ts`): a message that must be retried also holds back the
  * messages *before* it in its FIFO group or Kafka partition, when they were decided in the same
- * round. Fails until the engine is fixed.
+ * round. Fixed: a scope stops only after its first failed message (`BatchEngine.#plan`).
  *
  * `BatchEngine.settle` plans `OrderPlaced` (first) and `OrderPaid` (second) of one order
  * together (folded on the order item); `OrderPaid`'s side effect fails because another
