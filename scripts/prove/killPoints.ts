@@ -13,8 +13,10 @@
 
 /** The await points the suite can kill an invocation at. */
 export const KillPoint = {
-  /** `TransactGetItems`: the consistent snapshot taken before acting on a failure. */
+  /** Strongly consistent `BatchGetItem` of inbox rows and business items: the read before retrying a message or running its side effect. */
   verify: 'verify',
+  /** `TransactGetItems`: the serializable snapshot taken before a verdict that dead-letters a message. */
+  snapshot: 'snapshot',
   /** `TransactWriteItems`: the batch's commit (inbox rows, writes, outbox items). */
   commit: 'commit',
   /** Powertools idempotency `PutItem`: the side effect's in-progress lock. */
@@ -69,7 +71,7 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
   const operation = commandName.replace(/Command$/, '');
   const table = typeof input.TableName === 'string' ? input.TableName : undefined;
   if (clientName.startsWith('DynamoDB')) {
-    if (operation === 'TransactGetItems') return KillPoint.verify;
+    if (operation === 'TransactGetItems') return KillPoint.snapshot;
     if (operation === 'TransactWriteItems') return KillPoint.commit;
     if (table === targets.idempotencyTable) {
       if (operation === 'PutItem') return KillPoint.sideEffectLock;
@@ -86,7 +88,9 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
     }
     if (operation === 'BatchGetItem') {
       const tables = Object.keys((input.RequestItems as Record<string, unknown> | undefined) ?? {});
-      if (tables.includes(targets.inboxTable)) return KillPoint.attemptSkipsRead;
+      const inboxKeys = ((input.RequestItems as Record<string, { Keys?: unknown[] }> | undefined)?.[targets.inboxTable]?.Keys ?? []) as Record<string, unknown>[];
+      if (inboxKeys.some((key) => partitionKeyOf(key).includes('#attempt#'))) return KillPoint.attemptSkipsRead;
+      if (tables.includes(targets.inboxTable) || tables.some((name) => targets.businessTables.has(name))) return KillPoint.verify;
     }
     if (table !== undefined && targets.businessTables.has(table)) return KillPoint.sideEffect;
     return `${operation} (other)`;
@@ -99,4 +103,12 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
   }
   if (clientName.startsWith('S3') && operation === 'PutObject') return KillPoint.deadLetterOffload;
   return `${operation} (other)`;
+}
+
+/** An inbox key's `pk`, marshalled (`{ S: … }`) or not. */
+function partitionKeyOf(key: Record<string, unknown>): string {
+  const pk = key.pk;
+  if (typeof pk === 'string') return pk;
+  if (pk !== null && typeof pk === 'object' && typeof (pk as { S?: unknown }).S === 'string') return (pk as { S: string }).S;
+  return '';
 }

@@ -5,8 +5,7 @@
  * what the random ones miss), with every invariant of exactly-once processing checked against
  * what is stored. The long run is `npm run prove -- --schedules 10000` (see `docs/proof.md`).
  *
- * The Kafka case fails until the engine faults kept in `test/prove/found/` (a held side-effect
- * lock or a crash spends the Kafka mapping's retries) are fixed; its report names them.
+ * It found the engine faults kept as replays in `test/prove/found/` (fixed; see docs/proof.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KillPoint } from '../../scripts/prove/killPoints.js';
