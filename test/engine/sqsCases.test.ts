@@ -564,6 +564,9 @@ describe('case C16: the completion record cannot be written once', () => {
     expect(refused.batchItemFailures).toEqual([{ itemIdentifier: 'm-1' }]);
     expect(outcomes.at(-1)?.outcome).toBe('retried');
     expect(outcomes.at(-1)?.countsAsAttempt).toBe(false);
+    // The lock's expiry is read from its record, so the visibility delay runs until then.
+    expect(outcomes.at(-1)?.errorType).toBe('NotAttempted');
+    expect(outcomes.at(-1)?.errorMessage).toMatch(/is in progress in another invocation; its lock expires at \d{4}-\d{2}-\d{2}T/);
     expect(await deadLetters(env)).toEqual([]);
 
     await new Promise((resolve) => setTimeout(resolve, context1.getRemainingTimeInMillis() + 200)); // the lock expires with the first invocation's deadline
