@@ -64,6 +64,9 @@ export function createProgram(io: CliIo, outcome: CliOutcome): Command {
 
 let quietOnClosedPipe = false;
 
+/** Two SIGINTs this close together, in milliseconds, are one Ctrl-C (the terminal's and npm's copy of it). */
+const SAME_INTERRUPT_MS = 500;
+
 /**
  * Runs the command line.
  *
@@ -87,8 +90,12 @@ export async function runCli(argv: readonly string[], io?: Partial<CliIo>): Prom
     signal: io?.signal ?? controller.signal,
   };
   let interrupts = 0;
+  let firstInterruptAt = 0;
   const onSignal = (): void => {
+    // npm and npx pass the terminal's Ctrl-C on to the process that already got it: one press.
+    if (interrupts === 1 && Date.now() - firstInterruptAt < SAME_INTERRUPT_MS) return;
     interrupts += 1;
+    firstInterruptAt ||= Date.now();
     if (interrupts > 1) {
       fullIo.stderr.write('interrupted again: exiting now; held messages come back when their visibility timeout ends\n');
       process.exit(130);

@@ -41,6 +41,13 @@ export interface EmulatorOptions {
    * @default true
    */
   readonly strictSqs?: boolean;
+  /**
+   * Stop the emulators on SIGINT and SIGTERM. Turn it off when the caller handles those signals
+   * and stops what uses the emulators first (the local runtime's `--keep-running`), so that
+   * nothing still polling finds them gone.
+   * @default true
+   */
+  readonly stopOnSignal?: boolean;
 }
 
 /** Running emulators. */
@@ -65,7 +72,7 @@ const stopSignals = ['SIGINT', 'SIGTERM'] as const;
 /**
  * Starts DynamoDB Local and the SQS server, and waits until both answer.
  *
- * On SIGINT or SIGTERM the emulators are stopped; when no other listener handles that signal,
+ * On SIGINT or SIGTERM the emulators are stopped (unless `stopOnSignal: false`); when no other listener handles that signal,
  * it is raised again afterwards so the process ends as it would have. If the process exits
  * without `stop()`, DynamoDB Local is killed from the `exit` handler (and, bound to loopback, it
  * also exits by itself when its parent is gone).
@@ -99,10 +106,10 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     ]);
     throw dynamoDb.status === 'rejected' ? dynamoDb.reason : (sqs as PromiseRejectedResult).reason;
   }
-  return withSignalHandling(dynamoDb.value, sqs.value);
+  return withSignalHandling(dynamoDb.value, sqs.value, options.stopOnSignal ?? true);
 }
 
-function withSignalHandling(dynamoDb: DynamoDbLocal, sqs: SqsServer): Emulators {
+function withSignalHandling(dynamoDb: DynamoDbLocal, sqs: SqsServer, stopOnSignal: boolean): Emulators {
   let stopping: Promise<void> | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     void stop().finally(() => {
@@ -116,7 +123,7 @@ function withSignalHandling(dynamoDb: DynamoDbLocal, sqs: SqsServer): Emulators 
     })();
     return stopping;
   };
-  for (const signal of stopSignals) process.once(signal, onSignal);
+  if (stopOnSignal) for (const signal of stopSignals) process.once(signal, onSignal);
   return {
     dynamoDbEndpoint: dynamoDb.endpoint,
     sqsEndpoint: sqs.endpoint,

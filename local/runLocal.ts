@@ -159,6 +159,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       ...(options.faults ? { faults: options.faults } : {}),
       inboxStream: options.relay !== false,
       onStep: (step) => say(step),
+      // With keepRunning the caller's signal stops the run: the pollers first, then the emulators.
+      ...(options.keepRunning === undefined ? {} : { stopOnSignal: false }),
     });
     stops.unshift(() => local.stop());
     const { endpoints, admin, consumer, resources } = local;

@@ -33,6 +33,8 @@ export interface LocalConsumerOptions {
   readonly inboxStream?: boolean;
   /** Told each start-up step, in a few words. */
   readonly onStep?: (step: string) => void;
+  /** Stop the emulators on SIGINT/SIGTERM by themselves (see `EmulatorOptions.stopOnSignal`). @default true */
+  readonly stopOnSignal?: boolean;
 }
 
 /** A consumer's running local resources. */
@@ -85,7 +87,10 @@ export async function startLocalConsumer(options: LocalConsumerOptions): Promise
     let endpoints: LocalConsumer['endpoints'];
     if (options.endpoints === undefined) {
       options.onStep?.('starting DynamoDB Local and the SQS/SNS/S3 server');
-      const emulators = await startEmulators(options.dataDir === undefined ? {} : { dataDir: options.dataDir });
+      const emulators = await startEmulators({
+        ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+        ...(options.stopOnSignal === undefined ? {} : { stopOnSignal: options.stopOnSignal }),
+      });
       stops.unshift(() => emulators.stop());
       endpoints = { dynamoDb: emulators.dynamoDbEndpoint, sqs: emulators.sqsEndpoint, s3: emulators.s3Endpoint };
     } else {

@@ -150,7 +150,7 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
         '',
         'The consumer keeps consuming (a redriven message is processed) until Ctrl-C. In another terminal:',
         `  export AWS_ENDPOINT_URL=${running.sqsEndpoint} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local`,
-        `  export DLQ_URL=${running.resources.deadLetterQueueUrl}`,
+        `  export QUEUE_URL=${running.resources.queueUrl} DLQ_URL=${running.resources.deadLetterQueueUrl}`,
         '  npx idempotent-consumer dlq list',
         '  npx idempotent-consumer dlq redrive --reason RetriesExhausted --dry-run',
         `DynamoDB Local: ${running.dynamoDbEndpoint} (inbox ${running.resources.inboxTable}` +
