@@ -13,12 +13,12 @@ import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { defaultSettings } from '../config/settings.js';
 import type { ConsumerSettings } from '../config/settings.js';
-import { createInvocationGuard, guardInvocations } from './aws/invocationGuard.js';
-import type { InvocationGuard } from './aws/invocationGuard.js';
+import { guardInvocations } from './aws/invocationGuard.js';
 import type { AnySdkClient } from './aws/sdkMiddleware.js';
 import { PollerIdleTimeoutError } from './errors.js';
 import { judgeBatchResponse } from './judgeBatchResponse.js';
 import type { BatchJudgement, InvocationOutcome } from './judgeBatchResponse.js';
+import { invokeWithinTimeout } from './invokeWithinTimeout.js';
 import { createLambdaContext, newLogStreamName } from './lambdaContext.js';
 import { MessageGroupGuard } from './messageGroupGuard.js';
 import { buildSqsEvent } from './sqsEvent.js';
@@ -415,7 +415,7 @@ export class SqsEventSourcePoller {
     });
 
     const startedAt = Date.now();
-    const outcome = await this.callHandler(environment.handler, event, context);
+    const outcome = await invokeWithinTimeout(environment.handler, event, context, this.functionTimeoutSeconds);
     const durationMs = Date.now() - startedAt;
     const judgement = judgeBatchResponse(outcome, messageIds);
 
@@ -446,32 +446,7 @@ export class SqsEventSourcePoller {
     return outcome.kind;
   }
 
-  /**
-   * Runs the handler against the function timeout; never rejects. The handler runs inside an
-   * invocation guard that is killed at the timeout, so the guarded clients refuse its later calls.
-   */
-  private async callHandler(handler: LocalSqsHandler, event: SQSEvent, context: Context): Promise<InvocationOutcome> {
-    const timeoutSeconds = this.functionTimeoutSeconds;
-    const guard: InvocationGuard = createInvocationGuard({ deadlineMs: Date.now() + timeoutSeconds * 1_000 });
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<InvocationOutcome>((resolve) => {
-      timer = setTimeout(() => {
-        guard.kill(`function timeout of ${timeoutSeconds} s`);
-        resolve({ kind: 'timed-out', timeoutSeconds });
-      }, timeoutSeconds * 1_000);
-    });
-    const finished = Promise.resolve()
-      .then(() => guard.run(() => handler(event, context)))
-      .then(
-        (response): InvocationOutcome => ({ kind: 'returned', response }),
-        (error: unknown): InvocationOutcome => ({ kind: 'threw', error }),
-      );
-    try {
-      return await Promise.race([finished, timedOut]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
+
 
   private async deleteMessages(
     records: ReadonlyArray<{ messageId: string; receiptHandle: string }>,

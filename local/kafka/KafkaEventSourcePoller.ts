@@ -13,9 +13,10 @@ import type { ConsumerSettings } from '../../config/settings.js';
 import { readKafkaBatchResponse, topicPartition } from '../../lambda/batch/kafkaBatchResponse.js';
 import type { KafkaBatchVerdict } from '../../lambda/batch/kafkaBatchResponse.js';
 import type { KafkaEvent, KafkaRecord } from '../../lambda/batch/kafkaEvent.js';
-import { createInvocationGuard, guardInvocations } from '../aws/invocationGuard.js';
+import { guardInvocations } from '../aws/invocationGuard.js';
 import type { AnySdkClient } from '../aws/sdkMiddleware.js';
 import { PollerIdleTimeoutError } from '../errors.js';
+import { invokeWithinTimeout } from '../invokeWithinTimeout.js';
 import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import type { LogRecord, PartitionedLog } from './PartitionedLog.js';
 
@@ -270,7 +271,13 @@ export class KafkaEventSourcePoller {
       logStreamName: this.#logStreamName,
     });
     this.#invocations += 1;
-    const result = await this.#call(event, context);
+    const invoked = await invokeWithinTimeout(this.#handler, event, context, this.#functionTimeoutSeconds);
+    const result =
+      invoked.kind === 'returned'
+        ? { outcome: 'returned' as const, response: invoked.response }
+        : invoked.kind === 'threw'
+          ? { outcome: 'threw' as const, error: invoked.error }
+          : { outcome: 'timed-out' as const };
     if (result.outcome === 'timed-out') {
       this.#handler = this.#options.createHandler();
       this.#logStreamName = newLogStreamName();
@@ -337,41 +344,6 @@ export class KafkaEventSourcePoller {
     }
     this.#nextPartition = (this.#nextPartition + 1) % partitions;
     return batch;
-  }
-
-  async #call(
-    event: KafkaEvent,
-    context: Context,
-  ): Promise<{ outcome: 'returned'; response: unknown } | { outcome: 'threw'; error: unknown } | { outcome: 'timed-out' }> {
-    const timeoutSeconds = this.#functionTimeoutSeconds;
-    const guard = createInvocationGuard({ deadlineMs: Date.now() + timeoutSeconds * 1_000 });
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<{ outcome: 'timed-out' }>((resolve) => {
-      timer = setTimeout(() => {
-        guard.kill(`function timeout of ${timeoutSeconds} s`);
-        resolve({ outcome: 'timed-out' });
-      }, timeoutSeconds * 1_000);
-    });
-    const handler = this.#handler;
-    const finished = Promise.resolve()
-      .then(() => guard.run(() => handler(event, context)))
-      .then(
-        (response) => {
-          // The Node.js runtime sends the response as JSON: read what AWS would read.
-          try {
-            const json = JSON.stringify(response);
-            return { outcome: 'returned' as const, response: json === undefined ? null : (JSON.parse(json) as unknown) };
-          } catch (error) {
-            return { outcome: 'threw' as const, error };
-          }
-        },
-        (error: unknown) => ({ outcome: 'threw' as const, error }),
-      );
-    try {
-      return await Promise.race([finished, timedOut]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /** Moves the committed offsets after an invocation; returns the on-failure records it sent. */

@@ -19,6 +19,7 @@ import type { AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamo
 import type { Context, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { defaultOutboxRelaySettings } from '../../lambda/outbox/outboxRelaySettings.js';
 import { PollerIdleTimeoutError } from '../errors.js';
+import { invokeWithinTimeout } from '../invokeWithinTimeout.js';
 import type { InvocationOutcome } from '../judgeBatchResponse.js';
 import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import { localRegion } from '../localClientConfig.js';
@@ -424,7 +425,9 @@ export class DynamoDbStreamEventSourcePoller {
       logStreamName: this.#logStreamName,
     });
     this.#invocations += 1;
-    const outcome = await this.#call(event, context);
+    // The handler gets its own copy, as it would get a freshly parsed event in Lambda.
+    const copy = JSON.parse(JSON.stringify(event)) as DynamoDBStreamEvent;
+    const outcome = await invokeWithinTimeout(this.#handler, copy, context, this.#functionTimeoutSeconds);
     if (outcome.kind === 'timed-out') {
       this.#handler = this.#options.createHandler();
       this.#logStreamName = newLogStreamName();
@@ -462,27 +465,6 @@ export class DynamoDbStreamEventSourcePoller {
     const report: StreamInvocationReport = { awsRequestId: context.awsRequestId, shardId: shard.shardId, event, outcome, judgement, next, ...(gaveUp === undefined ? {} : { gaveUp }) };
     this.#options.onInvocation?.(report);
     return report;
-  }
-
-  async #call(event: DynamoDBStreamEvent, context: Context): Promise<InvocationOutcome> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeoutSeconds = this.#functionTimeoutSeconds;
-    const timedOut = new Promise<InvocationOutcome>((resolve) => {
-      timer = setTimeout(() => resolve({ kind: 'timed-out', timeoutSeconds }), timeoutSeconds * 1_000);
-    });
-    // The handler gets its own copy, as it would get a freshly parsed event in Lambda.
-    const copy = JSON.parse(JSON.stringify(event)) as DynamoDBStreamEvent;
-    const finished = Promise.resolve()
-      .then(() => this.#handler(copy, context))
-      .then(
-        (response): InvocationOutcome => ({ kind: 'returned', response }),
-        (error: unknown): InvocationOutcome => ({ kind: 'threw', error }),
-      );
-    try {
-      return await Promise.race([finished, timedOut]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   #onFailureRecord(shardId: string, records: readonly DynamoDBRecord[], invocations: number, context: Context, functionError: boolean): DynamoDbStreamOnFailureRecord {
