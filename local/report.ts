@@ -24,6 +24,8 @@ export interface DeadLetterSnapshot {
 /** What `npm start` reports; `--json` prints it as one line. */
 export interface RunReport {
   readonly source: 'sqs' | 'kafka';
+  /** `true` when the SQS queue is a FIFO queue (left out otherwise). */
+  readonly fifo?: true;
   readonly messagesIn: number;
   readonly applied: number;
   readonly duplicates: number;
@@ -49,6 +51,8 @@ export interface RunReport {
 /** Inputs of {@link buildReport}. */
 export interface ReportInputs {
   readonly source: 'sqs' | 'kafka';
+  /** The SQS queue is a FIFO queue. @default false */
+  readonly fifo?: boolean;
   readonly sent: readonly SentMessage[];
   /** Every outcome the consumer reported. */
   readonly outcomes: readonly OutcomeRecord[];
@@ -184,6 +188,7 @@ export function buildReport(inputs: ReportInputs): RunReport {
 
   return {
     source: inputs.source,
+    ...(inputs.fifo === true && inputs.source === 'sqs' ? { fifo: true as const } : {}),
     messagesIn: inputs.sent.length,
     applied: metrics.applied,
     duplicates: metrics.duplicates,
@@ -218,7 +223,7 @@ export function formatReport(report: RunReport): string {
   const row = (label: string, value: number | string) => `  ${label.padEnd(28)}${String(value).padStart(6)}`;
   return [
     '',
-    `Run report (${report.source}, ${(report.durationMs / 1000).toFixed(1)} s, ${report.invocations} invocations)`,
+    `Run report (${report.source}${report.fifo === true ? ' FIFO' : ''}, ${(report.durationMs / 1000).toFixed(1)} s, ${report.invocations} invocations)`,
     row('messages in', report.messagesIn),
     row('applied', report.applied),
     row('duplicates acknowledged', report.duplicates),

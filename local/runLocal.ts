@@ -104,6 +104,8 @@ export interface LocalRunOptions {
   readonly onReport?: (result: LocalRunResult, running: RunningLocalRuntime) => void | Promise<void>;
   /** After the report, keep the emulators, the event source and the relay running until this aborts. */
   readonly keepRunning?: AbortSignal;
+  /** Receives each outcome that comes after the report (with `keepRunning`: a redriven message, one sent meanwhile). */
+  readonly onOutcomeAfterReport?: (record: OutcomeRecord) => void;
 }
 
 /** Where a local run's emulators and resources are, while they run. */
@@ -179,7 +181,14 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     const capture = new MetricsCapture(options.onLogLine);
     const logLevel = (options.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR').toUpperCase();
     const handler = withTransientFailures(options.handler, options.transientFailureRate ?? 0, options.seed ?? 1);
-    const newEnvironment = () => handler.withRuntime(local.runtime({ observer: combineObservers({ onOutcome: (record) => outcomes.push(record) }, recorder), logLevel }));
+    let reported = false;
+    const observer = {
+      onOutcome: (record: OutcomeRecord) => {
+        if (!reported) outcomes.push(record);
+        else options.onOutcomeAfterReport?.(record);
+      },
+    };
+    const newEnvironment = () => handler.withRuntime(local.runtime({ observer: combineObservers(observer, recorder), logLevel }));
 
     let relay: LocalRelay | undefined;
     let outboxQueueUrl: string | undefined;
@@ -301,6 +310,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     ]);
     const report = buildReport({
       source,
+      fifo: settings.queue.fifo,
       sent,
       outcomes,
       deadLetters,
@@ -316,6 +326,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     });
     const result: LocalRunResult = { report, deliveries: recorder.deliveries(), startedAt, source: source === 'kafka' ? 'kafka' : settings.queue.fifo ? 'sqs-fifo' : 'sqs' };
     await options.onReport?.(result, { dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, resources, outboxQueueUrl });
+    reported = true;
     if (options.keepRunning !== undefined && !options.keepRunning.aborted) await keepConsuming(options.keepRunning);
     return result;
   } finally {

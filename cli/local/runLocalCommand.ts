@@ -15,6 +15,7 @@ import { InputFileError, readInputFile } from '../../local/inputFile.js';
 import { eventTimeField } from '../../local/producerOrder.js';
 import { formatReport } from '../../local/report.js';
 import type { LocalRunResult, Progress, RunningLocalRuntime } from '../../local/runLocal.js';
+import type { OutcomeRecord } from '../../lambda/observability/outcomes.js';
 import type { CliIo } from '../dlq/commands.js';
 import { DlqToolError, UsageError } from '../dlq/errors.js';
 import { loadExport, loadHandler, loadSettings, parseModuleSpec } from './loadExport.js';
@@ -182,8 +183,9 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
       onProgress: (p) => progress.update(p),
       onLogLine: (line) => progress.log(line),
       onReport,
-      ...(flags.keepRunning === true && io.signal !== undefined ? { keepRunning: io.signal } : {}),
+      ...(flags.keepRunning === true && io.signal !== undefined ? { keepRunning: io.signal, onOutcomeAfterReport: (record: OutcomeRecord) => stderrWrite(`${formatLateOutcome(record)}\n`) } : {}),
     });
+    if (flags.keepRunning === true && io.signal !== undefined) stderrWrite('Stopped: the event source, the relay and the emulators are shut down.\n');
   } catch (error) {
     progress.done();
     if (error instanceof InvalidSettingsError || error instanceof DataDirError) throw new UsageError(error.message);
@@ -193,6 +195,15 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
   }
   await print(result);
   return result.report.check.ok ? 0 : 1;
+}
+
+/** One line for an outcome after the report (`--keep-running`): `applied  <message id>  key=… reason=…`. */
+export function formatLateOutcome(record: OutcomeRecord): string {
+  const parts = [record.outcome.padEnd(13), record.messageId];
+  if (record.idempotencyKey !== undefined) parts.push(`key=${record.idempotencyKey}`);
+  if (record.reason !== undefined) parts.push(`reason=${record.reason}`);
+  else if (record.errorType !== undefined) parts.push(`error=${record.errorType}`);
+  return parts.join('  ');
 }
 
 /** The local run could not finish (an emulator did not start, the source did not drain). Exit code 1. */

@@ -69,7 +69,10 @@ export interface KillPointCoverage {
 
 /** The run's figures; `toJSON` of it is the `--json` line. */
 export interface ProveReport {
+  /** Schedules run: the random ones asked for plus the targeted ones (`targetedSchedules`). */
   readonly schedules: number;
+  /** Of `schedules`, those aimed at an await point the random ones met but never killed at. */
+  readonly targetedSchedules: number;
   readonly messages: number;
   /** Violations in all (a schedule may break several invariants, or one several times). */
   readonly violations: number;
@@ -179,6 +182,7 @@ function rank(point: string): number {
 export async function runProve(session: ProveSession, options: ProveOptions): Promise<ProveReport> {
   const started = performance.now();
   const tally = new Tally();
+  let targeted = 0;
   const failures: ProveFailure[] = [];
   const toShrink: { source: ProveSource; run: number; invariant: Invariant; violations: readonly Violation[]; schedule: Schedule }[] = [];
   const maxShrinks = options.maxShrinks ?? 3;
@@ -235,6 +239,7 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
             const [schedule] = fc.sample(scheduleArbitrary({ source, target: point as KillPoint }), { seed: sourceSeed(options.seed, source) + 1 + k * 3 + attempt, numRuns: 1 });
             const result = await runSchedule(schedule!, session);
             tally.add(source, result);
+            targeted += 1;
             log(`  ${source} targeted schedule (${point}): ${result.killed.has(point) ? 'killed there' : 'did not reach it'}`);
             if (result.violations.length > 0) log(`  ${source} targeted schedule (${point}): ${result.violations.length} violation(s): ${result.violations[0]!.invariant}: ${result.violations[0]!.detail}`);
           }
@@ -251,6 +256,7 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
 
   return {
     schedules: tally.schedules,
+    targetedSchedules: targeted,
     messages: tally.messages,
     violations: tally.violations,
     failingSchedules: tally.failingSchedules,
@@ -272,6 +278,7 @@ export async function replaySchedule(session: ProveSession, schedule: Schedule, 
   tally.add(schedule.source, result);
   return {
     schedules: 1,
+    targetedSchedules: 0,
     messages: result.messages,
     violations: tally.violations,
     failingSchedules: tally.failingSchedules,
@@ -329,7 +336,7 @@ async function writeReplay(options: ProveOptions, source: ProveSource, run: numb
 /** The report as text, for people. */
 export function formatReport(report: ProveReport): string {
   const lines: string[] = [];
-  lines.push(`Proof suite: ${report.schedules} schedules (seed ${report.seed}; ${report.sources.join(', ')}), ${report.messages} messages, ${report.durationSeconds} s.`);
+  lines.push(`Proof suite: ${report.schedules} schedules (${report.schedules - report.targetedSchedules} random, ${report.targetedSchedules} targeted; seed ${report.seed}; ${report.sources.join(', ')}), ${report.messages} messages, ${report.durationSeconds} s.`);
   const t = report.totals;
   lines.push(
     `  ${t.invocations} invocations (${t.stopped} stopped: killed, past their deadline or response lost; ${t.coldStarts} execution environments), ${t.faults} faults injected, ` +
@@ -357,6 +364,8 @@ export function formatReport(report: ProveReport): string {
 export function summaryJson(report: ProveReport): string {
   return JSON.stringify({
     schedules: report.schedules,
+    randomSchedules: report.schedules - report.targetedSchedules,
+    targetedSchedules: report.targetedSchedules,
     messages: report.messages,
     violations: report.violations,
     byInvariant: report.byInvariant,

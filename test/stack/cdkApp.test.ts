@@ -167,9 +167,10 @@ describe('npx cdk synth (the CLI, with cdk.json)', () => {
   /** Runs `npx cdk synth --quiet` with `args` in the repository; returns its exit code and output. */
   async function synth(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
-      const { stdout, stderr } = await run('npx', ['cdk', 'synth', '--quiet', '--output', outdir, ...args], {
+      // No traffic beyond this machine: no CLI telemetry, no notices fetched.
+      const { stdout, stderr } = await run('npx', ['cdk', 'synth', '--quiet', '--no-notices', '--output', outdir, ...args], {
         cwd: repositoryRoot,
-        env: { ...process.env, CI: 'true', FORCE_COLOR: '0' },
+        env: { ...process.env, CI: 'true', FORCE_COLOR: '0', CDK_DISABLE_CLI_TELEMETRY: 'true' },
         timeout: CLI_TIMEOUT_MS - 10_000,
       });
       return { code: 0, stdout, stderr };
