@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { OutcomeRecord } from '../../lambda/observability/outcomes.js';
-import { buildReport, type ReportInputs } from '../../local/report.js';
+import { buildReport, formatReport, type ReportInputs } from '../../local/report.js';
+import { formatLateOutcome } from '../../cli/local/runLocalCommand.js';
 
 const outcome = (messageId: string, kind: OutcomeRecord['outcome'], key = messageId, reason?: string): OutcomeRecord => ({
   outcome: kind,
@@ -54,5 +55,23 @@ describe('buildReport: the exactly-once check', () => {
   it('fails a message with no final outcome as lost', () => {
     const report = buildReport(inputs([outcome('m-1', 'applied'), outcome('m-2', 'retried')]));
     expect(report.check.problems).toContain('1 message(s) have no final outcome (lost): lines 2');
+  });
+
+  it('says a FIFO queue in the report and its JSON; says nothing of it for Kafka', () => {
+    const outcomes = [outcome('m-1', 'applied'), outcome('m-2', 'applied')];
+    const fifo = buildReport({ ...inputs(outcomes), source: 'sqs', fifo: true });
+    const standard = buildReport({ ...inputs(outcomes), source: 'sqs', fifo: false });
+    const kafka = buildReport({ ...inputs(outcomes), fifo: true });
+    expect([fifo.fifo, standard.fifo, kafka.fifo]).toEqual([true, undefined, undefined]);
+    expect(formatReport(fifo)).toContain('Run report (sqs FIFO, ');
+    expect(formatReport(standard)).toContain('Run report (sqs, ');
+    expect(JSON.parse(JSON.stringify(fifo))).toMatchObject({ source: 'sqs', fifo: true });
+  });
+});
+
+describe('formatLateOutcome (--keep-running)', () => {
+  it('names the outcome, the message, its key and the reason or error', () => {
+    expect(formatLateOutcome(outcome('m-1', 'applied'))).toBe('applied        m-1  key=m-1');
+    expect(formatLateOutcome(outcome('m-2', 'dead-lettered', 'k-2', 'ValidationError'))).toBe('dead-lettered  m-2  key=k-2  reason=ValidationError');
   });
 });
