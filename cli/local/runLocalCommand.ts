@@ -238,8 +238,11 @@ function shortPath(file: string): string {
 /**
  * One progress line on standard error: on a terminal it updates in place and log lines are
  * written above it (never glued to it); elsewhere a plain line is written when the figures change,
- * at most every 5 seconds.
+ * at most every 5 seconds, and every 20 seconds while they do not change (retries waiting out their backoff).
  */
+/** Without a terminal, how often unchanged progress figures are written again, in milliseconds. */
+const QUIET_PROGRESS_MS = 20_000;
+
 class ProgressLine {
   #shown = '';
   #lastPlain = '';
@@ -281,10 +284,13 @@ class ProgressLine {
     }
     const figures = line.slice(seconds.length);
     const now = Date.now();
-    if (figures === this.#lastPlain || (p.phase === 'running' && now - this.#lastPlainAt < 5000)) return;
+    // Figures that do not move (retries waiting out their backoff) are still said every 20 s, so a quiet run does not look hung.
+    const unchanged = figures === this.#lastPlain;
+    if (unchanged && (p.phase !== 'running' || now - this.#lastPlainAt < QUIET_PROGRESS_MS)) return;
+    if (!unchanged && p.phase === 'running' && now - this.#lastPlainAt < 5000) return;
     this.#lastPlain = figures;
     this.#lastPlainAt = now;
-    this.write(`${line}\n`);
+    this.write(`${line}${unchanged ? '  (waiting: retried messages come back after their backoff)' : ''}\n`);
   }
 
   /** Ends the progress line (the report follows). */
