@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { BatchGetCommand, type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { tableKeys } from '../../config/settings.js';
 import { expiresAt } from './inboxItems.js';
@@ -65,29 +66,39 @@ export class AttemptLog {
    */
   async recordSkip(sourceId: string, why: string): Promise<void> {
     const now = this.#now();
-    await this.#options.client.send(
-      new UpdateCommand({
-        TableName: this.#options.tableName,
-        Key: { [tableKeys.inbox.partitionKey]: this.key(sourceId) },
-        UpdateExpression: 'ADD #skips :one SET #kind = :kind, #consumer = :consumer, #lastSkip = :why, #lastSkippedAt = :at, #expiresAt = :expiresAt',
-        ExpressionAttributeNames: {
-          '#skips': 'skips',
-          '#kind': 'kind',
-          '#consumer': 'consumer',
-          '#lastSkip': 'lastSkip',
-          '#lastSkippedAt': 'lastSkippedAt',
-          '#expiresAt': tableKeys.inbox.ttlAttribute,
-        },
-        ExpressionAttributeValues: {
-          ':one': 1,
-          ':kind': ATTEMPTS_KIND,
-          ':consumer': this.#options.consumerName,
-          ':why': why.slice(0, 256),
-          ':at': now.toISOString(),
-          ':expiresAt': expiresAt(now, this.#options.ttlSeconds),
-        },
-      }),
-    );
+    try {
+      await this.#options.client.send(
+        new UpdateCommand({
+          TableName: this.#options.tableName,
+          Key: { [tableKeys.inbox.partitionKey]: this.key(sourceId) },
+          UpdateExpression: 'ADD #skips :one SET #kind = :kind, #consumer = :consumer, #lastSkip = :why, #lastSkippedAt = :at, #expiresAt = :expiresAt, #token = :token',
+          // The SDK retries a call that failed after the server applied it (a 5xx, a timeout): the
+          // token makes that retry count nothing twice.
+          ConditionExpression: 'attribute_not_exists(#token) OR #token <> :token',
+          ExpressionAttributeNames: {
+            '#token': 'lastWriteToken',
+            '#skips': 'skips',
+            '#kind': 'kind',
+            '#consumer': 'consumer',
+            '#lastSkip': 'lastSkip',
+            '#lastSkippedAt': 'lastSkippedAt',
+            '#expiresAt': tableKeys.inbox.ttlAttribute,
+          },
+          ExpressionAttributeValues: {
+            ':one': 1,
+            ':kind': ATTEMPTS_KIND,
+            ':consumer': this.#options.consumerName,
+            ':why': why.slice(0, 256),
+            ':at': now.toISOString(),
+            ':expiresAt': expiresAt(now, this.#options.ttlSeconds),
+            ':token': randomUUID(),
+          },
+        }),
+      );
+    } catch (error) {
+      // Only this call's own earlier try can have written its token: the skip is counted.
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
   }
 
   /**
@@ -134,43 +145,54 @@ export class AttemptLog {
    */
   async recordFailure(sourceId: string, recordIdentity: string, failure: RecordedFailure): Promise<number> {
     const now = this.#now();
-    const base = this.#failureUpdate(sourceId, recordIdentity, failure, now);
+    const base = this.#failureUpdate(sourceId, recordIdentity, failure, now, randomUUID());
+    // The SDK retries a call that failed after the server applied it (a 5xx, a timeout): the
+    // call's token, written with the count, makes such a retry fail its condition, and the count
+    // it finds (ALL_OLD) is this call's.
+    const notThisCall = '(attribute_not_exists(#token) OR #token <> :token)';
     for (let round = 0; ; round += 1) {
       try {
         const output = await this.#options.client.send(
           new UpdateCommand({
             ...base,
             UpdateExpression: `ADD #attempts :one SET ${base.UpdateExpression}`,
-            ConditionExpression: 'attribute_not_exists(#pk) OR #recordIdentity = :recordIdentity',
+            ConditionExpression: `(attribute_not_exists(#pk) OR #recordIdentity = :recordIdentity) AND ${notThisCall}`,
             ReturnValues: 'UPDATED_NEW',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         );
         return Number(output.Attributes?.attempts ?? 1);
       } catch (error) {
         if (!isConditionalCheckFailed(error)) throw error;
+        const counted = countWrittenBy(error, base.ExpressionAttributeValues[':token']);
+        if (counted !== undefined) return counted;
       }
       try {
         await this.#options.client.send(
           new UpdateCommand({
             ...base,
             UpdateExpression: `SET #attempts = :one, ${base.UpdateExpression}`,
-            ConditionExpression: 'attribute_exists(#pk) AND (attribute_not_exists(#recordIdentity) OR #recordIdentity <> :recordIdentity)',
+            ConditionExpression: `attribute_exists(#pk) AND (attribute_not_exists(#recordIdentity) OR #recordIdentity <> :recordIdentity) AND ${notThisCall}`,
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         );
         return 1;
       } catch (error) {
-        if (!isConditionalCheckFailed(error) || round >= 1) throw error;
+        if (!isConditionalCheckFailed(error)) throw error;
+        const counted = countWrittenBy(error, base.ExpressionAttributeValues[':token']);
+        if (counted !== undefined) return counted;
+        if (round >= 1) throw error;
       }
     }
   }
 
-  #failureUpdate(sourceId: string, recordIdentity: string, failure: RecordedFailure, now: Date) {
+  #failureUpdate(sourceId: string, recordIdentity: string, failure: RecordedFailure, now: Date, token: string) {
     return {
       TableName: this.#options.tableName,
       Key: { [tableKeys.inbox.partitionKey]: this.key(sourceId) },
       UpdateExpression:
         '#kind = :kind, #consumer = :consumer, #recordIdentity = :recordIdentity, #source = :source, ' +
-        '#lastErrorType = :errorType, #lastErrorMessage = :errorMessage, #lastFailedAt = :failedAt, #expiresAt = :expiresAt',
+        '#lastErrorType = :errorType, #lastErrorMessage = :errorMessage, #lastFailedAt = :failedAt, #expiresAt = :expiresAt, #token = :token',
       ExpressionAttributeNames: {
         '#pk': tableKeys.inbox.partitionKey,
         '#attempts': 'attempts',
@@ -182,8 +204,10 @@ export class AttemptLog {
         '#lastErrorMessage': 'lastErrorMessage',
         '#lastFailedAt': 'lastFailedAt',
         '#expiresAt': tableKeys.inbox.ttlAttribute,
+        '#token': 'lastWriteToken',
       },
       ExpressionAttributeValues: {
+        ':token': token,
         ':one': 1,
         ':kind': ATTEMPTS_KIND,
         ':consumer': this.#options.consumerName,
@@ -196,6 +220,19 @@ export class AttemptLog {
       },
     };
   }
+}
+
+/**
+ * The count stored by the call whose token is `token`, from a conditional check failure's old
+ * item (`ReturnValuesOnConditionCheckFailure: ALL_OLD`, marshalled: the document client does not
+ * convert an error's item); `undefined` when another write is there.
+ */
+function countWrittenBy(error: unknown, token: string): number | undefined {
+  const item = (error as { Item?: Record<string, unknown> }).Item;
+  const value = (attribute: unknown): unknown => (attribute !== null && typeof attribute === 'object' ? ((attribute as { S?: unknown; N?: unknown }).S ?? (attribute as { N?: unknown }).N) : attribute);
+  if (item === undefined || value(item.lastWriteToken) !== token) return undefined;
+  const attempts = Number(value(item.attempts));
+  return Number.isFinite(attempts) && attempts > 0 ? attempts : 1;
 }
 
 function isConditionalCheckFailed(error: unknown): boolean {
