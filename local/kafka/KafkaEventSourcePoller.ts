@@ -17,6 +17,7 @@ import { guardInvocations } from '../aws/invocationGuard.js';
 import type { AnySdkClient } from '../aws/sdkMiddleware.js';
 import { PollerIdleTimeoutError } from '../errors.js';
 import { invokeWithinTimeout } from '../invokeWithinTimeout.js';
+import { newPartitionRetryState, type PartitionRetryState, reportedOffsets, settlePartition } from './partitionRetries.js';
 import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import type { LogRecord, PartitionedLog } from './PartitionedLog.js';
 
@@ -202,11 +203,8 @@ export class KafkaEventSourcePoller {
   readonly #retryAttempts: number;
   readonly #functionTimeoutSeconds: number;
   readonly #functionName: string;
-  readonly #committed: number[];
-  /** Per partition: the offset it last failed at, and how many invocations in a row failed there. */
-  readonly #failing = new Map<number, { offset: number; invocations: number }>();
-  /** `retry-reported-records`: per partition, the records to retry before reading on (in offset order). */
-  readonly #retrying = new Map<number, LogRecord[]>();
+  /** Per partition: the committed offset, the offset it last failed at (and how many invocations in a row), the records to retry first. */
+  readonly #state: PartitionRetryState;
   readonly #retryReading: KafkaRetryReading;
   #handler: LocalKafkaHandler;
   #logStreamName = newLogStreamName();
@@ -229,7 +227,7 @@ export class KafkaEventSourcePoller {
     if (!Number.isInteger(this.#retryAttempts) || this.#retryAttempts < 0) {
       throw new RangeError(`retryAttempts ${this.#retryAttempts} must be a whole number from 0: Kafka retries must be finite`);
     }
-    this.#committed = Array.from({ length: this.#log.partitions }, () => 0);
+    this.#state = newPartitionRetryState(this.#log.partitions);
     this.#handler = options.createHandler();
   }
 
@@ -240,13 +238,13 @@ export class KafkaEventSourcePoller {
 
   /** The next offset the mapping reads from `partition` (everything before it is committed). */
   committedOffset(partition: number): number {
-    return this.#committed[partition] ?? 0;
+    return this.#state.committed[partition] ?? 0;
   }
 
   /** Records not committed yet (or waiting for a retry), across partitions. */
   lag(): number {
-    const retrying = [...this.#retrying.values()].reduce((sum, records) => sum + records.length, 0);
-    return retrying + this.#committed.reduce((sum, committed, partition) => sum + this.#log.endOffset(partition) - committed, 0);
+    const retrying = [...this.#state.retrying.values()].reduce((sum, records) => sum + records.length, 0);
+    return retrying + this.#state.committed.reduce((sum, committed, partition) => sum + this.#log.endOffset(partition) - committed, 0);
   }
 
   /**
@@ -335,7 +333,7 @@ export class KafkaEventSourcePoller {
     const partitions = this.#log.partitions;
     for (let i = 0; i < partitions && batch.length < this.#batchSize; i += 1) {
       const partition = (this.#nextPartition + i) % partitions;
-      const retrying = this.#retrying.get(partition);
+      const retrying = this.#state.retrying.get(partition);
       if (retrying !== undefined) {
         batch.push(...retrying.slice(0, this.#batchSize - batch.length));
         continue; // a partition with records to retry sends only those
@@ -360,44 +358,11 @@ export class KafkaEventSourcePoller {
 
     const gaveUp: KafkaOnFailureRecord[] = [];
     for (const [partition, records] of byPartition) {
-      const last = records[records.length - 1]!;
-      const key = topicPartition(this.#log.topic, partition);
-      // The records of this partition that come back, per the verdict and the retry reading.
-      let failed: LogRecord[];
-      if (verdict.kind === 'success') failed = [];
-      else if (verdict.kind === 'failure') failed = records;
-      else if (this.#retryReading === 'retry-reported-records') failed = records.filter((record) => reported.get(key)?.has(record.offset));
-      else {
-        const resumeAt = verdict.resumeAt.get(key);
-        failed = resumeAt === undefined ? [] : records.filter((record) => record.offset >= resumeAt);
-      }
-      // Retry reading: records still waiting for a retry that did not fit in this batch stay waiting.
-      const sent = new Set(records.map((record) => record.offset));
-      const stillWaiting = (this.#retrying.get(partition) ?? []).filter((record) => !sent.has(record.offset));
-      const moveOn = (waiting: readonly LogRecord[]) => {
-        this.#committed[partition] = Math.max(this.committedOffset(partition), last.offset + 1);
-        if (waiting.length > 0) this.#retrying.set(partition, [...waiting].sort((a, b) => a.offset - b.offset));
-        else this.#retrying.delete(partition);
-      };
-      const failedAt = failed[0]?.offset;
-      if (failedAt === undefined) {
-        moveOn(stillWaiting);
-        this.#failing.delete(partition);
-        continue;
-      }
-      const previous = this.#failing.get(partition);
-      const invocations = previous?.offset === failedAt ? previous.invocations + 1 : 1;
-      if (invocations <= this.#retryAttempts) {
-        this.#failing.set(partition, { offset: failedAt, invocations });
-        if (this.#retryReading === 'retry-reported-records') moveOn([...failed, ...stillWaiting]);
-        else this.#committed[partition] = failedAt;
-        continue;
-      }
-      const record = this.#onFailureRecord(failed, invocations, event, context, functionError);
+      const settled = settlePartition(this.#state, this.#log.topic, partition, records, verdict, reported, { retryAttempts: this.#retryAttempts, retryReading: this.#retryReading });
+      if (settled === undefined) continue;
+      const record = this.#onFailureRecord(settled.gaveUp, settled.invocations, event, context, functionError);
       await this.#options.onFailure?.(record);
       gaveUp.push(record);
-      moveOn(stillWaiting);
-      this.#failing.delete(partition);
     }
     return gaveUp;
   }
@@ -473,21 +438,6 @@ function toEventRecord(record: LogRecord): KafkaRecord {
     value: record.value === null ? null : Buffer.from(record.value).toString('base64'),
     headers: record.headers.map((header) => ({ [header.name]: [...header.value] })),
   };
-}
-
-/**
- * The offsets a (valid, partial) response reports, by `"<topic>-<partition>"`. Only called after
- * `readKafkaBatchResponse` accepted the response, so every entry is well-formed.
- */
-function reportedOffsets(response: unknown): Map<string, Set<number>> {
-  const offsets = new Map<string, Set<number>>();
-  const failures = (response as { batchItemFailures?: unknown } | null)?.batchItemFailures;
-  for (const failure of Array.isArray(failures) ? failures : []) {
-    const identifier = (failure as { itemIdentifier?: { partition?: unknown; offset?: unknown } } | null)?.itemIdentifier;
-    if (typeof identifier?.partition !== 'string' || typeof identifier.offset !== 'number') continue;
-    offsets.set(identifier.partition, (offsets.get(identifier.partition) ?? new Set()).add(identifier.offset));
-  }
-  return offsets;
 }
 
 function describe(error: unknown): string {

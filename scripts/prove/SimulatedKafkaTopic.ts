@@ -19,10 +19,11 @@
  *
  * @module
  */
-import { readKafkaBatchResponse, topicPartition } from '../../lambda/batch/kafkaBatchResponse.js';
+import { readKafkaBatchResponse } from '../../lambda/batch/kafkaBatchResponse.js';
 import type { KafkaEvent } from '../../lambda/batch/kafkaEvent.js';
 import { buildKafkaEvent } from '../../local/kafka/KafkaEventSourcePoller.js';
 import { type LogRecord, PartitionedLog } from '../../local/kafka/PartitionedLog.js';
+import { newPartitionRetryState, type PartitionRetryState, reportedOffsets, settlePartition } from '../../local/kafka/partitionRetries.js';
 import type { KafkaRetryReading } from './schedule.js';
 import type { VirtualClock } from './virtualClock.js';
 
@@ -52,9 +53,7 @@ export interface KafkaBatch {
 export class SimulatedKafkaTopic {
   readonly #options: SimulatedKafkaTopicOptions;
   readonly log: PartitionedLog;
-  readonly #committed: number[];
-  readonly #failing = new Map<number, { offset: number; invocations: number }>();
-  readonly #retrying = new Map<number, LogRecord[]>();
+  readonly #state: PartitionRetryState;
   readonly #inFlight = new Set<number>();
   readonly #generation: number[];
   readonly #gaveUp: LogRecord[] = [];
@@ -65,7 +64,7 @@ export class SimulatedKafkaTopic {
   constructor(options: SimulatedKafkaTopicOptions) {
     this.#options = options;
     this.log = new PartitionedLog({ topic: options.topic, partitions: options.partitions, now: options.clock.now });
-    this.#committed = Array.from({ length: options.partitions }, () => 0);
+    this.#state = newPartitionRetryState(options.partitions);
     this.#generation = Array.from({ length: options.partitions }, () => 0);
   }
 
@@ -81,14 +80,14 @@ export class SimulatedKafkaTopic {
 
   /** Whether every record is committed and none waits for a retry. */
   get drained(): boolean {
-    if (this.#retrying.size > 0) return false;
-    return this.#committed.every((offset, partition) => offset >= this.log.endOffset(partition));
+    if (this.#state.retrying.size > 0) return false;
+    return this.#state.committed.every((offset, partition) => offset >= this.log.endOffset(partition));
   }
 
   /** Records not committed yet. */
   get lag(): number {
-    const retrying = [...this.#retrying.values()].reduce((sum, records) => sum + records.length, 0);
-    return retrying + this.#committed.reduce((sum, offset, partition) => sum + this.log.endOffset(partition) - offset, 0);
+    const retrying = [...this.#state.retrying.values()].reduce((sum, records) => sum + records.length, 0);
+    return retrying + this.#state.committed.reduce((sum, offset, partition) => sum + this.log.endOffset(partition) - offset, 0);
   }
 
   /** The next batch, across the partitions not in flight, up to `batchSize` records; `undefined` when none. */
@@ -98,11 +97,11 @@ export class SimulatedKafkaTopic {
     for (let i = 0; i < partitions && records.length < this.#options.batchSize; i += 1) {
       const partition = (this.#nextPartition + i) % partitions;
       if (this.#inFlight.has(partition)) continue;
-      const retrying = this.#retrying.get(partition);
+      const retrying = this.#state.retrying.get(partition);
       const taken =
         retrying !== undefined
           ? retrying.slice(0, this.#options.batchSize - records.length)
-          : this.log.read(partition, this.#committed[partition] ?? 0, this.#options.batchSize - records.length);
+          : this.log.read(partition, this.#state.committed[partition] ?? 0, this.#options.batchSize - records.length);
       records.push(...taken);
     }
     this.#nextPartition = (this.#nextPartition + 1) % partitions;
@@ -140,52 +139,9 @@ export class SimulatedKafkaTopic {
       if ((this.#generation[partition] ?? 0) !== batch.generations.get(partition)) continue; // not the owner any more
       this.#inFlight.delete(partition);
       if (acknowledgementLost && verdict.kind !== 'failure') continue; // the commit did not reach Kafka: the batch comes back
-      const last = records[records.length - 1]!;
-      const key = topicPartition(this.log.topic, partition);
-      let failed: LogRecord[];
-      if (verdict.kind === 'success') failed = [];
-      else if (verdict.kind === 'failure') failed = records;
-      else if (this.#options.retryReading === 'retry-reported-records') failed = records.filter((record) => reported.get(key)?.has(record.offset));
-      else {
-        const resumeAt = verdict.resumeAt.get(key);
-        failed = resumeAt === undefined ? [] : records.filter((record) => record.offset >= resumeAt);
-      }
-      const sent = new Set(records.map((record) => record.offset));
-      const stillWaiting = (this.#retrying.get(partition) ?? []).filter((record) => !sent.has(record.offset));
-      const moveOn = (waiting: readonly LogRecord[]) => {
-        this.#committed[partition] = Math.max(this.#committed[partition] ?? 0, last.offset + 1);
-        if (waiting.length > 0) this.#retrying.set(partition, [...waiting].sort((a, b) => a.offset - b.offset));
-        else this.#retrying.delete(partition);
-      };
-      const failedAt = failed[0]?.offset;
-      if (failedAt === undefined) {
-        moveOn(stillWaiting);
-        this.#failing.delete(partition);
-        continue;
-      }
-      const previous = this.#failing.get(partition);
-      const invocations = previous?.offset === failedAt ? previous.invocations + 1 : 1;
-      if (invocations <= this.#options.retryAttempts) {
-        this.#failing.set(partition, { offset: failedAt, invocations });
-        if (this.#options.retryReading === 'retry-reported-records') moveOn([...failed, ...stillWaiting]);
-        else this.#committed[partition] = failedAt;
-        continue;
-      }
-      this.#gaveUp.push(...failed);
-      moveOn(stillWaiting);
-      this.#failing.delete(partition);
+      const settled = settlePartition(this.#state, this.log.topic, partition, records, verdict, reported, { retryAttempts: this.#options.retryAttempts, retryReading: this.#options.retryReading });
+      if (settled !== undefined) this.#gaveUp.push(...settled.gaveUp);
     }
   }
 }
 
-/** The offsets a partial response reports, by `"<topic>-<partition>"`. */
-function reportedOffsets(response: unknown): Map<string, Set<number>> {
-  const offsets = new Map<string, Set<number>>();
-  const failures = (response as { batchItemFailures?: unknown } | null)?.batchItemFailures;
-  for (const failure of Array.isArray(failures) ? failures : []) {
-    const identifier = (failure as { itemIdentifier?: { partition?: unknown; offset?: unknown } } | null)?.itemIdentifier;
-    if (typeof identifier?.partition !== 'string' || typeof identifier.offset !== 'number') continue;
-    offsets.set(identifier.partition, (offsets.get(identifier.partition) ?? new Set()).add(identifier.offset));
-  }
-  return offsets;
-}
