@@ -42,6 +42,11 @@ export interface AttemptLogOptions {
  *   the record's coordinates, with the record's identity, because the same coordinates can later
  *   hold another record (a recreated topic; every local run's fresh log starts at offset 0).
  *
+ * Each write counts once even when the SDK sends it again after the server applied it (a 5xx or a
+ * timeout after the write): it carries a token of its own (`lastWriteToken`), which its condition
+ * refuses to see twice; the retry then reads back (`ReturnValuesOnConditionCheckFailure: ALL_OLD`)
+ * what its first try wrote.
+ *
  * To read a record as an operator:
  * `aws dynamodb get-item --table-name <inbox table> --key '{"pk":{"S":"<consumer>#attempt#kafka:events-0@12"}}'`
  */
