@@ -45,6 +45,12 @@ export interface ArchiveResult {
   readonly cancelled: boolean;
   readonly interrupted: boolean;
   readonly warnings: readonly string[];
+  /**
+   * The file holds fewer messages than the queue: a FIFO queue without `delete`, where SQS shows
+   * only the first message of each group while it is held (the command exits 1; archive a FIFO
+   * queue with `--delete`, which goes round by round).
+   */
+  readonly incomplete: boolean;
 }
 
 /**
@@ -160,6 +166,8 @@ export async function archiveDeadLetters(context: DlqContext, options: ArchiveOp
   }
   const warnings = [...reasonWarnings(options.selection ?? {}, firstScan), ...(options.delete === true ? [] : scanWarnings(info, seen, releaseFailures))];
   if (interrupted) warnings.push('interrupted: everything written to the file is on disk; messages not deleted are still in the queue');
+  const incomplete = options.delete !== true && options.dryRun !== true && info.fifo && seen < info.approximateNumberOfMessages;
+  if (incomplete) warnings.push('the archive is incomplete: on a FIFO queue only --delete archives every message (it deletes each round to reveal the next messages of the groups)');
   return {
     queueUrl: options.queueUrl,
     file: options.out,
@@ -172,6 +180,7 @@ export async function archiveDeadLetters(context: DlqContext, options: ArchiveOp
     cancelled,
     interrupted,
     warnings,
+    incomplete,
   };
 }
 

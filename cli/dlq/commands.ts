@@ -184,7 +184,7 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
         dlqCheck: flags.dlqCheck,
       });
       print(flags, result, formatArchive(result));
-      if (result.notDeleted.length > 0 || result.notArchived.length > 0 || result.cancelled) outcome.exitCode = 1;
+      if (result.notDeleted.length > 0 || result.notArchived.length > 0 || result.cancelled || result.incomplete) outcome.exitCode = 1;
       if (result.interrupted) outcome.exitCode = 130;
     },
   );

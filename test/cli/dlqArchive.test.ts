@@ -186,6 +186,24 @@ describe('archiveDeadLetters and replayArchive', () => {
     expect(await visibleCount(sqs, dlq.url)).toBe(3);
   });
 
+  it('says a FIFO archive without --delete is incomplete when SQS holds back a group (more than one receive of it): warning and incomplete, so exit 1', async () => {
+    const { source, dlq } = await createQueuePair(sqs, 'heads', true);
+    // One group of 12: a receive returns at most 10, and while they are held SQS returns no more of the group.
+    await seedDeadLetters(
+      sqs,
+      dlq.url,
+      Array.from({ length: 12 }, (_, i) => ({ reason: 'ValidationError', body: eventBody(`h-${i}`), source: source.arn, originalMessageId: `h-${i}`, messageGroupId: 'A' })),
+    );
+    const out = newFile();
+
+    const result = await archiveDeadLetters({ sqs }, { queueUrl: dlq.url, out, ...fast });
+
+    expect(result.archived).toBeLessThan(12);
+    expect(result.incomplete).toBe(true);
+    expect(result.warnings.join('\n')).toContain('the archive is incomplete');
+    expect(await visibleCount(sqs, dlq.url)).toBe(12);
+  });
+
   it('archives a FIFO queue past the first message of each group with --delete, and replays the groups', async () => {
     const { source, dlq } = await createQueuePair(sqs, 'orders', true);
     await seedDeadLetters(sqs, dlq.url, [
