@@ -17,6 +17,8 @@ import { deployedStack, type TestResources } from '../support/testResources.js';
 import { waitFor } from '../support/waitFor.js';
 
 const deployed = deployedStack() !== undefined;
+// Skipped (with its reason in the run's output) unless IC_OUTPUTS_FILE names a deployed stack:
+// this file drives the deployed function itself, which no emulator here stands in for.
 if (!deployed) it.skip('needs a deployed stack: IC_OUTPUTS_FILE=cdk-outputs.json (see docs/deploy.md)', () => undefined);
 
 describe.runIf(deployed)('the deployed café stack (IC_OUTPUTS_FILE)', () => {

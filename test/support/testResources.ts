@@ -247,6 +247,8 @@ export function deployedResourceNames(deployed: ConsumerResources, who: string, 
  */
 export function describeUnlessDeployedStack(reason: string): typeof describe {
   if (deployedStack() === undefined) return describe;
+  // Skipped on purpose against a shared deployed stack: the caller's `reason` says why, and this
+  // one skipped test puts it in the run's output.
   it.skip(`skipped against the deployed stack of IC_OUTPUTS_FILE: ${reason}`, () => undefined);
   return describe.skip as typeof describe;
 }
