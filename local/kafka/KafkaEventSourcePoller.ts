@@ -20,6 +20,7 @@ import { invokeWithinTimeout } from '../invokeWithinTimeout.js';
 import { newPartitionRetryState, type PartitionRetryState, reportedOffsets, settlePartition } from './partitionRetries.js';
 import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import type { LogRecord, PartitionedLog } from './PartitionedLog.js';
+import type { OnFailureInvocation } from '../onFailureRecord.js';
 
 /** A Lambda handler for Kafka events; its result may be anything (it is read as AWS reads it). */
 export type LocalKafkaHandler = (event: KafkaEvent, context: Context) => unknown;
@@ -36,25 +37,7 @@ export type LocalKafkaHandler = (event: KafkaEvent, context: Context) => unknown
  * https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html (formerly
  * with-msk-on-failure.html).
  */
-export interface KafkaOnFailureRecord {
-  readonly requestContext: {
-    /** The last invocation's request id. */
-    readonly requestId: string;
-    readonly functionArn: string;
-    /** AWS also uses `MaximumPayloadSizeExceeded`; this emulation only gives up on retries. */
-    readonly condition: 'RetryAttemptsExhausted';
-    /** Invocations of this batch, the first included. */
-    readonly approximateInvokeCount: number;
-  };
-  readonly responseContext: {
-    readonly statusCode: number;
-    readonly executedVersion: string;
-    /** `Unhandled` when the last invocation threw or timed out; absent when it reported failures. */
-    readonly functionError?: string;
-  };
-  readonly version: '1.0';
-  /** When Lambda gave up (ISO 8601). */
-  readonly timestamp: string;
+export interface KafkaOnFailureRecord extends OnFailureInvocation {
   readonly KafkaBatchInfo: {
     /** Records given up, across the partitions in `recordsInfo`. */
     readonly batchSize: number;

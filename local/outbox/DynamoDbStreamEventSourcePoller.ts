@@ -25,6 +25,7 @@ import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import { localRegion } from '../localClientConfig.js';
 import { judgeStreamBatchResponse, type StreamBatchJudgement } from './judgeStreamBatchResponse.js';
 import { type FilterPattern, matchesFilterPattern } from './matchesFilterPattern.js';
+import type { OnFailureInvocation } from '../onFailureRecord.js';
 
 /** A Lambda handler for DynamoDB Stream events; its result may be anything (it is read as AWS reads it). */
 export type LocalStreamHandler = (event: DynamoDBStreamEvent, context: Context) => unknown;
@@ -38,24 +39,7 @@ export type LocalStreamHandler = (event: DynamoDBStreamEvent, context: Context) 
  * Source: "Configuring destinations for DynamoDB event source mappings",
  * https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html
  */
-export interface DynamoDbStreamOnFailureRecord {
-  readonly requestContext: {
-    readonly requestId: string;
-    readonly functionArn: string;
-    /** AWS also uses `RecordAgeExceeded`; this emulation only gives up on retries. */
-    readonly condition: 'RetryAttemptsExhausted';
-    /** Invocations of these records, the first included. */
-    readonly approximateInvokeCount: number;
-  };
-  readonly responseContext: {
-    readonly statusCode: number;
-    readonly executedVersion: string;
-    /** `Unhandled` when the last invocation threw or timed out; absent when it reported failures. */
-    readonly functionError?: string;
-  };
-  readonly version: '1.0';
-  /** When Lambda gave up (ISO 8601). */
-  readonly timestamp: string;
+export interface DynamoDbStreamOnFailureRecord extends OnFailureInvocation {
   readonly DDBStreamBatchInfo: {
     readonly shardId: string;
     readonly startSequenceNumber: string;
