@@ -17,7 +17,8 @@ import { grantTableKey } from './tableKey.js';
 import { Alias } from 'aws-cdk-lib/aws-kms';
 import { Architecture, FilterCriteria, Runtime, StartingPosition, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { defaultBundling } from './bundling.js';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns';
 import { type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
@@ -257,20 +258,8 @@ export class OutboxRelay extends Construct {
         POWERTOOLS_LOG_LEVEL: 'INFO',
         NODE_OPTIONS: '--enable-source-maps',
       },
-      bundling: {
-        forceDockerBundling: false,
-        format: OutputFormat.ESM,
-        target: 'node22',
-        mainFields: ['module', 'main'],
-        // Bundled CommonJS dependencies (parts of the AWS SDK) call `require`, which an ES module lacks.
-        banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-        bundleAwsSDK: true,
-        externalModules: [],
-        minify: true,
-        keepNames: true,
-        sourceMap: true,
-        sourcesContent: false,
-      },
+      // The consumer's bundling, with nothing external and names kept.
+      bundling: { ...defaultBundling, externalModules: [], keepNames: true },
     });
     Validations.of(this.function).acknowledge({
       id: 'AwsSolutions-L1',
