@@ -729,8 +729,8 @@ export class BatchEngine<Event> {
 
   /**
    * On Kafka, until when (epoch milliseconds) a unit waits for a side-effect lock that another
-   * invocation holds (Powertools' `IdempotencyAlreadyInProgressError`, whose `retryAt` is the
-   * lock's expiry: the holder's deadline) before it runs again in the next round: the expiry, or
+   * invocation holds (the executor's `NotAttempted` whose `retryAt` is the lock's expiry, read from
+   * Powertools' record: the holder's deadline) before it runs again in the next round: the expiry, or
    * as late as this invocation can wait and still run the effect and commit
    * (`sideEffectMinRemainingMs` + 200 ms before its deadline). A lock still held then fails the
    * unit as not attempted, and the next invocation waits the rest.
