@@ -21,6 +21,8 @@ import { kafkaMessageId } from '../lambda/batch/kafkaDeliveries.js';
 import { MessageHold } from '../cli/dlq/queueInspector.js';
 import type { LocalClients } from './aws/localClients.js';
 import type { LocalCheck } from './check.js';
+import { INJECTED_TRANSIENT_FAILURE } from './deadLetterCause.js';
+import { PollerIdleTimeoutError } from './errors.js';
 import type { FaultOptions } from './faultInjection.js';
 import { createDeliveryRecorder } from './htmlReportInput.js';
 import type { HtmlReportInput } from './htmlReportInput.js';
@@ -91,7 +93,12 @@ export interface LocalRunOptions {
   readonly relay?: boolean;
   /** Use these running emulators instead of starting new ones (tests); `prefix` keeps names apart. */
   readonly endpoints?: { readonly dynamoDb: string; readonly sqs: string; readonly s3?: string; readonly prefix?: string };
-  /** Give up waiting for the source to drain after this long, in milliseconds. @default 600000 */
+  /**
+   * The run's time limit: stop consuming when the source has not drained after this long, in
+   * milliseconds (counted from the first poll), then check what is stored as usual: the report
+   * says the run hit its limit, and the check fails (the messages left are unaccounted for).
+   * @default 600000
+   */
   readonly timeoutMs?: number;
   readonly onProgress?: (progress: Progress) => void;
   /** Receives each line the consumer logs (standard error by default), e.g. to keep a progress line apart. */
@@ -132,13 +139,17 @@ export interface LocalRunResult {
  * consumer's `tables` with the provisioner the tests use, starts the outbox relay, sends the input
  * through the event source (SQS: the queue and a local event source mapping with Lambda's
  * semantics; Kafka: an in-process partitioned log and a local Kafka event source mapping), and
- * waits until it drains. Then it checks exactly-once against what is stored (see `buildReport`),
- * with the consumer's own invariants (`check`). Everything is stopped at the end, also on errors.
+ * waits until it drains, or until its time limit (`timeoutMs`). Then it checks exactly-once
+ * against what is stored (see `buildReport`), with the consumer's own invariants (`check`) and
+ * what the run injects on purpose (`faults`, `transientFailureRate`: the dead letters those
+ * produce are excused, see `judgeDeadLetter`). A run that hits its time limit, or whose outbox
+ * relay does not drain, is reported all the same, its check failed. Everything is stopped at the
+ * end, also on errors.
  *
  * @throws InvalidSettingsError when the settings break an AWS rule
  * @throws DataDirError when `dataDir` is not a directory or another run holds it
- * @throws the emulators' start errors (e.g. no Java), and `PollerIdleTimeoutError` when the
- *   source does not drain within `timeoutMs`
+ * @throws RangeError when `transientFailureRate` is not a number from 0 to 1
+ * @throws the emulators' start errors (e.g. no Java, `EmulatorStartError`) and `ProvisioningError`
  */
 export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
   const settings = assertValidSettings(options.settings);
@@ -242,6 +253,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     let remaining: () => Promise<number>;
     let onFailureRecords: KafkaOnFailureRecord[] = [];
     let keepConsuming: (signal: AbortSignal) => Promise<void>;
+    // The run's time limit: past it, consuming stops and the report says so (the check fails).
+    const limitMs = options.timeoutMs ?? 600_000;
+    let timedOut: { limitMs: number; detail: string } | undefined;
     say(`sending ${options.input.length} messages`, 'running');
     if (source === 'sqs') {
       sent = await sendInput(admin.sqs, resources.queueUrl, ordered, {
@@ -262,7 +276,10 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
         });
       const poller = newPoller();
       try {
-        await poller.runUntilIdle({ idleMs: 1500, timeoutMs: options.timeoutMs ?? 600_000 });
+        await poller.runUntilIdle({ idleMs: 1500, timeoutMs: limitMs });
+      } catch (error) {
+        if (!(error instanceof PollerIdleTimeoutError)) throw error;
+        timedOut = { limitMs, detail: error.message };
       } finally {
         await poller.stop();
       }
@@ -288,7 +305,12 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
           invocations += 1;
         },
       });
-      await poller.runUntilIdle({ timeoutMs: options.timeoutMs ?? 600_000 });
+      try {
+        await poller.runUntilIdle({ timeoutMs: limitMs });
+      } catch (error) {
+        if (!(error instanceof PollerIdleTimeoutError)) throw error;
+        timedOut = { limitMs, detail: error.message };
+      }
       remaining = async () => poller.lag();
       keepConsuming = async (signal) => {
         while (!signal.aborted) {
@@ -300,7 +322,13 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     clearInterval(progressTimer);
     options.onProgress?.(progressOf('checking'));
 
-    await relay?.drain({ timeoutMs: 60_000 });
+    let relayProblem: string | undefined;
+    try {
+      await relay?.drain({ timeoutMs: 60_000 });
+    } catch (error) {
+      if (!(error instanceof PollerIdleTimeoutError)) throw error;
+      relayProblem = `the outbox relay did not drain within 60 s: ${error.message}`;
+    }
     const documentClient = DynamoDBDocumentClient.from(admin.dynamoDb);
     const [deadLetters, left, outbox, domainProblems] = await Promise.all([
       readDeadLetterQueue(admin, endpoints.sqs, resources.deadLetterQueueUrl, startedAt),
@@ -318,10 +346,13 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
         ...domainProblems,
         ...(onFailureRecords.length === 0 ? [] : [`${onFailureRecords.length} Kafka batch(es) went to the on-failure destination (metadata only, records not processed)`]),
         ...(relay !== undefined && relay.gaveUp().length > 0 ? [`the outbox relay gave up on ${relay.gaveUp().length} batch(es)`] : []),
+        ...(relayProblem === undefined ? [] : [relayProblem]),
       ],
       ...(outbox === undefined ? {} : { outbox: { written: outbox.written, published: outbox.published } }),
       metrics: capture.totals(),
       remainingInSource: left,
+      injected: { faults: options.faults?.rates ?? {}, transientFailureRate: options.transientFailureRate ?? 0 },
+      ...(timedOut === undefined ? {} : { timedOut }),
       durationMs: performance.now() - started,
     });
     const result: LocalRunResult = { report, deliveries: recorder.deliveries(), startedAt, source: source === 'kafka' ? 'kafka' : settings.queue.fifo ? 'sqs-fifo' : 'sqs' };
@@ -347,7 +378,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
 export class InjectedTransientFailure extends RetryableError {
   constructor(idempotencyKey: string) {
     super(`injected transient failure (first decision of ${idempotencyKey}); the retry applies it`);
-    this.name = 'InjectedTransientFailure';
+    this.name = INJECTED_TRANSIENT_FAILURE;
   }
 }
 
@@ -416,7 +447,14 @@ export async function readDeadLetterQueue(clients: LocalClients, sqsEndpoint: st
     const dead = readDeadLetterAttributes(attributes);
     if ((dead?.failedAt?.getTime() ?? sentAt ?? 0) < since.getTime()) return undefined;
     const empty = dead?.context.bodyEncoding === 'empty' && body === EMPTY_BODY_PLACEHOLDER;
-    return { messageId, body: empty ? '' : body, failureReason: dead?.failureReason, originalMessageId: dead?.context.originalMessageId ?? messageId };
+    return {
+      messageId,
+      body: empty ? '' : body,
+      failureReason: dead?.failureReason,
+      errorType: dead?.errorType,
+      errorMessage: dead?.errorMessage,
+      originalMessageId: dead?.context.originalMessageId ?? messageId,
+    };
   };
   const name = queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
   try {

@@ -3,7 +3,7 @@ import type { OutcomeRecord } from '../../lambda/observability/outcomes.js';
 import { buildReport, formatReport, type ReportInputs } from '../../local/report.js';
 import { formatLateOutcome } from '../../cli/local/runLocalCommand.js';
 
-const outcome = (messageId: string, kind: OutcomeRecord['outcome'], key = messageId, reason?: string): OutcomeRecord => ({
+const outcome = (messageId: string, kind: OutcomeRecord['outcome'], key = messageId, reason?: string, errorType = reason): OutcomeRecord => ({
   outcome: kind,
   messageId,
   idempotencyKey: key,
@@ -11,7 +11,7 @@ const outcome = (messageId: string, kind: OutcomeRecord['outcome'], key = messag
   fields: {},
   attempt: 1,
   reason,
-  errorType: reason,
+  errorType,
   errorMessage: reason,
   countsAsAttempt: true,
   durationMs: 1,
@@ -26,7 +26,9 @@ function inputs(outcomes: OutcomeRecord[], sent = ['m-1', 'm-2']): ReportInputs 
     source: 'kafka',
     sent: sent.map((messageId, i) => ({ messageId, line: i + 1, body: `{"n":${i}}` })),
     outcomes,
-    deadLetters: outcomes.filter((o) => o.outcome === 'dead-lettered').map((o) => ({ messageId: `dl-${o.messageId}`, body: `{"n":${sent.indexOf(o.messageId)}}`, failureReason: o.reason, originalMessageId: o.messageId })),
+    deadLetters: outcomes
+      .filter((o) => o.outcome === 'dead-lettered')
+      .map((o) => ({ messageId: `dl-${o.messageId}`, body: `{"n":${sent.indexOf(o.messageId)}}`, failureReason: o.reason, errorType: o.errorType, originalMessageId: o.messageId })),
     metrics: { applied: count('applied'), duplicates: count('duplicate'), retried: count('retried'), deadLettered: count('dead-lettered'), deadLetteredByReason: byReason, invocations: 1, records: outcomes.length, latenciesMs: [1] },
     remainingInSource: 0,
     durationMs: 10,
@@ -55,6 +57,7 @@ describe('buildReport: the exactly-once check', () => {
   it('fails a message with no final outcome as lost', () => {
     const report = buildReport(inputs([outcome('m-1', 'applied'), outcome('m-2', 'retried')]));
     expect(report.check.problems).toContain('1 message(s) have no final outcome (lost): lines 2');
+    expect(report).toMatchObject({ unaccounted: 1, countsAddUp: true });
   });
 
   it('says a FIFO queue in the report and its JSON; says nothing of it for Kafka', () => {
@@ -66,6 +69,133 @@ describe('buildReport: the exactly-once check', () => {
     expect(formatReport(fifo)).toContain('Run report (sqs FIFO, ');
     expect(formatReport(standard)).toContain('Run report (sqs, ');
     expect(JSON.parse(JSON.stringify(fifo))).toMatchObject({ source: 'sqs', fifo: true });
+  });
+});
+
+describe('buildReport: dead letters that are not the message own', () => {
+  const sent = ['m-1', 'm-2', 'm-3', 'm-4', 'm-5'];
+
+  it('passes dead letters of the messages own (their data, the consumer own retryable error) and lists them as own', () => {
+    const report = buildReport(
+      inputs(
+        [
+          outcome('m-1', 'applied'),
+          outcome('m-2', 'dead-lettered', 'm-2', 'ValidationError'),
+          outcome('m-3', 'dead-lettered', 'm-3', 'OutOfStock'),
+          outcome('m-4', 'dead-lettered', 'm-4', 'RetriesExhausted', 'PredecessorNotApplied'),
+          outcome('m-5', 'duplicate', 'm-1'),
+        ],
+        sent,
+      ),
+    );
+    expect(report.check).toEqual({ ok: true, problems: [] });
+    expect(report.deadLetterCauses.map((g) => [g.verdict, g.reason, g.cause])).toEqual([
+      ['own', 'OutOfStock', 'message'],
+      ['own', 'RetriesExhausted', 'consumer-code'],
+      ['own', 'ValidationError', 'message'],
+    ]);
+    const text = formatReport(report);
+    expect(text).toContain('dead letters judged         3 their own, 0 excused, 0 not their own');
+    expect(text).toContain('Exactly-once check: PASSED — each of the 5 messages was applied once, acknowledged as a duplicate, or dead-lettered for a reason of its own.');
+  });
+
+  it('fails valid messages dead-lettered after TransactionConflict ("the batch did not settle"), and says which and why', () => {
+    const report = buildReport(
+      inputs(
+        [
+          outcome('m-1', 'applied'),
+          outcome('m-2', 'dead-lettered', 'm-2', 'RetriesExhausted', 'TransactionConflict'),
+          outcome('m-3', 'dead-lettered', 'm-3', 'RetriesExhausted', 'TransactionConflict'),
+          outcome('m-4', 'dead-lettered', 'm-4', 'RetriesExhausted', 'NotAttempted'),
+          outcome('m-5', 'dead-lettered', 'm-5', 'RetriesExhausted', 'ProvisionedThroughputExceededException'),
+        ],
+        sent,
+      ),
+    );
+    expect(report.check.ok).toBe(false);
+    expect(report.check.problems).toEqual([
+      "2 message(s) dead-lettered for a reason that is not their own — RetriesExhausted after TransactionConflict: contention or rounds of the library's batch commit, not the message's data nor the consumer's code: lines 2, 3",
+      "1 message(s) dead-lettered for a reason that is not their own — RetriesExhausted after NotAttempted: the library's own error: lines 4",
+      '1 message(s) dead-lettered for a reason that is not their own — RetriesExhausted after ProvisionedThroughputExceededException: AWS throttled a call: lines 5',
+    ]);
+    const text = formatReport(report);
+    expect(text).toContain('dead letters judged         0 their own, 0 excused, 4 not their own');
+    expect(text).toMatch(/NOT THEIR OWN {5}2 {2}RetriesExhausted after TransactionConflict: .*; lines 2, 3/);
+    expect(text).toContain('Exactly-once check: FAILED');
+  });
+
+  it('judges what the DLQ holds (ic.errorType) over what the consumer said', () => {
+    const base = inputs([outcome('m-1', 'applied'), outcome('m-2', 'dead-lettered', 'm-2', 'RetriesExhausted', 'PredecessorNotApplied')]);
+    const report = buildReport({ ...base, deadLetters: base.deadLetters.map((d) => ({ ...d, errorType: 'TransactionConflict' })) });
+    expect(report.check.problems.join('\n')).toMatch(/RetriesExhausted after TransactionConflict/);
+  });
+
+  it('excuses a dead letter only when the run declares the kind of fault that produces it, with a note', () => {
+    const outcomes = [outcome('m-1', 'applied'), outcome('m-2', 'dead-lettered', 'm-2', 'RetriesExhausted', 'TransactionConflict')];
+    const declared = buildReport({ ...inputs(outcomes), injected: { faults: { 'transaction-conflict': 0.1 }, transientFailureRate: 0 } });
+    expect(declared.check).toEqual({ ok: true, problems: [] });
+    expect(declared.injected).toEqual({ faults: { 'transaction-conflict': 0.1 } });
+    expect(declared.notes.join('\n')).toMatch(/excused: 1 dead letter\(s\) not their own, produced by a fault this run injects on purpose \(--fault transaction-conflict\).*lines 2/);
+    const text = formatReport(declared);
+    expect(text).toContain('injected on purpose         --fault transaction-conflict=0.1');
+    expect(text).toContain('(1 dead letter(s) excused: produced by the faults this run injects on purpose).');
+
+    const otherKind = buildReport({ ...inputs(outcomes), injected: { faults: { 'sqs-5xx': 0.1 }, transientFailureRate: 0.05 } });
+    expect(otherKind.check.ok).toBe(false);
+  });
+
+  it('judges a message the redrive policy moved (no reason) as not its own, unless the run injects faults', () => {
+    const base = inputs([outcome('m-1', 'applied')]);
+    const moved = { ...base, deadLetters: [{ messageId: 'dl-m-2', body: '{"n":1}', failureReason: undefined, originalMessageId: 'm-2' }] };
+    const report = buildReport(moved);
+    expect(report).toMatchObject({ deadLettered: 1, deadLetteredByReason: { RedrivePolicy: 1 }, unaccounted: 0, countsAddUp: true });
+    expect(report.check.problems.join('\n')).toMatch(/1 message\(s\) dead-lettered for a reason that is not their own — moved without a reason: no reason: the queue's redrive policy moved it.*lines 2/);
+    expect(buildReport({ ...moved, injected: { faults: { 'sqs-5xx': 0.05 } } }).check.ok).toBe(true);
+  });
+});
+
+describe('buildReport: the counts add up to the messages sent', () => {
+  it('counts each message once, however often it was delivered, and shows the equation', () => {
+    const report = buildReport(
+      inputs(
+        [outcome('m-1', 'applied'), outcome('m-1', 'duplicate'), outcome('m-2', 'duplicate', 'm-1'), outcome('m-3', 'dead-lettered', 'm-3', 'ValidationError'), outcome('m-3', 'dead-lettered', 'm-3', 'ValidationError')],
+        ['m-1', 'm-2', 'm-3'],
+      ),
+    );
+    expect(report).toMatchObject({ messagesIn: 3, applied: 1, duplicates: 1, deadLettered: 1, unaccounted: 0, countsAddUp: true, deadLetteredByReason: { ValidationError: 1 } });
+    expect(formatReport(report)).toContain('  3 in = 1 applied + 1 duplicates + 1 dead-lettered + 0 unaccounted\n');
+  });
+
+  it('counts a message with no final outcome as unaccounted, and fails', () => {
+    const report = buildReport({ ...inputs([outcome('m-1', 'applied'), outcome('m-2', 'retried')]), remainingInSource: 1 });
+    expect(report).toMatchObject({ applied: 1, unaccounted: 1, countsAddUp: true });
+    expect(report.check.problems).toContain('1 message(s) have no final outcome (still in flight in the source, or lost): lines 2');
+    expect(formatReport(report)).toContain('  2 in = 1 applied + 0 duplicates + 0 dead-lettered + 1 unaccounted');
+  });
+
+  it('breaks the equation when a message ended in two ways (it counts in both), and fails', () => {
+    const report = buildReport(inputs([outcome('m-1', 'applied'), outcome('m-2', 'applied'), outcome('m-2', 'dead-lettered', 'm-2', 'OutOfStock')]));
+    expect(report).toMatchObject({ applied: 2, deadLettered: 1, countsAddUp: false });
+    expect(report.check.problems).toContain(
+      'the counts do not add up: 2 messages in, but 2 applied + 0 duplicates + 1 dead-lettered + 0 unaccounted = 3 (a message that ended in two ways counts twice)',
+    );
+    expect(formatReport(report)).toContain('  2 in ≠ 2 applied + 0 duplicates + 1 dead-lettered + 0 unaccounted (= 3): the counts do not add up');
+  });
+
+  it('a run that hit its time limit is reported, and fails with its messages unaccounted for', () => {
+    const report = buildReport({
+      ...inputs([outcome('m-1', 'applied')]),
+      remainingInSource: 1,
+      timedOut: { limitMs: 3000, detail: 'The queue … was not idle for 1500 ms within 3000 ms: 1 visible' },
+    });
+    expect(report).toMatchObject({ unaccounted: 1, timedOut: { limitMs: 3000 } });
+    expect(report.check.problems).toEqual(
+      expect.arrayContaining([
+        '1 message(s) have no final outcome (still in flight in the source, or lost): lines 2',
+        'the run hit its time limit (3 s, --timeout) before the source drained: The queue … was not idle for 1500 ms within 3000 ms: 1 visible',
+      ]),
+    );
+    expect(formatReport(report)).toMatch(/^Run report \(kafka, 0\.0 s, 1 invocations; stopped at its time limit of 3 s\)$/m);
   });
 });
 
