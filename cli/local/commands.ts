@@ -36,11 +36,16 @@ Examples:
 
 Input: JSON Lines, one message body per line (a JSON string line sends its content as the body).
 What is checked: every message ends once as applied, duplicate or dead-lettered (and is in the DLQ
-with its reason), no idempotency key is applied twice, the source is drained, the metrics agree
-with the outcomes, every outbox item is published, and the --check module's own invariants hold.
+with its reason), and messages in = applied + duplicates + dead-lettered + unaccounted with nothing
+unaccounted; a dead letter must be the message's own (its data, or the consumer's own error), not
+contention, rounds, throttling or a library error (RetriesExhausted after TransactionConflict fails
+the check), unless the run injects that kind of fault on purpose (--fault, --transient-failure-rate);
+no idempotency key is applied twice, the source drains within --timeout, the metrics agree with the
+outcomes, every outbox item is published, and the --check module's own invariants hold.
 Needs Java 17 or newer for DynamoDB Local; everything listens on 127.0.0.1 only.
 
-Exit codes: 0 the check passed; 1 it failed, or the run could not finish; 2 a bad flag or file.`;
+Exit codes: 0 the check passed; 1 it failed (also when the run hit --timeout: the report is still
+printed), or the run could not finish (an emulator did not start); 2 a bad flag or file.`;
 
 /**
  * Adds `local` to `program`: runs a consumer built with `createIdempotentConsumer` on embedded
@@ -74,7 +79,7 @@ export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome
     .option('--screenshot <file.png>', 'with --report: also write a PNG of the page (headless Chromium)')
     .option('--keep-running', 'after the report, keep consuming until Ctrl-C (redrive from the DLQ and watch it processed)')
     .addOption(new Option('--log-level <level>', "the consumer's log level").choices(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']))
-    .option('--timeout <seconds>', 'give up when the source has not drained after this many seconds (default 600)', positiveInteger(86_400))
+    .option('--timeout <seconds>', "the run's time limit: stop consuming when the source has not drained after this many seconds, then report and check (the check fails) (default 600)", positiveInteger(86_400))
     .addHelpText('after', EXAMPLES)
     .action(async (flags: LocalFlags) => {
       const { runLocalCommand } = await import('./runLocalCommand.js');

@@ -66,7 +66,8 @@ export function flagsGivenToNpm(env: NodeJS.ProcessEnv): string[] {
 /**
  * Runs the `local` command.
  *
- * @returns the exit code: 0 when the exactly-once check passed, 1 when it failed
+ * @returns the exit code: 0 when the exactly-once check passed, 1 when it failed (also when the
+ *   run hit its `--timeout`: the report is printed all the same)
  * @throws UsageError (exit 2) for a bad flag, input file, settings or data directory
  */
 export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<number> {
@@ -206,7 +207,7 @@ export function formatLateOutcome(record: OutcomeRecord): string {
   return parts.join('  ');
 }
 
-/** The local run could not finish (an emulator did not start, the source did not drain). Exit code 1. */
+/** The local run could not finish (an emulator did not start, provisioning failed). Exit code 1. A run that hits its time limit is reported instead. */
 export class LocalRunFailed extends DlqToolError {}
 
 /** Powertools Logger's keys that say nothing on a local run (the same on every line). */
