@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { SendMessageCommandInput } from '@aws-sdk/client-sqs';
-import { attributesSize } from '../../lambda/dlq/deadLetterMessage.js';
+import type { MessageAttributeValue, SendMessageCommandInput } from '@aws-sdk/client-sqs';
+import { REDRIVE_ATTRIBUTE } from '../../lambda/batch/sqsDeliveries.js';
+import { attributesSize, DeadLetterAttribute, serializeAttributes, SQS_MAX_MESSAGE_ATTRIBUTES } from '../../lambda/dlq/deadLetterMessage.js';
 import type { DeadLetterRecord } from './deadLetterRecord.js';
 import { isFifoQueueUrl } from './queueUrl.js';
 
@@ -10,6 +11,21 @@ export class NotRedrivableError extends Error {
     super(message);
     this.name = 'NotRedrivableError';
   }
+}
+
+/**
+ * The attributes a redriven message carries: the producer's, exactly as they were, and, for a
+ * message the consumer dead-lettered, `ic.redrive` with its original message id — the mark by
+ * which the consumer applies a key its inbox holds as dead-lettered (a producer's copy of it is a
+ * duplicate). When the producer's attributes leave no room for it (SQS takes 10), they travel
+ * packed in `ic.originalAttributes`, which the consumer unpacks if it dead-letters the message again.
+ */
+export function redriveAttributes(record: Pick<DeadLetterRecord, 'producerAttributes' | 'deadLettered' | 'originalMessageId'>): Record<string, MessageAttributeValue> {
+  const producer = { ...record.producerAttributes };
+  if (!record.deadLettered || record.originalMessageId === undefined || record.originalMessageId === '') return producer;
+  const mark: MessageAttributeValue = { DataType: 'String', StringValue: record.originalMessageId };
+  if (Object.keys(producer).length < SQS_MAX_MESSAGE_ATTRIBUTES) return { ...producer, [REDRIVE_ATTRIBUTE]: mark };
+  return { [DeadLetterAttribute.originalAttributes]: { DataType: 'String', StringValue: serializeAttributes(producer) }, [REDRIVE_ATTRIBUTE]: mark };
 }
 
 /** Options of {@link buildRedriveMessage}. */
@@ -27,7 +43,8 @@ export interface RedriveMessageOptions {
  *   back, given as `options.body`);
  * - the producer's attributes exactly as they were (`record.producerAttributes`: every `ic.*`
  *   attribute dropped, those packed in `ic.originalAttributes` restored; a message moved by the
- *   redrive policy keeps all of its own);
+ *   redrive policy keeps all of its own), and for a message the consumer dead-lettered the
+ *   redrive mark `ic.redrive` (see {@link redriveAttributes});
  * - for a FIFO target, the original message group (the DLQ message's `MessageGroupId`, else
  *   `coordinates.messageGroupId`) and a deduplication id derived from the DLQ message id
  *   (SHA-256 of `redrive:<id>`, hex): a rerun after an interruption within SQS's 5-minute
@@ -54,7 +71,7 @@ export function buildRedriveMessage(record: DeadLetterRecord, targetQueueUrl: st
     throw new NotRedrivableError(`its body is in s3://${record.offloaded.bucket}/${record.offloaded.key} and was not read`);
   }
   const body = options.body ?? record.body;
-  const attributes = { ...record.producerAttributes };
+  const attributes = redriveAttributes(record);
   const size = Buffer.byteLength(body, 'utf8') + attributesSize(attributes);
   if (options.maxMessageSizeBytes !== undefined && size > options.maxMessageSizeBytes) {
     throw new NotRedrivableError(

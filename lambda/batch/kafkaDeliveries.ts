@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { isSqsSafeText } from '../dlq/deadLetterMessage.js';
 import type { Delivery } from '../engine/Delivery.js';
+import { REDRIVE_ATTRIBUTE } from './sqsDeliveries.js';
 import { ValidationError } from '../errors.js';
 import { topicPartition } from './kafkaBatchResponse.js';
 import type { KafkaRecord, KafkaRecordHeader } from './kafkaEvent.js';
@@ -76,7 +77,8 @@ function kafkaDelivery(record: KafkaRecord, partition: string, source: string, d
   const messageId = kafkaMessageId(record);
   const value = decoded?.value !== undefined ? schemaDecodedValue(record.value ?? '', decoded.value) : decodeValue(record.value);
   const key = decodeKey(record.key);
-  const originalAttributes = kafkaHeadersAsAttributes(record.headers);
+  const { [REDRIVE_ATTRIBUTE]: redrive, ...originalAttributes } = kafkaHeadersAsAttributes(record.headers);
+  const redriveOf = redrive?.StringValue;
   return {
     messageId,
     body: value.body,
@@ -100,6 +102,7 @@ function kafkaDelivery(record: KafkaRecord, partition: string, source: string, d
       messageGroupId: key.text !== undefined && messageGroupIdPattern.test(key.text) ? key.text : partition,
       ...(Object.keys(originalAttributes).length > 0 ? { originalAttributes } : {}),
     },
+    ...(redriveOf === undefined || redriveOf === '' ? {} : { redriveOf }),
   };
 }
 

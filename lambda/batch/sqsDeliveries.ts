@@ -3,6 +3,13 @@ import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import type { Delivery } from '../engine/Delivery.js';
 
 /**
+ * The message attribute (SQS) or record header (Kafka) that marks a redrive of a dead letter:
+ * its value is the source's id of the dead-lettered message (`dlq redrive` adds it). Only a
+ * redrive applies a key the inbox holds as dead-lettered.
+ */
+export const REDRIVE_ATTRIBUTE = 'ic.redrive';
+
+/**
  * Turns the records of an SQS event into source-neutral deliveries: the attempt count is the
  * record's `ApproximateReceiveCount` (minus the receives the attempt log knows were not attempts);
  * on a FIFO queue the message group is the delivery's scope (the group stops at its first message
@@ -16,7 +23,8 @@ export function sqsDeliveries(records: readonly SQSRecord[], fifo: boolean): Del
   return records.map((record) => {
     const receiveCount = Number.parseInt(record.attributes?.ApproximateReceiveCount ?? '1', 10);
     const group = record.attributes?.MessageGroupId;
-    const originalAttributes = toSendMessageAttributes(record.messageAttributes);
+    const { [REDRIVE_ATTRIBUTE]: _redrive, ...originalAttributes } = toSendMessageAttributes(record.messageAttributes);
+    const redriveOf = redriveOfAttributes(record.messageAttributes);
     return {
       messageId: record.messageId,
       body: typeof record.body === 'string' ? record.body : '',
@@ -27,8 +35,27 @@ export function sqsDeliveries(records: readonly SQSRecord[], fifo: boolean): Del
         ...(group !== undefined ? { messageGroupId: group, coordinates: { messageGroupId: group } } : {}),
         ...(Object.keys(originalAttributes).length > 0 ? { originalAttributes } : {}),
       },
+      ...(redriveOf === undefined ? {} : { redriveOf }),
     };
   });
+}
+
+/**
+ * The id of the dead-lettered message a record redrives: its `ic.redrive` attribute, or, for a
+ * dead letter the queue's own redrive moved back as it was (`StartMessageMoveTask` keeps the
+ * attributes), the `originalMessageId` in its `ic.context`; `undefined` for any other message.
+ */
+export function redriveOfAttributes(attributes: SQSMessageAttributes | undefined): string | undefined {
+  const marked = attributes?.[REDRIVE_ATTRIBUTE]?.stringValue;
+  if (typeof marked === 'string' && marked !== '') return marked;
+  const context = attributes?.['ic.context']?.stringValue;
+  if (typeof context !== 'string' || attributes?.['ic.failureReason'] === undefined) return undefined;
+  try {
+    const id = (JSON.parse(context) as { originalMessageId?: unknown }).originalMessageId;
+    return typeof id === 'string' && id !== '' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -260,7 +260,9 @@ export function buildDeadLetterMessage(queueUrl: string, context: DeadLetterCont
   }
   const body = context.body === '' ? EMPTY_BODY_PLACEHOLDER : context.body;
   const bodyEncoding = context.body === '' ? 'empty' : context.bodyEncoding;
-  const producer = context.originalAttributes ?? {};
+  // A message the queue's own redrive moved back from a dead-letter queue carries that dead
+  // letter's `ic.*` attributes: its producer's attributes are what they stand for.
+  const producer = restoredProducerAttributes(context.originalAttributes ?? {});
   const str = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
 
   const assemble = (errorMessageLength: number, payload?: OffloadedPayload): Record<string, MessageAttributeValue> => {
@@ -430,6 +432,22 @@ function readContext(value: unknown): Partial<DeadLetterContextAttribute> {
     result.payload = { bucket: p.bucket, key: p.key, bytes: p.bytes, sha256: p.sha256 };
   }
   return result as Partial<DeadLetterContextAttribute>;
+}
+
+/**
+ * The producer's attributes of a message received from the source: for a dead letter that the
+ * queue's own redrive moved back as it was (it carries `ic.failureReason` and `ic.context`), or a
+ * redrive whose producer attributes travel packed (`ic.originalAttributes`),
+ * {@link producerAttributesOf}; any other message's attributes as they are.
+ */
+function restoredProducerAttributes(attributes: Readonly<Record<string, MessageAttributeValue>>): Record<string, MessageAttributeValue> {
+  const movedBack = attributes[DeadLetterAttribute.failureReason] !== undefined && attributes[DeadLetterAttribute.context] !== undefined;
+  if (!movedBack && attributes[DeadLetterAttribute.originalAttributes] === undefined) return { ...attributes };
+  try {
+    return producerAttributesOf(attributes);
+  } catch {
+    return { ...attributes };
+  }
 }
 
 /**

@@ -42,6 +42,12 @@ export interface Delivery {
   readonly scope?: string;
   readonly attempts: AttemptSource;
   readonly deadLetter: DeadLetterOrigin;
+  /**
+   * The source's id of the dead-lettered message this one redrives (an SQS message attribute or a
+   * Kafka record header `ic.redrive`, added by `dlq redrive`): only a redrive applies a key that
+   * the inbox holds as dead-lettered; any other copy of it is acknowledged as a duplicate.
+   */
+  readonly redriveOf?: string;
 }
 
 /** What became of one delivery. */

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { AttributeValue, Item } from '../types.js';
+import { printValue } from './values.js';
 
 /** A condition (or update) expression with its placeholders. */
 export interface Expression {
@@ -13,10 +15,29 @@ export interface ItemBelief {
   readonly item: Item | undefined;
 }
 
-/** The version the engine keeps on `item` in `versionAttribute`; `undefined` when it has none (not written by the engine). */
-export function versionOf(item: Item | undefined, versionAttribute: string): number | undefined {
-  const value = item?.[versionAttribute];
-  return typeof value === 'number' && Number.isInteger(value) ? value : undefined;
+/**
+ * A new version for an item the engine writes: 96 random bits (base64url, 16 characters). A
+ * version never repeats, so a memory of an item is never taken for another incarnation of it: a
+ * counter would restart after a delete and a re-create, and pass the condition of an environment
+ * that remembers the item before the delete (case C23).
+ */
+export function newVersion(): string {
+  return randomBytes(12).toString('base64url');
+}
+
+/**
+ * The version kept on `item` in `versionAttribute`: whatever is stored there (a token the engine
+ * wrote, or a number an earlier release wrote); `undefined` when the item has none.
+ */
+export function versionOf(item: Item | undefined, versionAttribute: string): unknown {
+  return item?.[versionAttribute];
+}
+
+/** Whether two beliefs name the same incarnation of an item: both absent, or both present at the same version. */
+export function sameIncarnation(a: ItemBelief, b: ItemBelief, versionAttribute: string): boolean {
+  if (a.exists !== b.exists) return false;
+  if (!a.exists) return true;
+  return printValue(versionOf(a.item, versionAttribute)) === printValue(versionOf(b.item, versionAttribute));
 }
 
 /**
@@ -29,14 +50,14 @@ export function unchangedCondition(belief: ItemBelief, partitionKey: string, ver
     return { expression: 'attribute_not_exists(#__ic_pk)', names: { '#__ic_pk': partitionKey }, values: {} };
   }
   const version = versionOf(belief.item, versionAttribute);
-  if (version === undefined) {
+  if (version === undefined || version === null) {
     return {
       expression: 'attribute_exists(#__ic_pk) AND attribute_not_exists(#__ic_v)',
       names: { '#__ic_pk': partitionKey, '#__ic_v': versionAttribute },
       values: {},
     };
   }
-  return { expression: '#__ic_v = :__ic_v', names: { '#__ic_v': versionAttribute }, values: { ':__ic_v': version } };
+  return { expression: '#__ic_v = :__ic_v', names: { '#__ic_v': versionAttribute }, values: { ':__ic_v': version as AttributeValue } };
 }
 
 /** `a AND b`, placeholders merged. */
@@ -56,11 +77,11 @@ export function userCondition(action: {
 }
 
 /**
- * `updateExpression` with `SET <versionAttribute> = next` added: to its `SET` clause when it has
+ * `updateExpression` with `SET <versionAttribute> = version` added: to its `SET` clause when it has
  * one (SET is a DynamoDB reserved word, so it cannot be an unquoted attribute name), else as a
  * new clause.
  */
-export function withVersionSet(updateExpression: string, versionAttribute: string, next: number): Expression {
+export function withVersionSet(updateExpression: string, versionAttribute: string, next: string): Expression {
   const set = '#__ic_v = :__ic_next';
   const match = /(^|\s)SET\s/i.exec(updateExpression);
   const expression =

@@ -1,5 +1,6 @@
 import { ConsumerDefinitionError, ValidationError } from '../errors.js';
 import type { Item, TableDefinition } from '../types.js';
+import { canonicalNumber, isNumberValue } from './values.js';
 
 /** DynamoDB's key size limits, in bytes (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html). */
 const MAX_PARTITION_KEY_BYTES = 2048;
@@ -17,13 +18,39 @@ export interface ResolvedKey {
   readonly id: string;
 }
 
-/** A key attribute value as text for an item id; `undefined` when it is not a valid key type. */
+/**
+ * A key attribute value as text for an item id, the same for every form of one DynamoDB value
+ * (`1`, `1n` and `NumberValue('1.0')`; a `Buffer` and a `Uint8Array` of the same bytes);
+ * `undefined` when it is not a valid key type.
+ */
 function keyPart(value: unknown): string | undefined {
   if (typeof value === 'string') return `S${value}`;
-  if (typeof value === 'number' && Number.isFinite(value)) return `N${value}`;
-  if (typeof value === 'bigint') return `N${value}`;
+  if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint') return `N${canonicalNumber(String(value))}`;
+  if (isNumberValue(value)) {
+    const canonical = canonicalNumber(value.value);
+    return canonical === undefined ? undefined : `N${canonical}`;
+  }
   if (value instanceof Uint8Array) return `B${Buffer.from(value).toString('base64')}`;
   return undefined;
+}
+
+/** The names of a table's key attributes: the partition key, then the sort key if any. */
+export function keyNames(definition: TableDefinition): readonly string[] {
+  return definition.sortKey === undefined ? [definition.partitionKey] : [definition.partitionKey, definition.sortKey];
+}
+
+/**
+ * The id of the item of logical table `table` that `item` (an item or a key) holds the key of, as
+ * {@link resolveKey} makes it; `undefined` when a key attribute is missing or not a key type.
+ */
+export function itemIdOf(table: string, definition: TableDefinition, item: Readonly<Item>): string | undefined {
+  const parts: string[] = [];
+  for (const name of keyNames(definition)) {
+    const part = keyPart(item[name]);
+    if (part === undefined) return undefined;
+    parts.push(part);
+  }
+  return `${table}\u0001${JSON.stringify(parts)}`;
 }
 
 /**
@@ -47,7 +74,7 @@ export function resolveKey(
   if (definition === undefined || tableName === undefined) {
     throw new ConsumerDefinitionError(`${what} names table ${JSON.stringify(table)}, which is not one of the consumer's tables (${Object.keys(tables).join(', ') || 'none'})`);
   }
-  const names = definition.sortKey === undefined ? [definition.partitionKey] : [definition.partitionKey, definition.sortKey];
+  const names = keyNames(definition);
   const key: Item = {};
   const parts: string[] = [];
   names.forEach((name, index) => {
@@ -61,6 +88,14 @@ export function resolveKey(
       if (value === '') throw new ValidationError(`${what} on table ${table}: key attribute ${name} is empty`);
       if (!value.isWellFormed()) throw new ValidationError(`${what} on table ${table}: key attribute ${name} is not well-formed Unicode`);
       if (Buffer.byteLength(value, 'utf8') > limit) throw new ValidationError(`${what} on table ${table}: key attribute ${name} is longer than ${limit} bytes`);
+    }
+    if (typeof value === 'number' && Math.abs(value) > Number.MAX_SAFE_INTEGER) {
+      throw new ConsumerDefinitionError(`${what} on table ${table}: key attribute ${name} is a number beyond 2^53, which the AWS SDK refuses: give it as a BigInt or a NumberValue`);
+    }
+    if (value instanceof Uint8Array) {
+      const limit = index === 0 ? MAX_PARTITION_KEY_BYTES : MAX_SORT_KEY_BYTES;
+      if (value.byteLength === 0) throw new ValidationError(`${what} on table ${table}: key attribute ${name} is empty`);
+      if (value.byteLength > limit) throw new ValidationError(`${what} on table ${table}: key attribute ${name} is longer than ${limit} bytes`);
     }
     key[name] = value;
     parts.push(part);

@@ -6,7 +6,9 @@ import { FailureReason, IdempotencyConflict, NotAttempted } from '../errors.js';
 import type { AttemptLog } from '../inbox/AttemptLog.js';
 import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
 import { Outcome, type OutcomeObserver } from '../observability/outcomes.js';
-import { type BatchEngine, describeError, type InvocationClock, type Unit } from './BatchEngine.js';
+import type { BatchEngine } from './BatchEngine.js';
+import { describeError } from './describeError.js';
+import type { InvocationClock, Unit } from './Unit.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
 import type { DeadLetterOrigin, Delivery, DeliveryResult, Verdict } from './Delivery.js';
 import { parseDelivery } from './parseDelivery.js';
@@ -84,13 +86,17 @@ export async function processDeliveries<Event>(deliveries: readonly Delivery[], 
   const { definition, config, engine, logger } = deps;
   const parsed = deliveries.map((delivery) => parseDelivery(delivery, definition, config.tables));
   const units: Unit<Event>[] = [];
+  const stops = new Map<string, number>();
   const working: Working[] = parsed.map((p, index) => {
     if (p.ok) {
-      const unit: Unit<Event> = { ...p, index, verified: false, snapshot: false, contention: 0, solo: false, verdict: undefined, settledAt: undefined };
+      const unit: Unit<Event> = { ...p, index, verified: false, snapshot: false, losses: 0, solo: false, verdict: undefined, settledAt: undefined };
       units.push(unit);
       return { delivery: p.delivery, index, unit, idempotencyKey: p.idempotencyKey, payloadHash: p.payloadHash, orderingKey: p.orderingKey, fields: p.fields, verdict: { kind: 'applied' }, alreadyMarked: false, settledAt: started };
     }
     const failure = classify(p.error, definition.classifyError);
+    // Failed before it could be decided (parsing, keys, `read`): its FIFO group or Kafka partition stops here too (case C25).
+    const scope = p.delivery.scope;
+    if (failure.retryable && scope !== undefined && !stops.has(scope)) stops.set(scope, index);
     return {
       delivery: p.delivery,
       index,
@@ -106,7 +112,7 @@ export async function processDeliveries<Event>(deliveries: readonly Delivery[], 
   });
 
   try {
-    await engine.settle(units, clock);
+    await engine.settle(units, clock, stops);
   } catch (error) {
     logger?.error('the batch engine failed unexpectedly; its unsettled messages will be retried', { error: describeError(error) });
     for (const unit of units) {

@@ -17,8 +17,9 @@ export const InboxStatus = {
   Applied: 'applied',
   /**
    * The event was dead-lettered: written *before* the dead-letter send, so a concurrent or later
-   * delivery of the same message never applies it behind the dead letter's back. Another message
-   * with the same key (a redrive, a producer retry) may still apply it.
+   * delivery of the same message never applies it behind the dead letter's back. A producer's copy
+   * of it (another message with the key) is a duplicate of the dead letter; only a redrive of the
+   * dead letter (a delivery whose `redriveOf` is the row's `messageId`) applies it.
    */
   DeadLettered: 'dead-lettered',
 } as const;
@@ -50,7 +51,12 @@ export function expiresAt(now: Date, ttlSeconds: number): number {
   return Math.floor(now.getTime() / 1000) + ttlSeconds;
 }
 
-/** The `Put` of an applied inbox row, for the batch's `TransactWriteItems` (lib-dynamodb shape). */
+/**
+ * The `Put` of an applied inbox row, for the batch's `TransactWriteItems` (lib-dynamodb shape),
+ * conditional on the key's row being absent — or, for a redrive (`redriveOf`), being the
+ * dead-letter marker of the message it redrives. A dead-lettered key is applied only by a redrive
+ * of its dead letter: a producer's copy of the event is a duplicate of the dead letter (case C27).
+ */
 export function appliedRowPut(options: {
   readonly tableName: string;
   readonly consumerName: string;
@@ -59,8 +65,10 @@ export function appliedRowPut(options: {
   readonly messageId: string;
   readonly now: Date;
   readonly ttlSeconds: number;
+  /** The source's id of the dead-lettered message this delivery redrives. */
+  readonly redriveOf?: string | undefined;
 }) {
-  const { tableName, consumerName, idempotencyKey, payloadHash, messageId, now, ttlSeconds } = options;
+  const { tableName, consumerName, idempotencyKey, payloadHash, messageId, now, ttlSeconds, redriveOf } = options;
   return {
     TableName: tableName,
     Item: {
@@ -74,12 +82,13 @@ export function appliedRowPut(options: {
       processedAt: now.toISOString(),
       [TTL]: expiresAt(now, ttlSeconds),
     },
-    // Absent, or a dead-letter marker left by *another* message (a redrive or a producer retry
-    // may apply what an earlier message could not). A marker of this same message means it was
-    // dead-lettered: it must not be applied behind the dead letter's back.
-    ConditionExpression: 'attribute_not_exists(#pk) OR (#status = :deadLettered AND #messageId <> :messageId)',
-    ExpressionAttributeNames: { '#pk': PK, '#status': 'status', '#messageId': 'messageId' },
-    ExpressionAttributeValues: { ':deadLettered': InboxStatus.DeadLettered, ':messageId': messageId },
+    ...(redriveOf === undefined
+      ? { ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': PK } as Record<string, string> }
+      : {
+          ConditionExpression: 'attribute_not_exists(#pk) OR (#status = :deadLettered AND #messageId = :redriveOf)',
+          ExpressionAttributeNames: { '#pk': PK, '#status': 'status', '#messageId': 'messageId' } as Record<string, string>,
+          ExpressionAttributeValues: { ':deadLettered': InboxStatus.DeadLettered, ':redriveOf': redriveOf },
+        }),
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
   };
 }

@@ -3,7 +3,7 @@ import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/pe
 import type { Context } from 'aws-lambda';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConsumerDefinitionError, NotAttempted } from '../errors.js';
-import type { InvocationClock, SideEffectExecutor } from '../engine/BatchEngine.js';
+import type { InvocationClock, SideEffectExecutor } from '../engine/Unit.js';
 import type { SideEffectHandler, SideEffectRequest } from '../types.js';
 
 /** Options of {@link SideEffectRunner}. */

@@ -164,7 +164,7 @@ describe('an SQS message offloaded by the consumer', () => {
     return { ...pair, bucket, body, producer };
   }
 
-  it('is redriven with its original body and its producer attributes exactly, without ic.* or ExtendedPayloadSize', async () => {
+  it('is redriven with its original body and its producer attributes exactly, without ExtendedPayloadSize or ic.* but the redrive mark', async () => {
     const { source, dlq, body, producer } = await sqsScenario();
     const [inDlq] = await readAll(sqs, dlq.url);
 
@@ -176,7 +176,7 @@ describe('an SQS message offloaded by the consumer', () => {
     const [back] = await readAll(sqs, source.url);
     expect(back?.Body).toBe(body);
     expect(createHash('md5').update(body).digest('hex')).toBe(back?.MD5OfBody);
-    expect(comparable(back?.MessageAttributes)).toEqual(comparable(producer));
+    expect(comparable(back?.MessageAttributes)).toEqual({ ...comparable(producer), 'ic.redrive': { DataType: 'String', StringValue: 'big-1' } });
     expect(await visibleCount(sqs, dlq.url)).toBe(0);
   });
 

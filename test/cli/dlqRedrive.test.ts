@@ -8,7 +8,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeadLetterAttribute } from '../../lambda/dlq/deadLetterMessage.js';
+import { DeadLetterAttribute, producerAttributesOf } from '../../lambda/dlq/deadLetterMessage.js';
 import { MoveTaskFailedError, UsageError } from '../../cli/dlq/errors.js';
 import { formatRedrive } from '../../cli/dlq/output.js';
 import { NO_REASON } from '../../cli/dlq/deadLetterRecord.js';
@@ -89,13 +89,15 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     const moved = await readAll(sqs, source.url);
     expect(moved.map((m) => m.Body).sort()).toEqual(['not json at all ✓', '{"eventId":"v-1","type":"OrderPlaced", "bad": true}'].sort());
     const withAttributes = moved.find((m) => m.Body?.startsWith('{'));
+    // The producer's attributes exactly, and the redrive mark that lets the consumer apply a key its inbox holds as dead-lettered (C27).
     expect(comparable(withAttributes?.MessageAttributes)).toEqual({
       traceId: { DataType: 'String', StringValue: 'trace-v1' },
       blob: { DataType: 'Binary', BinaryValue: Buffer.from([9, 8, 7]).toString('base64') },
       count: { DataType: 'Number', StringValue: '3' },
+      'ic.redrive': { DataType: 'String', StringValue: 'v-1' },
     });
     const plain = moved.find((m) => m.Body === 'not json at all ✓');
-    expect(plain?.MessageAttributes ?? {}).toEqual({});
+    expect(comparable(plain?.MessageAttributes ?? {})).toEqual({ 'ic.redrive': { DataType: 'String', StringValue: 'v-2' } });
     const left = await readAll(sqs, dlq.url);
     expect(left.map((m) => m.MessageAttributes?.[DeadLetterAttribute.failureReason]?.StringValue).sort()).toEqual([
       'BusinessRuleViolation',
@@ -166,7 +168,21 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     expect(result.moved).toHaveLength(1);
     const [back] = await readAll(sqs, source.url);
     expect(back?.Body).toBe(eventBody('p-1'));
-    expect(comparable(back?.MessageAttributes)).toEqual(comparable(producer));
+    expect(comparable(back?.MessageAttributes)).toEqual({ ...comparable(producer), 'ic.redrive': { DataType: 'String', StringValue: 'p-1' } });
+  });
+
+  it('packs the producer\'s attributes when they leave no room for the redrive mark, and the consumer unpacks them', async () => {
+    const { source, dlq } = await createQueuePair(sqs, 'ten');
+    const producer = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`a${i}`, { DataType: 'String', StringValue: `value ${i}` }]));
+    await seedDeadLetters(sqs, dlq.url, [{ reason: 'ValidationError', body: eventBody('t-1'), source: source.arn, originalMessageId: 't-1', originalAttributes: producer }]);
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, yes: true, ...fast });
+
+    expect(result.moved).toHaveLength(1);
+    const [back] = await readAll(sqs, source.url);
+    expect(Object.keys(back?.MessageAttributes ?? {}).sort()).toEqual(['ic.originalAttributes', 'ic.redrive']);
+    expect(back?.MessageAttributes?.['ic.redrive']?.StringValue).toBe('t-1');
+    expect(comparable(producerAttributesOf(back?.MessageAttributes ?? {}))).toEqual(comparable(producer));
   });
 
   it('keeps the FIFO message group, in order, with a deduplication id', async () => {
@@ -283,7 +299,9 @@ describe('redriveDeadLetters of everything', () => {
     expect(result.moved).toHaveLength(4);
     expect(result.nothingMoved).toBeUndefined();
     const back = await readAll(sqs, source.url);
-    expect(back.flatMap((m) => Object.keys(m.MessageAttributes ?? {})).filter((name) => name.startsWith('ic.'))).toEqual([]);
+    // Of the consumer's attributes, only the redrive mark, naming each message's original id.
+    expect(back.flatMap((m) => Object.keys(m.MessageAttributes ?? {})).filter((name) => name.startsWith('ic.'))).toEqual(Array(4).fill('ic.redrive'));
+    expect(back.map((m) => m.MessageAttributes?.['ic.redrive']?.StringValue).sort()).toEqual(['b-1', 'r-1', 'v-1', 'v-2']);
   });
 
   it('says why when the dead-letter queue is empty', async () => {

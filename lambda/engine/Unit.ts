@@ -1,0 +1,116 @@
+/**
+ * The engine's working types: a unit (one parsed delivery) as it goes through the rounds of one
+ * batch, what the engine believes of an item, and a round's plan (the folded item actions and the
+ * units that commit them).
+ *
+ * @module
+ */
+import type { Classification } from '../classifier.js';
+import type { Decision, Item, OutgoingMessage, SideEffectRequest, Write } from '../types.js';
+import type { ItemBelief } from './conditions.js';
+import type { ResolvedKey } from './itemKeys.js';
+import type { ParsedDelivery } from './parseDelivery.js';
+
+/** How an invocation's clock reads. */
+export interface InvocationClock {
+  /** Milliseconds left before the invocation's deadline (Lambda's `getRemainingTimeInMillis()`). */
+  remainingTimeMs(): number;
+}
+
+/** Runs a guarded inline side effect (see `SideEffectRunner`). */
+export interface SideEffectExecutor {
+  run(request: SideEffectRequest, context: { readonly idempotencyKey: string; readonly effectKey: string }, clock: InvocationClock): Promise<void>;
+}
+
+/** A unit's final state within the batch. */
+export type UnitVerdict =
+  | { readonly kind: 'applied' }
+  /** Its key was already decided: applied (`of: 'applied'`) or dead-lettered by another message (`of: 'dead-letter'`). */
+  | { readonly kind: 'duplicate'; readonly storedPayloadHash: string; readonly of?: 'applied' | 'dead-letter' }
+  /** A failure: retried or dead-lettered per its classification. `alreadyMarked`: the inbox already holds this message's dead-letter marker. */
+  | { readonly kind: 'failed'; readonly failure: Classification; readonly alreadyMarked?: boolean };
+
+/** A parsed delivery as the engine tracks it through the rounds of one batch. */
+export interface Unit<Event = unknown> extends ParsedDelivery<Event> {
+  /** Its position in the batch. */
+  readonly index: number;
+  /** Its inbox row and reads were read consistently in this batch (a strongly consistent read of each, or a snapshot). */
+  verified: boolean;
+  /**
+   * A serializable snapshot backs its view (`TransactGetItems`, or a cancelled transaction whose
+   * conditions were all evaluated at one instant): what a verdict that dead-letters it needs.
+   */
+  snapshot: boolean;
+  /** Commits it lost in this batch on its own items (a conflict, throttling, an item changed by another writer). */
+  losses: number;
+  /** Commit it in a transaction of its own (after a shared transaction failed as a whole). */
+  solo: boolean;
+  verdict: UnitVerdict | undefined;
+  /** When the verdict was reached, `performance.now()`. */
+  settledAt: number | undefined;
+  /**
+   * The last failure of `decide` and the items it saw: when the consistent read shows the same
+   * items, the (pure) decision is not made again.
+   */
+  lastFailure?: { readonly error: unknown; readonly seen: ReadonlyMap<string, string> };
+}
+
+/** What the engine believes of one item during a batch. */
+export interface Known extends ItemBelief {
+  /** Read consistently in this batch (a read, a condition that passed, an item returned by a failed condition, a commit). */
+  readonly verified: boolean;
+}
+
+/** The action a round sends for one item, with the decisions it folds. */
+export interface ItemOp {
+  readonly key: ResolvedKey;
+  /** What the engine believed of the item when the round started (the engine's condition checks it). */
+  readonly base: Known;
+  /** Named by a `read` of some unit: guarded by the engine's condition that it is as believed. */
+  readonly inReadSet: boolean;
+  kind: 'put' | 'delete' | 'update' | 'check';
+  /** The item as the round's decisions leave it (put: with its new version; check: as believed; update: unknown). */
+  current: Item | undefined;
+  /** The last author's write as given (for an update, a write with a condition of its own, a blind write). */
+  write: Write | undefined;
+  /** An `Update`, a user condition or a blind write: later decisions cannot see through it. */
+  opaque: boolean;
+  /** The version this action writes (a put or an update), new for every round. */
+  readonly version: string;
+  readonly authors: Unit[];
+  readonly readers: Unit[];
+}
+
+/** One unit's part of a round's plan. */
+export interface UnitPlan {
+  readonly unit: Unit;
+  readonly decision: Decision;
+  /** Items it wrote or read. */
+  readonly ids: ReadonlySet<string>;
+  readonly sideEffects: readonly SideEffectRequest[];
+  readonly outbox: readonly OutgoingMessage[];
+}
+
+/**
+ * How a unit's inbox row and reads are read again: `consistent`, a strongly consistent
+ * `BatchGetItem` (1 read unit per item of up to 4 KB), enough to retry a message or run a side
+ * effect (its guard stops a second run; the commit's conditions catch a change); `snapshot`, one
+ * `TransactGetItems` (2 read units per item), a serializable view, before a verdict that
+ * dead-letters a message.
+ */
+export type VerifyLevel = 'consistent' | 'snapshot';
+
+/** A round's plan. */
+export interface RoundPlan {
+  /** The units that commit this round, in batch order. */
+  readonly plans: readonly UnitPlan[];
+  readonly ops: ReadonlyMap<string, ItemOp>;
+  /** Units to read again before they are decided again, and how. */
+  readonly verify: ReadonlyMap<Unit, VerifyLevel>;
+}
+
+/** What one action of a transaction is, to read its cancellation reason. */
+export type ActionRole =
+  | { readonly role: 'inbox'; readonly unit: Unit }
+  | { readonly role: 'outbox'; readonly unit: Unit }
+  | { readonly role: 'item'; readonly op: ItemOp };

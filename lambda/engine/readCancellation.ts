@@ -1,0 +1,120 @@
+/**
+ * Reads a cancelled `TransactWriteItems`: DynamoDB gives one reason per action, in request order
+ * (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html),
+ * with the item as it was for a failed condition (`ReturnValuesOnConditionCheckFailure: ALL_OLD`).
+ * The reasons name the culprits; every other unit of the transaction commits again, its attempt
+ * not counted. Pure.
+ *
+ * @module
+ */
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type InboxRow, toInboxRow } from '../inbox/inboxItems.js';
+import type { Item } from '../types.js';
+import { sameIncarnation } from './conditions.js';
+import { hasUserCondition } from './foldDecision.js';
+import type { ActionRole, ItemOp, Known, Unit } from './Unit.js';
+import { UNMARSHALL_OPTIONS } from './values.js';
+
+/** One cancellation reason as the SDK gives it. */
+export interface CancellationReason {
+  readonly Code?: string;
+  readonly Message?: string;
+  readonly Item?: Record<string, unknown>;
+}
+
+/** What a cancellation says, action by action, gathered per unit and item. */
+export interface CancellationReading {
+  /** Units whose inbox row exists: the row found (a duplicate, a conflict, or a dead-letter marker). */
+  readonly inboxRows: readonly { readonly unit: Unit; readonly row: InboxRow }[];
+  /** Items now known as they were when the conditions were evaluated, by id. */
+  readonly observed: ReadonlyMap<string, Known>;
+  /** Units that must be decided again: an item they wrote or read changed. */
+  readonly stale: ReadonlySet<Unit>;
+  /** A user condition that failed on an item as believed: its author, and what failed. */
+  readonly conditionFailures: readonly { readonly unit: Unit; readonly message: string }[];
+  /** DynamoDB refused an action (`ValidationError`, an item collection too large): its author(s). */
+  readonly refused: readonly { readonly units: readonly Unit[]; readonly message: string }[];
+  /** Units with an action that lost to contention (`TransactionConflict`, throttling). */
+  readonly contended: ReadonlySet<Unit>;
+  /**
+   * Every condition of the transaction was evaluated at one instant and nothing else failed: the
+   * units' inbox rows and items are known as they were then, a consistent view.
+   */
+  readonly consistentView: boolean;
+}
+
+const CONTENTION = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded', 'RequestLimitExceeded']);
+const REFUSAL = new Set(['ValidationError', 'ItemCollectionSizeLimitExceeded']);
+
+/**
+ * Reads the reasons of a cancelled transaction.
+ *
+ * @param roles - what each action of the transaction was, in request order
+ * @param reasons - `CancellationReasons`, in the same order
+ * @param versionAttribute - the engine's version attribute, to tell a changed item from a failed user condition
+ */
+export function readCancellation(roles: readonly ActionRole[], reasons: readonly CancellationReason[], versionAttribute: string): CancellationReading {
+  const inboxRows: { unit: Unit; row: InboxRow }[] = [];
+  const observed = new Map<string, Known>();
+  const stale = new Set<Unit>();
+  const conditionFailures: { unit: Unit; message: string }[] = [];
+  const refused: { units: Unit[]; message: string }[] = [];
+  const contended = new Set<Unit>();
+  const unitsOf = (role: ActionRole): Unit[] => (role.role === 'item' ? [...role.op.authors, ...role.op.readers] : [role.unit]);
+  let onlyConditions = reasons.length === roles.length;
+
+  roles.forEach((role, i) => {
+    const reason = reasons[i];
+    const code = reason?.Code ?? 'None';
+    if (code === 'None') {
+      // Its condition held: what the engine believed is the stored item.
+      if (role.role === 'item' && role.op.inReadSet) observed.set(role.op.key.id, { ...role.op.base, verified: true });
+      return;
+    }
+    if (code === 'ConditionalCheckFailed') {
+      const old = reason?.Item === undefined ? undefined : (unmarshall(reason.Item as never, UNMARSHALL_OPTIONS) as Item);
+      if (role.role === 'inbox') {
+        const row = toInboxRow(old);
+        if (row !== undefined) inboxRows.push({ unit: role.unit, row });
+        return;
+      }
+      if (role.role === 'outbox') return; // its unit's inbox row tells why
+      readItemFailure(role.op, old, versionAttribute, { observed, stale, conditionFailures });
+      return;
+    }
+    onlyConditions = false;
+    if (CONTENTION.has(code)) {
+      for (const unit of unitsOf(role)) contended.add(unit);
+      return;
+    }
+    if (REFUSAL.has(code)) {
+      const units = role.role === 'item' ? (role.op.authors.length > 0 ? [role.op.authors.at(-1)!] : role.op.readers) : [role.unit];
+      refused.push({ units, message: `DynamoDB refused it (${code}): ${(reason?.Message ?? '').slice(0, 300)}` });
+      return;
+    }
+    // An unknown reason: treated as contention of the action's units.
+    for (const unit of unitsOf(role)) contended.add(unit);
+  });
+  return { inboxRows, observed, stale, conditionFailures, refused, contended, consistentView: onlyConditions };
+}
+
+/** A failed condition on an item: it changed (its units decide again), or the user's own condition failed on it as believed. */
+function readItemFailure(
+  op: ItemOp,
+  old: Item | undefined,
+  versionAttribute: string,
+  out: { observed: Map<string, Known>; stale: Set<Unit>; conditionFailures: { unit: Unit; message: string }[] },
+): void {
+  const actual: Known = { exists: old !== undefined, item: old, verified: true };
+  if (!op.inReadSet) {
+    // A blind write with a condition of its own: nothing was believed of the item.
+    out.conditionFailures.push({ unit: op.authors[0]!, message: `the condition of its ${op.kind} on ${op.key.table} failed` });
+    return;
+  }
+  out.observed.set(op.key.id, actual);
+  if (!sameIncarnation(actual, op.base, versionAttribute) || !hasUserCondition(op.write)) {
+    for (const unit of [...op.authors, ...op.readers]) out.stale.add(unit);
+    return;
+  }
+  out.conditionFailures.push({ unit: op.authors.at(-1)!, message: `the condition of its ${op.kind} on ${op.key.table} failed` });
+}

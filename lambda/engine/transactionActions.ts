@@ -1,0 +1,116 @@
+/**
+ * The `TransactWriteItems` actions of a round (lib-dynamodb shapes): a unit's inbox row and outbox
+ * items, and one action per item with the engine's condition that the item is still as believed
+ * and a new version on every write (blind writes included: case C24).
+ *
+ * @module
+ */
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { RuntimeConfig } from '../config/runtimeConfig.js';
+import { appliedRowPut } from '../inbox/inboxItems.js';
+import { outboxPut } from '../outbox/outboxItems.js';
+import type { OutgoingMessage, Write } from '../types.js';
+import { and, type Expression, unchangedCondition, userCondition, withVersionSet } from './conditions.js';
+import type { ConsumerDefinition } from './ConsumerDefinition.js';
+import { writeKind } from './foldDecision.js';
+import type { ItemOp, Unit } from './Unit.js';
+
+/** One action of a `TransactWriteItems`. */
+export type TransactAction = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** The unit's inbox row: applied, conditional on the key's row being absent (or, for a redrive, its dead letter's marker). */
+export function inboxAction(unit: Unit, config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds'>, at: Date): TransactAction {
+  return {
+    Put: appliedRowPut({
+      tableName: config.inboxTable,
+      consumerName: config.consumerName,
+      idempotencyKey: unit.idempotencyKey,
+      payloadHash: unit.payloadHash,
+      messageId: unit.delivery.messageId,
+      now: at,
+      ttlSeconds: config.inboxTtlSeconds,
+      redriveOf: unit.delivery.redriveOf,
+    }),
+  };
+}
+
+/** The unit's outbox items, one per outgoing message, ids stable per key and position. */
+export function outboxActions(unit: Unit, outbox: readonly OutgoingMessage[], config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds'>, at: Date): TransactAction[] {
+  return outbox.map((message, position) => ({
+    Put: outboxPut({
+      tableName: config.inboxTable,
+      consumerName: config.consumerName,
+      idempotencyKey: unit.idempotencyKey,
+      orderingKey: unit.orderingKey,
+      position,
+      message,
+      now: at,
+      ttlSeconds: config.inboxTtlSeconds,
+    }),
+  }));
+}
+
+/**
+ * The action of one item, on its physical table; `undefined` when there is nothing to send.
+ *
+ * - An item a unit read: its folded write (or a `ConditionCheck`), conditional on the item being
+ *   as believed (absent, or at the version read) and on the user's own condition.
+ * - A blind write (an item no unit read): the user's write as given, with its own condition.
+ *
+ * Every `Put` and `Update` writes the action's new version.
+ */
+export function itemAction(op: ItemOp, definition: Pick<ConsumerDefinition<unknown>, 'tables' | 'versionAttribute'>): TransactAction | undefined {
+  const tableName = op.key.tableName;
+  const versionAttribute = definition.versionAttribute;
+  if (!op.inReadSet) {
+    const { kind, action } = writeKind(op.write!);
+    const failureItem = action.ConditionExpression !== undefined ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {};
+    if (kind === 'Put') return { Put: { ...action, TableName: tableName, Item: op.current!, ...failureItem } } as TransactAction;
+    if (kind === 'Update') {
+      const set = withVersionSet(action.UpdateExpression ?? '', versionAttribute, op.version);
+      return {
+        Update: {
+          ...action,
+          TableName: tableName,
+          UpdateExpression: set.expression,
+          ExpressionAttributeNames: { ...(action.ExpressionAttributeNames ?? {}), ...set.names },
+          ExpressionAttributeValues: { ...(action.ExpressionAttributeValues ?? {}), ...set.values },
+          ...failureItem,
+        },
+      } as TransactAction;
+    }
+    return { [kind]: { ...action, TableName: tableName, ...failureItem } } as TransactAction;
+  }
+  const partitionKey = definition.tables[op.key.table]!.partitionKey;
+  const condition = and(op.write === undefined ? undefined : userCondition(writeKind(op.write).action), unchangedCondition(op.base, partitionKey, versionAttribute));
+  const conditioned = (extra?: Expression) => {
+    const names = { ...condition.names, ...(extra?.names ?? {}) };
+    const values = { ...condition.values, ...(extra?.values ?? {}) };
+    return {
+      ConditionExpression: condition.expression,
+      ExpressionAttributeNames: names,
+      ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+    };
+  };
+  switch (op.kind) {
+    case 'put':
+      return { Put: { TableName: tableName, Item: op.current!, ...conditioned() } };
+    case 'delete':
+      return { Delete: { TableName: tableName, Key: op.key.key, ...conditioned() } };
+    case 'update': {
+      const update = writeKind(op.write as Write).action;
+      const set = withVersionSet(update.UpdateExpression ?? '', versionAttribute, op.version);
+      return {
+        Update: {
+          TableName: tableName,
+          Key: op.key.key,
+          UpdateExpression: set.expression,
+          ...conditioned({ expression: '', names: { ...(update.ExpressionAttributeNames ?? {}), ...set.names }, values: { ...(update.ExpressionAttributeValues ?? {}), ...set.values } }),
+        },
+      };
+    }
+    case 'check':
+      return { ConditionCheck: { TableName: tableName, Key: op.key.key, ...conditioned() } };
+  }
+}
