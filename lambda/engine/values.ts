@@ -38,13 +38,15 @@ export function isNumberValue(value: unknown): value is NumberValue {
 
 /**
  * How the engine reads a DynamoDB number (`wrapNumbers`): a `number` when a `number` holds it
- * exactly; a `bigint` for a larger integer; a `NumberValue` (its exact text) otherwise. The
+ * exactly (and the SDK writes it back: an integer within ±2^53); a `bigint` for a larger
+ * integer; a `NumberValue` (its exact text) otherwise. The
  * document client's default throws for a large decimal and silently rounds a long fraction.
  */
 export function preciseNumber(text: string): number | bigint | NumberValue {
   const canonical = canonicalNumber(text);
   const number = Number(text);
-  if (canonical !== undefined && Number.isFinite(number) && canonicalNumber(String(number)) === canonical) return number;
+  const writable = Number.isFinite(number) && (!Number.isInteger(number) || Number.isSafeInteger(number));
+  if (canonical !== undefined && writable && canonicalNumber(String(number)) === canonical) return number;
   if (canonical !== undefined) {
     const [mantissa, exponent] = canonical.split('e') as [string, string];
     if (Number(exponent) >= 0) return BigInt(`${mantissa}${'0'.repeat(Number(exponent))}`);
@@ -63,7 +65,7 @@ export const UNMARSHALL_OPTIONS: Readonly<unmarshallOptions> = Object.freeze({ w
 /**
  * A deep copy of a document value: maps, lists, sets, `Uint8Array`/`Buffer` (copied, class
  * kept), `bigint` and `NumberValue` (immutable, kept). Unlike `structuredClone`, a
- * `NumberValue` stays one (a plain `{ value }` would be written back as a map). Iterative.
+ * `NumberValue` stays one (a plain `{ value }` would be written back as a map).
  */
 export function cloneValue<T>(value: T): T {
   const copy = (v: unknown): unknown => {
@@ -71,7 +73,13 @@ export function cloneValue<T>(value: T): T {
     if (isNumberValue(v)) return v;
     if (Buffer.isBuffer(v)) return Buffer.from(v);
     if (v instanceof Uint8Array) return new Uint8Array(v);
-    if (v instanceof Set) return new Set([...v].map(copy));
+    if (v instanceof Set) {
+      // The SDK writes a number set as its first member's type: a `number` first cannot be
+      // followed by a `bigint` beyond 2^53, so the exact members go first.
+      const members = [...v].map(copy);
+      const exact = members.filter((m) => typeof m === 'bigint' || isNumberValue(m));
+      return new Set(exact.length === 0 ? members : [...exact, ...members.filter((m) => !exact.includes(m))]);
+    }
     if (Array.isArray(v)) return v.map(copy);
     if (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null) {
       const out: Record<string, unknown> = {};
