@@ -22,6 +22,15 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: two workers keep the emulators responsive.
     maxWorkers: 2,
+    // The engine's coverage, from every project of the run (`npm test` turns it on): its pure
+    // modules are unit-tested without a server, the DynamoDB calls against DynamoDB Local.
+    coverage: {
+      provider: 'v8',
+      include: ['lambda/engine/**/*.ts'],
+      reporter: ['text', 'text-summary'],
+      reportsDirectory: 'coverage',
+      thresholds: { 'lambda/engine/**/*.ts': { lines: 95, branches: 95 } },
+    },
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'examples/*/test/**/*.test.ts'], exclude: ['examples/*/test/**/*.integration.test.ts'] } },
       { extends: true, test: { name: 'stack', include: ['test/stack/**/*.test.ts'] } },
