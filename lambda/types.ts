@@ -47,7 +47,11 @@ export interface ItemKey {
  */
 export interface State {
   /**
-   * The item of `table` with this primary key, or `undefined` when it does not exist.
+   * The item of `table` with this primary key, or `undefined` when it does not exist: a copy
+   * (changing it changes nothing). Values are the document client's forms: strings, booleans,
+   * `null`, lists, maps, sets, binary as `Uint8Array`; a number as a `number` when one holds it
+   * exactly, a `bigint` for a larger integer, a `NumberValue` (from `@aws-sdk/lib-dynamodb`)
+   * otherwise, so that no digit is lost on the way back.
    *
    * @param table - a logical table name (a key of `tables`)
    * @param key - the item's primary key
@@ -211,7 +215,12 @@ export interface IdempotentConsumerOptions<Event> {
   readonly classifyError?: (error: unknown) => ErrorClassification | undefined;
   /**
    * The attribute in which the engine keeps the version of the items it writes (optimistic
-   * concurrency). Do not write it yourself.
+   * concurrency): a random token (16 characters) that every write of the library renews, so that
+   * what an execution environment remembers of an item is only trusted while the item is that
+   * incarnation. Do not write it in `decide` (an `Update` that names it is refused). Code outside
+   * the consumer that writes an item the consumer decides on must write a new value of it (e.g.
+   * `SET #v = :uuid`); otherwise an environment's memory of the item may pass the commit's condition
+   * and overwrite that write.
    * @default '_version'
    */
   readonly versionAttribute?: string;
