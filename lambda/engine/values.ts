@@ -77,7 +77,7 @@ export function cloneValue<T>(value: T): T {
       // The SDK writes a number set as its first member's type: a `number` first cannot be
       // followed by a `bigint` beyond 2^53, so the exact members go first.
       const members = [...v].map(copy);
-      const exact = members.filter((m) => typeof m === 'bigint' || isNumberValue(m));
+      const exact: unknown[] = members.filter((m) => typeof m === 'bigint' || isNumberValue(m));
       return new Set(exact.length === 0 ? members : [...exact, ...members.filter((m) => !exact.includes(m))]);
     }
     if (Array.isArray(v)) return v.map(copy);

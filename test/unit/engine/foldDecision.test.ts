@@ -43,7 +43,7 @@ describe('foldDecision: a decision that cannot be written fails alone, naming th
     ['the same item twice', { writes: [putAccount('A'), { Delete: { TableName: 'accounts', Key: { id: 'A' } } }] }, /wrote the same item of accounts twice/],
     ['an update that writes the version attribute', { writes: [{ Update: { TableName: 'accounts', Key: { id: 'A' }, UpdateExpression: 'SET #v = :v', ExpressionAttributeNames: { '#v': '_version' }, ExpressionAttributeValues: { ':v': 1 } } }] }, /writes _version, the engine's version attribute/],
     ['an update that names the version attribute literally', { writes: [{ Update: { TableName: 'accounts', Key: { id: 'A' }, UpdateExpression: 'REMOVE _version' } }] }, /writes _version/],
-    ['an update without an expression', { writes: [{ Update: { TableName: 'accounts', Key: { id: 'A' } } } as Write] }, /has no UpdateExpression/],
+    ['an update without an expression', { writes: [{ Update: { TableName: 'accounts', Key: { id: 'A' } } } as unknown as Write] }, /has no UpdateExpression/],
   ] as const)('as a ConsumerDefinitionError (retried, as any fault in the consumer\'s code): %s', (_what, decision, message) => {
     const error = thrown(decision as Decision);
     expect(error).toBeInstanceOf(ConsumerDefinitionError);
@@ -97,7 +97,7 @@ describe('foldDecision: folding into the round\'s actions', () => {
   it('folds a delete, and a condition check with a condition of the user\'s own; leaves a bare check to the read\'s condition', () => {
     const ops = new Map<string, ItemOp>();
     const u = unit({});
-    const bare = foldDecision(u, { writes: [{ ConditionCheck: { TableName: 'accounts', Key: { id: 'A' } } } as Write] }, ops, readsOf(u), context);
+    const bare = foldDecision(u, { writes: [{ ConditionCheck: { TableName: 'accounts', Key: { id: 'A' } } } as unknown as Write] }, ops, readsOf(u), context);
     if (bare !== 'defer') bare.fold();
     expect(ops.get(accountKey('A').id)).toMatchObject({ kind: 'check', authors: [], readers: [u] });
 
