@@ -7,6 +7,7 @@ import { type InboxRow, InboxStatus, toInboxRow } from '../inbox/inboxItems.js';
 import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
 import { newVersion } from './conditions.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
+import type { DeadLetterOutcome } from './deadLetters.js';
 import { describeError } from './describeError.js';
 import type { ItemCache } from './ItemCache.js';
 import type { ResolvedKey } from './itemKeys.js';
@@ -37,6 +38,9 @@ const MAX_LOSSES = 6;
 const roundLimit = (units: number) => 40 + 12 * units;
 /** Waited past a side-effect lock's expiry, in milliseconds, so that the lock reads expired. */
 const LOCK_EXPIRY_SLACK_MS = 50;
+
+/** Marks and sends dead letters now: one outcome per unit, in order (see `deadLetters.ts`). */
+export type DeadLetterNow = (units: readonly Unit[]) => Promise<readonly DeadLetterOutcome[]>;
 
 /** Options of {@link BatchEngine}. */
 export interface BatchEngineOptions<Event> {
@@ -89,10 +93,12 @@ export class BatchEngine<Event> {
    *
    * @param stops - FIFO groups and Kafka partitions stopped before the engine: scope → the batch
    *   position of the first delivery that failed retryably before it could be decided
+   * @param deadLetter - marks and sends the dead letters of a FIFO group or Kafka partition before
+   *   their successors commit; without it, only their markers are written (the caller sends them)
    */
-  async settle(units: readonly Unit<Event>[], clock: InvocationClock, stops: ReadonlyMap<string, number> = new Map()): Promise<void> {
+  async settle(units: readonly Unit<Event>[], clock: InvocationClock, stops: ReadonlyMap<string, number> = new Map(), deadLetter?: DeadLetterNow): Promise<void> {
     const effectsDone = new Set<string>();
-    await this.#rounds(units, clock, stops, effectsDone);
+    await this.#rounds(units, clock, stops, effectsDone, deadLetter);
     this.#sayWhichEffectsRan(units, effectsDone);
   }
 
@@ -111,7 +117,7 @@ export class BatchEngine<Event> {
     }
   }
 
-  async #rounds(units: readonly Unit<Event>[], clock: InvocationClock, stops: ReadonlyMap<string, number>, effectsDone: Set<string>): Promise<void> {
+  async #rounds(units: readonly Unit<Event>[], clock: InvocationClock, stops: ReadonlyMap<string, number>, effectsDone: Set<string>, deadLetter: DeadLetterNow | undefined): Promise<void> {
     const view = new Map<string, Known>();
     const limit = roundLimit(units.length);
     for (let round = 0; ; round += 1) {
@@ -126,7 +132,7 @@ export class BatchEngine<Event> {
         for (const unit of pending) this.#fail(unit, new NotAttempted('too little time was left in the invocation to commit it'));
         return;
       }
-      await this.#markOrderedDeadLetters(units);
+      await this.#deadLetterBeforeSuccessors(units, deadLetter);
       const { plan, packing } = this.#planAndPack(units, view, stops);
       if (plan.verify.size > 0) {
         await this.#verify(plan.verify, view);
@@ -405,37 +411,49 @@ export class BatchEngine<Event> {
   }
 
   /**
-   * Writes the dead-letter marker of each unit of a FIFO group or Kafka partition that `decide`
-   * (or a commit's condition) dead-lettered, before any later unit of its scope commits.
+   * Dead-letters each unit of a FIFO group or Kafka partition that `decide` (or a commit's
+   * condition) dead-lettered, before any later unit of its scope commits: its marker, then its
+   * send (`deadLetter`; without it, the marker only).
    *
    * Why: the source keeps the scope's order, and the final state must equal the in-order one. A
    * verdict made on state is not final until its marker is stored: were the marker write to fail
    * after the successors committed, the message would come back and be decided again on the state
    * its successors left (an `OutOfStock` reservation granted by a later `StockReceived`). Marked
-   * first, a redelivery finds the marker and is dead-lettered again with the same reason; if the
-   * marker cannot be written, the unit is retried (without counting an attempt) and its scope
-   * stops there. A marker that finds the message applied (a concurrent delivery) makes it a
-   * duplicate. Costs nothing extra: the marker is written here instead of after the commit.
+   * first, a redelivery finds the marker and is dead-lettered again with the same reason. Sent
+   * first, a send that fails cannot leave applied messages behind a message that must come back:
+   * the unit is retried (without counting an attempt) and its scope stops there. A marker that
+   * finds the message applied (a concurrent delivery) makes it a duplicate.
    */
-  async #markOrderedDeadLetters(units: readonly Unit[]): Promise<void> {
+  async #deadLetterBeforeSuccessors(units: readonly Unit[], deadLetter: DeadLetterNow | undefined): Promise<void> {
     const lastPending = new Map<string, number>();
     for (const unit of units) {
       if (unit.verdict === undefined && unit.delivery.scope !== undefined) lastPending.set(unit.delivery.scope, Math.max(unit.index, lastPending.get(unit.delivery.scope) ?? -1));
     }
-    const toMark = units.filter(
+    const due = units.filter(
       (unit) =>
         unit.verdict?.kind === 'failed' &&
         !unit.verdict.failure.retryable &&
-        unit.verdict.alreadyMarked !== true &&
-        unit.verdict.failure.reason !== FailureReason.IdempotencyConflict &&
+        unit.verdict.sent !== true &&
+        (deadLetter !== undefined || (unit.verdict.alreadyMarked !== true && unit.verdict.failure.reason !== FailureReason.IdempotencyConflict)) &&
         unit.delivery.scope !== undefined &&
         (lastPending.get(unit.delivery.scope) ?? -1) > unit.index,
     );
-    if (toMark.length === 0) return;
+    if (due.length === 0) return;
+    if (deadLetter !== undefined) {
+      const outcomes = await deadLetter(due);
+      due.forEach((unit, i) => {
+        const outcome = outcomes[i]!;
+        const verdict = unit.verdict as Extract<UnitVerdict, { kind: 'failed' }>;
+        if (outcome.kind === 'sent') unit.verdict = { kind: 'failed', failure: outcome.failure, alreadyMarked: true, sent: true };
+        else if (outcome.kind === 'duplicate') unit.verdict = { kind: 'duplicate', storedPayloadHash: outcome.storedPayloadHash, of: 'applied' };
+        else unit.verdict = { ...verdict, failure: outcome.failure };
+      });
+      return;
+    }
     const { client, config, now, logger } = this.#options;
     const at = now();
     await Promise.all(
-      toMark.map(async (unit) => {
+      due.map(async (unit) => {
         const verdict = unit.verdict as Extract<UnitVerdict, { kind: 'failed' }>;
         try {
           const result = await writeDeadLetterMarker(client, config, { idempotencyKey: unit.idempotencyKey, payloadHash: unit.payloadHash, messageId: unit.delivery.messageId, failure: verdict.failure }, at);

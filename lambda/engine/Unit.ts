@@ -27,8 +27,12 @@ export type UnitVerdict =
   | { readonly kind: 'applied' }
   /** Its key was already decided: applied (`of: 'applied'`) or dead-lettered by another message (`of: 'dead-letter'`). */
   | { readonly kind: 'duplicate'; readonly storedPayloadHash: string; readonly of?: 'applied' | 'dead-letter' }
-  /** A failure: retried or dead-lettered per its classification. `alreadyMarked`: the inbox already holds this message's dead-letter marker. */
-  | { readonly kind: 'failed'; readonly failure: Classification; readonly alreadyMarked?: boolean };
+  /**
+   * A failure: retried or dead-lettered per its classification. `alreadyMarked`: the inbox
+   * already holds this message's dead-letter marker; `sent`: it is in the dead-letter queue
+   * already (sent before its successors committed).
+   */
+  | { readonly kind: 'failed'; readonly failure: Classification; readonly alreadyMarked?: boolean; readonly sent?: boolean };
 
 /** A parsed delivery as the engine tracks it through the rounds of one batch. */
 export interface Unit<Event = unknown> extends ParsedDelivery<Event> {

@@ -2,37 +2,18 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
-import { FailureReason, IdempotencyConflict, NotAttempted } from '../errors.js';
+import { FailureReason, NotAttempted } from '../errors.js';
 import type { AttemptLog } from '../inbox/AttemptLog.js';
-import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
 import { Outcome, type OutcomeObserver } from '../observability/outcomes.js';
 import type { BatchEngine } from './BatchEngine.js';
 import { describeError } from './describeError.js';
-import type { InvocationClock, Unit } from './Unit.js';
+import type { InvocationClock, Unit, UnitVerdict } from './Unit.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
-import type { DeadLetterOrigin, Delivery, DeliveryResult, Verdict } from './Delivery.js';
+import { type DeadLetterCandidate, type DeadLetterOutcome, type DeadLetterSink, deadLetter } from './deadLetters.js';
+import type { Delivery, DeliveryResult, Verdict } from './Delivery.js';
 import { parseDelivery } from './parseDelivery.js';
 
-/** One message to put in the dead-letter queue, as the engine hands it to the writer. */
-export interface DeadLetterRequest extends DeadLetterOrigin {
-  /** The original body, byte for byte (in base64 when `bodyEncoding` says so). */
-  readonly body: string;
-  readonly failure: { readonly reason: string; readonly errorType: string; readonly errorMessage: string };
-  /** Attempts so far, from 1. */
-  readonly attempts: number;
-  /** The source's id of the message. */
-  readonly originalMessageId: string;
-  readonly failedAt: Date;
-}
-
-/** The outcome of one dead-letter send. */
-export type DeadLetterResult = { readonly ok: true; readonly messageId?: string } | { readonly ok: false; readonly error: unknown };
-
-/** Anything that can put messages in the dead-letter queue (the `DeadLetterQueue` writer). */
-export interface DeadLetterSink {
-  /** Sends each request; one result per request, in order. Never rejects for a single failed entry. */
-  sendBatch(requests: readonly DeadLetterRequest[]): Promise<readonly DeadLetterResult[]>;
-}
+export type { DeadLetterRequest, DeadLetterResult, DeadLetterSink } from './deadLetters.js';
 
 /** What {@link processDeliveries} needs. */
 export interface ProcessDeliveriesDeps<Event> {
@@ -60,6 +41,8 @@ interface Working {
   verdict: Verdict;
   /** The inbox already holds this message's dead-letter marker. */
   alreadyMarked: boolean;
+  /** It is in the dead-letter queue already (sent before its successors committed). */
+  sent: boolean;
   settledAt: number;
 }
 
@@ -91,7 +74,7 @@ export async function processDeliveries<Event>(deliveries: readonly Delivery[], 
     if (p.ok) {
       const unit: Unit<Event> = { ...p, index, verified: false, snapshot: false, losses: 0, solo: false, verdict: undefined, settledAt: undefined };
       units.push(unit);
-      return { delivery: p.delivery, index, unit, idempotencyKey: p.idempotencyKey, payloadHash: p.payloadHash, orderingKey: p.orderingKey, fields: p.fields, verdict: { kind: 'applied' }, alreadyMarked: false, settledAt: started };
+      return { delivery: p.delivery, index, unit, idempotencyKey: p.idempotencyKey, payloadHash: p.payloadHash, orderingKey: p.orderingKey, fields: p.fields, verdict: { kind: 'applied' }, alreadyMarked: false, sent: false, settledAt: started };
     }
     const failure = classify(p.error, definition.classifyError);
     // Failed before it could be decided (parsing, keys, `read`): its FIFO group or Kafka partition stops here too (case C25).
@@ -107,12 +90,14 @@ export async function processDeliveries<Event>(deliveries: readonly Delivery[], 
       fields: {},
       verdict: failure.retryable ? { kind: 'retry', failure, attempt: undefined } : { kind: 'dead-lettered', failure, attempt: undefined },
       alreadyMarked: false,
+      sent: false,
       settledAt: performance.now(),
     };
   });
 
+  await deadLetterBeforeSuccessors(working, stops, deps);
   try {
-    await engine.settle(units, clock, stops);
+    await engine.settle(units, clock, stops, (settled) => deadLetter(settled.map(candidateOfUnit), deps));
   } catch (error) {
     logger?.error('the batch engine failed unexpectedly; its unsettled messages will be retried', { error: describeError(error) });
     for (const unit of units) {
@@ -128,13 +113,16 @@ export async function processDeliveries<Event>(deliveries: readonly Delivery[], 
     else if (verdict.kind === 'duplicate') work.verdict = { kind: 'duplicate' };
     else {
       work.alreadyMarked = verdict.alreadyMarked === true;
+      work.sent = verdict.sent === true;
       work.verdict = verdict.failure.retryable ? { kind: 'retry', failure: verdict.failure, attempt: undefined, ...(verdict.failure.retryAt === undefined ? {} : { retryAt: verdict.failure.retryAt }) } : { kind: 'dead-lettered', failure: verdict.failure, attempt: undefined };
     }
   }
 
-  stopScopes(working);
+  stopScopes(working, logger);
   await countAttempts(working, deps);
-  await deadLetter(working, deps);
+  await sendDeadLetters(working, deps);
+  // A dead letter that could not be sent is retried: its scope stops there too.
+  stopScopes(working, logger);
   const reported = reportedDeliveries(working);
   await countSkips(working, reported, deps);
 
@@ -208,15 +196,22 @@ function exhausted(last: Classification, attempt: number): Verdict {
   };
 }
 
-/** After the first message of a FIFO group or Kafka partition that must come back, nothing of its scope is acted on. */
-function stopScopes(working: Working[]): void {
+/**
+ * After the first message of a FIFO group or Kafka partition that must come back, nothing of its
+ * scope is acted on: a later message comes back too, unrun and not counted, and its outcome says
+ * so (a duplicate or a dead letter behind it is decided again next time). An applied message can
+ * never be behind one: the engine stops the scope before it commits, and a dead letter whose
+ * successors commit is sent first.
+ */
+function stopScopes(working: Working[], logger: Logger | undefined): void {
   const stopped = new Set<string>();
   for (const work of working) {
     const scope = work.delivery.scope;
     if (scope === undefined) continue;
     if (stopped.has(scope)) {
-      if (work.verdict.kind === 'dead-lettered' || (work.verdict.kind === 'retry' && work.verdict.failure.countsAsAttempt)) {
-        // Not run behind a message that must come back: it comes back too, unrun.
+      if (work.verdict.kind === 'applied') {
+        logger?.error('an applied message follows one that must be retried in its message group or partition', { messageId: work.delivery.messageId });
+      } else if (work.verdict.kind !== 'retry' || work.verdict.failure.countsAsAttempt) {
         work.verdict = { kind: 'retry', attempt: undefined, failure: classify(new NotAttempted('an earlier message of its message group or partition must be retried first')) };
       }
       continue;
@@ -225,67 +220,61 @@ function stopScopes(working: Working[]): void {
   }
 }
 
-/** Marks, then sends, every dead letter; a marker that finds the message applied makes it a duplicate. */
-async function deadLetter(working: Working[], deps: ProcessDeliveriesDeps<unknown>): Promise<void> {
-  const { config, client, logger, now } = deps;
-  const candidates = working.filter((work) => work.verdict.kind === 'dead-lettered');
-  if (candidates.length === 0) return;
-  const at = now();
-  await Promise.all(
-    candidates.map(async (work) => {
-      const verdict = work.verdict;
-      if (verdict.kind !== 'dead-lettered' || work.idempotencyKey === undefined || work.payloadHash === undefined || work.alreadyMarked) return;
-      if (verdict.failure.reason === FailureReason.IdempotencyConflict) return; // an applied row is there: nothing to mark
-      try {
-        const result = await writeDeadLetterMarker(client, config, { idempotencyKey: work.idempotencyKey, payloadHash: work.payloadHash, messageId: work.delivery.messageId, failure: verdict.failure }, at);
-        if (result.kind === 'applied') {
-          // Applied meanwhile by another delivery: never dead-letter an applied message.
-          const { row } = result;
-          work.verdict =
-            row.payloadHash === work.payloadHash
-              ? { kind: 'duplicate' }
-              : { kind: 'dead-lettered', attempt: verdict.attempt, failure: classify(new IdempotencyConflict(work.idempotencyKey, row.payloadHash, work.payloadHash)) };
-        }
-      } catch (error) {
-        logger?.warn('could not mark a message as dead-lettered; it will be retried', { messageId: work.delivery.messageId, error: describeError(error) });
-        work.verdict = { kind: 'retry', attempt: verdict.attempt, failure: notCounted(error) };
-      }
-    }),
-  );
-  const toSend = working.filter((work) => work.verdict.kind === 'dead-lettered');
-  if (toSend.length === 0) return;
-  let results: readonly DeadLetterResult[];
-  try {
-    const sink = await deps.deadLetters();
-    results = await sink.sendBatch(
-      toSend.map((work) => {
-        const verdict = work.verdict as Extract<Verdict, { kind: 'dead-lettered' }>;
-        return {
-          ...work.delivery.deadLetter,
-          body: work.delivery.body,
-          failure: { reason: verdict.failure.reason ?? 'Unknown', errorType: verdict.failure.errorType, errorMessage: verdict.failure.errorMessage },
-          attempts: verdict.attempt ?? 1,
-          originalMessageId: work.delivery.messageId,
-          failedAt: at,
-        };
-      }),
-    );
-  } catch (error) {
-    results = toSend.map(() => ({ ok: false as const, error }));
+/** A working delivery as a dead-letter candidate. */
+function candidateOf(work: Working): DeadLetterCandidate {
+  const verdict = work.verdict as Extract<Verdict, { kind: 'dead-lettered' }>;
+  return { delivery: work.delivery, idempotencyKey: work.idempotencyKey, payloadHash: work.payloadHash, failure: verdict.failure, attempt: verdict.attempt ?? receiveAttempt(work.delivery), alreadyMarked: work.alreadyMarked };
+}
+
+/** A unit the engine dead-letters before its successors commit, as a candidate. */
+function candidateOfUnit(unit: Unit): DeadLetterCandidate {
+  const verdict = unit.verdict as Extract<UnitVerdict, { kind: 'failed' }>;
+  return { delivery: unit.delivery, idempotencyKey: unit.idempotencyKey, payloadHash: unit.payloadHash, failure: verdict.failure, attempt: receiveAttempt(unit.delivery), alreadyMarked: verdict.alreadyMarked === true };
+}
+
+/** An SQS message's receive count (an upper bound of its attempts); `undefined` on Kafka. */
+function receiveAttempt(delivery: Delivery): number | undefined {
+  return delivery.attempts.kind === 'receive-count' ? delivery.attempts.receiveCount : undefined;
+}
+
+/** Carries out a dead-letter outcome on a working delivery. */
+function applyOutcome(work: Working, outcome: DeadLetterOutcome): void {
+  const attempt = work.verdict.kind === 'dead-lettered' ? work.verdict.attempt : undefined;
+  if (outcome.kind === 'sent') {
+    work.sent = true;
+    work.verdict = { kind: 'dead-lettered', failure: outcome.failure, attempt };
+  } else if (outcome.kind === 'duplicate') {
+    work.verdict = { kind: 'duplicate' };
+  } else {
+    work.verdict = { kind: 'retry', attempt, failure: outcome.failure };
   }
-  toSend.forEach((work, i) => {
-    const result = results[i];
-    if (result?.ok === true) return;
-    const error = result === undefined ? new Error('no result for this dead letter') : result.error;
-    logger?.warn('could not send a message to the dead-letter queue; it will be retried', { messageId: work.delivery.messageId, error: describeError(error) });
-    const verdict = work.verdict as Extract<Verdict, { kind: 'dead-lettered' }>;
-    work.verdict = { kind: 'retry', attempt: verdict.attempt, failure: notCounted(error) };
+}
+
+/**
+ * Dead-letters, before the engine runs, a delivery that failed before it could be decided and has
+ * successors in its FIFO group or Kafka partition in the batch: they are about to commit, and a
+ * dead letter that could not be sent afterwards would stop the group behind applied messages. If
+ * it cannot be sent, its scope stops there (retried, not counted).
+ */
+async function deadLetterBeforeSuccessors(working: Working[], stops: Map<string, number>, deps: ProcessDeliveriesDeps<unknown>): Promise<void> {
+  const lastOfScope = new Map<string, number>();
+  for (const work of working) if (work.delivery.scope !== undefined) lastOfScope.set(work.delivery.scope, work.index);
+  const early = working.filter((work) => work.unit === undefined && work.verdict.kind === 'dead-lettered' && work.delivery.scope !== undefined && (lastOfScope.get(work.delivery.scope) ?? -1) > work.index);
+  if (early.length === 0) return;
+  const outcomes = await deadLetter(early.map(candidateOf), deps);
+  early.forEach((work, i) => {
+    applyOutcome(work, outcomes[i]!);
+    const scope = work.delivery.scope!;
+    if (work.verdict.kind === 'retry' && (stops.get(scope) ?? Number.POSITIVE_INFINITY) > work.index) stops.set(scope, work.index);
   });
 }
 
-/** A failure of the consumer's own dead-letter path: retried without using up the message's attempts. */
-function notCounted(error: unknown): Classification {
-  return { ...classify(error), retryable: true, reason: undefined, countsAsAttempt: false };
+/** Marks, then sends, every dead letter not sent yet; a marker that finds the message applied makes it a duplicate. */
+async function sendDeadLetters(working: Working[], deps: ProcessDeliveriesDeps<unknown>): Promise<void> {
+  const candidates = working.filter((work) => work.verdict.kind === 'dead-lettered' && !work.sent);
+  if (candidates.length === 0) return;
+  const outcomes = await deadLetter(candidates.map(candidateOf), deps);
+  candidates.forEach((work, i) => applyOutcome(work, outcomes[i]!));
 }
 
 /** Indexes of the deliveries to report as batch item failures: every retry, and in a scope everything after the first one. */

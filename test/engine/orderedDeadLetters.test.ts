@@ -7,6 +7,7 @@
  * receive 10]. In order, the reservation is refused and the stock ends at 12 available.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { createIdempotentConsumer, type OutcomeRecord } from 'idempotent-consumer';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -83,6 +84,52 @@ describe('a dead letter of a FIFO message group is marked before the rest of its
     expect(await stock('SKU-1')).toMatchObject({ available: 12, reserved: 0 }); // the in-order final state
     const dlq = await deadLetters(env);
     expect(dlq.map((m) => deadLetterAttribute(m, 'failureReason'))).toEqual(['OutOfStock']);
+  });
+
+  /** An SQS client whose first `failSends` SendMessageBatch calls (the dead-letter queue's) fail. */
+  function failingSqs(failSends: number) {
+    let failed = 0;
+    const sqs = new SQSClient({ endpoint: env.endpoints.sqsEndpoint, region: env.endpoints.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'SendMessageBatchCommand' && failed < failSends) {
+          failed += 1;
+          throw Object.assign(new Error('We encountered an internal error. Please try again.'), { name: 'InternalError', $fault: 'server' });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'failSends' },
+    );
+    return sqs;
+  }
+
+  it.each([
+    ['refused by decide (OutOfStock)', 'p', (sku: string) => reserve(`${sku}-r`, sku, `${sku}-res`, 5)],
+    ['a body that fails the schema', 'q', (sku: string) => ({ requestId: `${sku}-r`, kind: 'ReservationRequested', sku, reservationId: `${sku}-res`, quantity: -1, at })],
+  ])('sends a dead letter %s before its successors commit: a send that fails stops the group, nothing is applied behind it', async (_what, prefix, poison) => {
+    const sku = `SKU-${prefix.toUpperCase()}`;
+    const setup = environment(0);
+    expect(await setup.handler(sqsEvent(record(`${prefix}-0`, received(`${prefix}-s0`, sku, 2))), lambdaContext())).toEqual({ batchItemFailures: [] });
+    await deadLetters(env);
+    const outcomes: OutcomeRecord[] = [];
+    const handler = createIdempotentConsumer(inventoryConsumerOptions, {
+      environment: env.environment,
+      clients: { dynamoDb: env.dynamoDb, sqs: failingSqs(1), s3: env.s3 },
+      observer: { onOutcome: (o) => outcomes.push(o) },
+    });
+
+    const response = await handler(sqsEvent(record(`${prefix}-1`, poison(sku)), record(`${prefix}-2`, received(`${prefix}-s2`, sku, 10))), lambdaContext());
+
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: `${prefix}-1` }, { itemIdentifier: `${prefix}-2` }] });
+    // Each outcome agrees with the response: both retried, neither counted as an attempt.
+    expect(outcomes.map((o) => `${o.outcome}:${o.countsAsAttempt}`)).toEqual(['retried:false', 'retried:false']);
+    expect(await stock(sku)).toMatchObject({ available: 2, reserved: 0 });
+    expect(await deadLetters(env)).toEqual([]);
+
+    const retry = await handler(sqsEvent(record(`${prefix}-1`, poison(sku), 2), record(`${prefix}-2`, received(`${prefix}-s2`, sku, 10), 2)), lambdaContext());
+    expect(retry).toEqual({ batchItemFailures: [] });
+    expect(await stock(sku)).toMatchObject({ available: 12, reserved: 0 });
+    expect((await deadLetters(env)).map((m) => m.Body)).toEqual([JSON.stringify(poison(sku))]);
   });
 
   it('dead-letters a redelivery of a marked message again, with its reason, without deciding it on the new state', async () => {
