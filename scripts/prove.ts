@@ -1,6 +1,7 @@
 /**
  * `npm run prove`: exactly-once under randomized faults. Drives the real handlers of the two
- * examples (the café, the inventory) against the embedded DynamoDB Local and SQS server with
+ * examples (the café, the inventory), and of consumers drawn from a seeded grammar
+ * (`--workload generated`), against the embedded DynamoDB Local and SQS server with
  * seeded random fault schedules — producer duplicates, concurrent deliveries, invocations killed
  * at every await point of the engine, deadlines, throttling, `TransactionConflict`, 5xx before
  * and after the server, redelivery as SQS (standard, FIFO) and Kafka would — and checks the
@@ -50,12 +51,14 @@ async function main(): Promise<number> {
       flags.replay !== undefined
         ? await replaySchedule(session, flags.replay, seed)
         : await (async () => {
-            say(`Proof suite: ${flags.schedules} schedules over ${flags.sources.join(', ')} (${flags.consumers.join(', ')}), seed ${seed}.`);
+            const consumers = flags.workload === 'generated' ? 'generated consumers' : flags.workload === 'all' ? `${flags.consumers.join(', ')} and generated consumers` : flags.consumers.join(', ');
+            say(`Proof suite: ${flags.schedules} schedules over ${flags.sources.join(', ')} (${consumers}), seed ${seed}.`);
             return runProve(session, {
               schedules: flags.schedules,
               seed,
               sources: flags.sources,
               consumers: flags.consumers,
+              workload: flags.workload,
               coverKillPoints: flags.cover,
               shrinkSeconds: flags.shrinkSeconds,
               rotateEvery: flags.rotateEvery,

@@ -13,7 +13,10 @@ import { DeleteQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { TableDefinition } from 'idempotent-consumer';
 import { withOverrides } from '../../config/settings.js';
 import { type LocalResources, provisionResources } from '../../local/provision.js';
-import type { ProveConsumer, ProveSource } from './schedule.js';
+import type { TableSpec } from './generated/spec.js';
+import { GeneratedTablePool } from './generated/tables.js';
+import type { ProveSource } from './schedule.js';
+import type { WorkloadConsumer } from './workload.js';
 
 /** Options of {@link ProveResources}. */
 export interface ProveResourcesOptions {
@@ -35,14 +38,24 @@ interface ResourceSet {
 export class ProveResources {
   readonly #options: ProveResourcesOptions;
   readonly #sets = new Map<string, Promise<ResourceSet>>();
+  readonly #generated: GeneratedTablePool;
   #generation = 0;
 
   constructor(options: ProveResourcesOptions) {
     this.#options = options;
+    this.#generated = new GeneratedTablePool({ dynamoDb: options.dynamoDb, runTag: options.runTag, ...(options.rotateEvery === undefined ? {} : { rotateEvery: options.rotateEvery }) });
+  }
+
+  /**
+   * The business tables of a generated consumer (logical name → physical name): pooled by key
+   * schema (`generated/tables.ts`); the consumer's set of `get(source, 'generated', {})` holds the rest.
+   */
+  generatedTables(tables: readonly TableSpec[]): Promise<Record<string, string>> {
+    return this.#generated.tablesFor(tables);
   }
 
   /** The set of `source` × `consumer`, provisioned at first use and replaced when used up. */
-  async get(source: ProveSource, consumer: ProveConsumer, tables: Readonly<Record<string, TableDefinition>>): Promise<LocalResources> {
+  async get(source: ProveSource, consumer: WorkloadConsumer, tables: Readonly<Record<string, TableDefinition>>): Promise<LocalResources> {
     const id = `${source}-${consumer}`;
     let pending = this.#sets.get(id);
     if (pending !== undefined) {
@@ -63,6 +76,7 @@ export class ProveResources {
 
   /** Deletes every set. */
   async dispose(): Promise<void> {
+    await this.#generated.dispose();
     const sets = await Promise.allSettled(this.#sets.values());
     this.#sets.clear();
     await Promise.allSettled(sets.flatMap((set) => (set.status === 'fulfilled' ? [this.#delete(set.value.resources)] : [])));

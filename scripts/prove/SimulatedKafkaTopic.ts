@@ -68,9 +68,13 @@ export class SimulatedKafkaTopic {
     this.#generation = Array.from({ length: options.partitions }, () => 0);
   }
 
-  /** Appends a record to `partition`. */
-  append(key: string, value: string, partition: number): { readonly partition: number; readonly offset: number } {
-    return this.log.append({ key, value, partition: partition % this.#options.partitions });
+  /**
+   * Appends a record to `partition`.
+   *
+   * @param headers - record headers by name (e.g. `ic.redrive` on a redriven dead letter), as UTF-8 text
+   */
+  append(key: string, value: string, partition: number, headers: Readonly<Record<string, string>> = {}): { readonly partition: number; readonly offset: number } {
+    return this.log.append({ key, value, partition: partition % this.#options.partitions, headers: Object.entries(headers).map(([name, text]) => ({ name, value: text })) });
   }
 
   /** Records the mapping gave up on (sent to the on-failure destination as metadata only). */

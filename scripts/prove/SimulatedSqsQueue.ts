@@ -26,6 +26,8 @@ interface QueuedMessage {
   readonly messageId: string;
   readonly body: string;
   readonly groupId: string | undefined;
+  /** String message attributes the producer sent (e.g. `ic.redrive` on a redriven dead letter). */
+  readonly attributes: Readonly<Record<string, string>>;
   readonly sentAt: number;
   readonly sequence: number;
   receiveCount: number;
@@ -75,14 +77,19 @@ export class SimulatedSqsQueue {
     this.#random = mulberry32(options.seed);
   }
 
-  /** Sends a message (visible at once). */
-  send(messageId: string, body: string, groupId?: string): void {
+  /**
+   * Sends a message (visible at once).
+   *
+   * @param attributes - string message attributes, as the record's `messageAttributes` carries them
+   */
+  send(messageId: string, body: string, groupId?: string, attributes: Readonly<Record<string, string>> = {}): void {
     if (this.#messages.has(messageId)) throw new Error(`message ${messageId} is already on the queue`);
     const now = this.#options.clock.now();
     this.#messages.set(messageId, {
       messageId,
       body,
       groupId: this.#options.fifo ? groupId : undefined,
+      attributes,
       sentAt: now,
       sequence: (this.#sequence += 1),
       receiveCount: 0,
@@ -227,7 +234,9 @@ export class SimulatedSqsQueue {
           ? { MessageGroupId: message.groupId, MessageDeduplicationId: message.messageId, SequenceNumber: String(message.sequence).padStart(20, '0') }
           : {}),
       },
-      messageAttributes: {},
+      messageAttributes: Object.fromEntries(
+        Object.entries(message.attributes).map(([name, stringValue]) => [name, { stringValue, stringListValues: [], binaryListValues: [], dataType: 'String' }]),
+      ),
       md5OfBody: '',
       eventSource: 'aws:sqs',
       eventSourceARN: this.#options.queueArn,

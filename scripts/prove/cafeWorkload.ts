@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Item, SideEffectContext } from 'idempotent-consumer';
 import { cafeConsumerOptions, LEDGER_SK_PREFIX, NOTIFICATION_SK_PREFIX, NOTIFY_CUSTOMER, notifyCustomer, ORDER_SK } from '../../examples/cafe/consumer.js';
 import { cafeTables } from '../../examples/cafe/settings.js';
 import type { CafePath, CafeWorkloadSpec, PoisonKind } from './schedule.js';
-import { eventTime, type InputMessage, itemId, MessageRole, type StoredBusinessState, type Workload, withoutVersion } from './workload.js';
+import { eventTime, inOrderParts, type InputMessage, itemId, MessageRole, type StoreClients, type StoredBusinessState, type Workload, withoutVersion } from './workload.js';
 
 const steps: Readonly<Record<CafePath, readonly { readonly type: string; readonly minute: number }[]>> = {
   placed: [{ type: 'OrderPlaced', minute: 0 }],
@@ -97,8 +97,9 @@ export function cafeWorkload(spec: CafeWorkloadSpec, prefix: string): Workload {
     options: options as never,
     tables: cafeTables,
     messages,
+    ...inOrderParts(options as never, messages),
     effectRuns,
-    async readStored(client: DynamoDBDocumentClient, tableNames: Readonly<Record<string, string>>): Promise<StoredBusinessState> {
+    async readStored({ document: client }: StoreClients, tableNames: Readonly<Record<string, string>>): Promise<StoredBusinessState> {
       const items = new Map<string, Item>();
       const effectRecords = new Map<string, number>();
       for (const orderId of orderIds) {

@@ -21,13 +21,14 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DeserializeHandlerOutput, DeserializeMiddleware, FinalizeRequestMiddleware, HandlerExecutionContext, RetryErrorInfo, RetryStrategyV2, RetryToken } from '@smithy/types';
-import { createIdempotentConsumer, type IdempotentConsumerHandler, type IdempotentConsumerOptions } from 'idempotent-consumer';
+import { createIdempotentConsumer, type IdempotentConsumerHandler, type IdempotentConsumerOptions, type OutcomeRecord } from 'idempotent-consumer';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { currentInvocationGuard, guardInvocations, type InvocationGuard } from '../../local/aws/invocationGuard.js';
 import { type AnySdkClient, errorResponse, operationOf, type RawResponse, serviceOf, type ServiceErrorShape } from '../../local/aws/sdkMiddleware.js';
 import { installStrictDynamoDb } from '../../local/aws/strictDynamoDb.js';
 import { localClientConfig, localS3ClientConfig } from '../../local/localClientConfig.js';
 import { type CallTargets, nameCall } from './killPoints.js';
+import { type MetricPoint, RecordingMetrics } from './recordingMetrics.js';
 import type { FaultKind, Kill } from './schedule.js';
 import type { VirtualClock } from './virtualClock.js';
 
@@ -74,10 +75,21 @@ export interface EnvironmentPoolOptions {
   readonly intercept?: CallInterceptor;
 }
 
+/**
+ * What an environment's handler reported through its runtime options: every outcome (the
+ * `observer` option) and every metric (a readable Powertools `Metrics`). An environment runs one
+ * invocation at a time: the suite empties both before each.
+ */
+export interface InvocationRecords {
+  readonly outcomes: OutcomeRecord[];
+  readonly metrics: MetricPoint[];
+}
+
 /** One execution environment. */
 export interface ExecutionEnvironment {
   readonly handler: IdempotentConsumerHandler;
   busy: boolean;
+  readonly records: InvocationRecords;
   destroy(): void;
 }
 
@@ -141,16 +153,20 @@ export class EnvironmentPool {
       client.middlewareStack.add(faultMiddleware(this.#options.intercept), { step: 'deserialize', priority: 'low', name: 'proveFaults' });
     }
     this.created += 1;
+    const records: InvocationRecords = { outcomes: [], metrics: [] };
     const handler = createIdempotentConsumer(this.#options.consumer, {
       environment: this.#options.environment,
       clients: { dynamoDb, sqs, s3 },
       logger: silentLogger,
+      observer: { onOutcome: (record) => records.outcomes.push(record) },
+      metrics: new RecordingMetrics(records.metrics, { namespace: 'IdempotentConsumerProve', serviceName: 'prove' }),
       // The engine's pauses (waiting for a side-effect lock to expire) pass on the suite's clock.
       sleep: async (ms) => clock.advance(ms),
     });
     return {
       handler,
       busy: false,
+      records,
       destroy: () => {
         dynamoDb.destroy();
         sqs.destroy();

@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parseSeedFlag } from '../../local/faultInjection.js';
-import { type ProveConsumer, proveConsumers, type ProveSource, proveSources, parseSchedule, type Schedule, ScheduleError } from './schedule.js';
+import { type ProveConsumer, proveConsumers, type ProveSource, proveSources, type ProveWorkload, proveWorkloads, parseSchedule, type Schedule, ScheduleError } from './schedule.js';
 
 /** Parsed flags. */
 export interface ProveFlags {
@@ -15,6 +15,8 @@ export interface ProveFlags {
   readonly seed: number | undefined;
   readonly sources: readonly ProveSource[];
   readonly consumers: readonly ProveConsumer[];
+  /** The examples, generated consumers, or both. */
+  readonly workload: ProveWorkload;
   readonly json: boolean;
   /** The schedule to run alone. */
   readonly replay: Schedule | undefined;
@@ -25,14 +27,16 @@ export interface ProveFlags {
   readonly endpoints: { readonly dynamoDbEndpoint: string; readonly sqsEndpoint: string } | undefined;
 }
 
-export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--source sqs|fifo|kafka|all] [--consumer cafe|inventory|all] [--json]
+export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--source sqs|fifo|kafka|all] [--workload examples|generated|all]
+                        [--consumer cafe|inventory|all] [--json]
                         [--replay FILE_OR_JSON] [--shrink-seconds N] [--replay-dir DIR] [--tables-every N] [--no-cover]
                         [--dynamodb-endpoint URL --sqs-endpoint URL]
 
   --schedules N        fault schedules in all, shared out among the sources          default 100
   --seed S             the seed (an integer); the same seed runs the same schedules   default: drawn, printed
   --source             which event source(s)                                          default all
-  --consumer           which example(s) as the consumer under test                   default all
+  --workload           the examples, consumers drawn from the grammar, or both       default examples
+  --consumer           which example(s) the examples workload drives                 default all
   --json               the summary as one JSON object, the last line of stdout (the text goes to stderr)
   --replay F           run one schedule alone: a replay file a failing run wrote, or its JSON text
   --shrink-seconds N   time to shrink each failing schedule (0: print it unshrunk)    default 300
@@ -60,6 +64,11 @@ function choice<T extends string>(value: string, flag: string, choices: readonly
   return [value as T];
 }
 
+function workloadChoice(value: string): ProveWorkload {
+  if (!(proveWorkloads as readonly string[]).includes(value)) throw new ProveFlagError(`--workload must be one of ${proveWorkloads.join(', ')}, not ${JSON.stringify(value)}`);
+  return value as ProveWorkload;
+}
+
 /**
  * Parses the suite's flags (`argv` without the node and script paths); reads a replay file.
  *
@@ -79,6 +88,7 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
         seed: { type: 'string' },
         source: { type: 'string', default: 'all' },
         consumer: { type: 'string', default: 'all' },
+        workload: { type: 'string', default: 'examples' },
         json: { type: 'boolean', default: false },
         replay: { type: 'string' },
         'shrink-seconds': { type: 'string', default: '300' },
@@ -114,6 +124,7 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
     seed,
     sources: choice(values.source, '--source', proveSources),
     consumers: choice(values.consumer, '--consumer', proveConsumers),
+    workload: workloadChoice(values.workload),
     json: values.json,
     replay: values.replay === undefined ? undefined : await readReplay(values.replay),
     shrinkSeconds: integer(values['shrink-seconds'], '--shrink-seconds', 0, 86_400),

@@ -7,12 +7,12 @@
  *
  * @module
  */
-import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Item } from 'idempotent-consumer';
 import { inventoryConsumerOptions } from '../../examples/inventory/consumer.js';
 import { inventoryTables } from '../../examples/inventory/settings.js';
 import type { InventoryWorkloadSpec, PoisonKind } from './schedule.js';
-import { eventTime, type InputMessage, itemId, MessageRole, type StoredBusinessState, type Workload, withoutVersion } from './workload.js';
+import { eventTime, inOrderParts, type InputMessage, itemId, MessageRole, type StoreClients, type StoredBusinessState, type Workload, withoutVersion } from './workload.js';
 
 /** A reservation larger than any stock a workload holds. */
 const OVER_RESERVATION = 999;
@@ -98,13 +98,15 @@ export function inventoryWorkload(spec: InventoryWorkloadSpec, prefix: string): 
 
   const options = inventoryConsumerOptions;
   const versionAttribute = options.versionAttribute ?? '_version';
+  const messages = [...setup, ...run];
   return {
     consumer: 'inventory',
     options: options as never,
     tables: inventoryTables,
-    messages: [...setup, ...run],
+    messages,
+    ...inOrderParts(options as never, messages),
     effectRuns: new Map(),
-    async readStored(client: DynamoDBDocumentClient, tableNames: Readonly<Record<string, string>>): Promise<StoredBusinessState> {
+    async readStored({ document: client }: StoreClients, tableNames: Readonly<Record<string, string>>): Promise<StoredBusinessState> {
       const items = new Map<string, Item>();
       const wanted: { table: 'stock' | 'reservations'; key: Item }[] = [
         ...skus.map((sku) => ({ table: 'stock' as const, key: { sku } })),

@@ -20,7 +20,7 @@ import { Invariant, invariants, type Violation } from './invariants.js';
 import { type KillPoint, killPoints } from './killPoints.js';
 import { ProveResources } from './ProveResources.js';
 import { emptyStats, type ProveEnvironment, runSchedule, type ScheduleResult, type ScheduleStats } from './runSchedule.js';
-import { type ProveConsumer, type ProveSource, type Schedule, scheduleArbitrary } from './schedule.js';
+import { type ProveConsumer, type ProveSource, type ProveWorkload, type Schedule, scheduleArbitrary } from './schedule.js';
 import { installVirtualClock } from './virtualClock.js';
 
 /** Options of {@link runProve}. */
@@ -30,8 +30,10 @@ export interface ProveOptions {
   /** The run's seed (a 32-bit integer): the same seed generates the same schedules. */
   readonly seed: number;
   readonly sources: readonly ProveSource[];
-  /** @default both examples */
+  /** The examples the `examples` workload draws from. @default both examples */
   readonly consumers?: readonly ProveConsumer[];
+  /** The examples, consumers drawn from the grammar (`generated/grammar.ts`), or both. @default 'examples' */
+  readonly workload?: ProveWorkload;
   /** After the random schedules, run targeted ones for every await point met but never killed at. @default true */
   readonly coverKillPoints?: boolean;
   /** Time to shrink each failing schedule, in seconds; 0 prints the schedule unshrunk. @default 300 */
@@ -113,6 +115,7 @@ export function createProveSession(endpoints: ProveEndpoints, options: { readonl
     clock,
     resources,
     documentClient,
+    dynamoDb,
     sqs,
     runTag,
     nextScheduleNumber: () => (number += 1),
@@ -188,11 +191,12 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
   const maxShrinks = options.maxShrinks ?? 3;
   const { log } = options;
   const consumers = options.consumers;
+  const workload = options.workload;
 
   for (const [i, source] of options.sources.entries()) {
     const share = Math.floor(options.schedules / options.sources.length) + (i < options.schedules % options.sources.length ? 1 : 0);
     if (share === 0) continue;
-    const arbitrary = scheduleArbitrary({ source, ...(consumers === undefined ? {} : { consumers }) });
+    const arbitrary = scheduleArbitrary({ source, ...(consumers === undefined ? {} : { consumers }), ...(workload === undefined ? {} : { workload }) });
     let run = 0;
     let lastLog = performance.now();
     let fatal: { error: unknown } | undefined;
@@ -305,8 +309,9 @@ async function shrink(
   let steps = 0;
   options.log(`shrinking ${failure.source} schedule ${failure.run} (${failure.invariant}), for at most ${options.shrinkSeconds ?? 300} s…`);
   const consumers = options.consumers;
+  const workload = options.workload;
   await fc.check(
-    fc.asyncProperty(scheduleArbitrary({ source: failure.source, ...(consumers === undefined ? {} : { consumers }) }), async (schedule) => {
+    fc.asyncProperty(scheduleArbitrary({ source: failure.source, ...(consumers === undefined ? {} : { consumers }), ...(workload === undefined ? {} : { workload }) }), async (schedule) => {
       if (performance.now() > deadline) return true;
       steps += 1;
       let result: ScheduleResult;

@@ -8,15 +8,19 @@
  *    deadlines, throttling, conflicts, 5xx, concurrent deliveries, lost acknowledgements);
  * 3. **heal**: invocations without faults until the source drains (the clock jumps over
  *    visibility timeouts and backoff delays);
- * 4. **redrive**: a dead letter `RetriesExhausted` of an event that applies in producer order
- *    (its predecessor came back too late, or faults used up its attempts) is redriven, as an
- *    operator would, and the source drained again (counted in the report);
+ * 4. **redrive**: a dead letter `RetriesExhausted` of an event that applies (or fails for a
+ *    reason of its own) in producer order — its predecessor came back too late, or faults used
+ *    up its attempts — is redriven, as an operator would (marked `ic.redrive` with the dead
+ *    letter's original message id, as `dlq redrive` marks it), and the source drained again
+ *    (counted in the report); an event whose successors went on without it is not redriven
+ *    (`Workload.redrivable`): the model takes it as dead-lettered where it stood;
  * 5. **checks** of every invariant against what is stored (`invariants.ts`);
  * 6. **replay**: every applied event is delivered again: nothing may change.
  *
  * @module
  */
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
@@ -29,8 +33,10 @@ import { judgeBatchResponse } from '../../local/judgeBatchResponse.js';
 import { createLambdaContext } from '../../local/lambdaContext.js';
 import { cafeWorkload } from './cafeWorkload.js';
 import { type CallInterceptor, controlInvocation, EnvironmentPool, type InvocationControl } from './executionEnvironments.js';
+import { generatedWorkload } from './generated/workload.js';
 import { inventoryWorkload } from './inventoryWorkload.js';
 import { checkInvariants, Invariant, type SentMessage, type Violation } from './invariants.js';
+import { checkInvocation } from './invocationChecks.js';
 import { KillPoint } from './killPoints.js';
 import type { ProveResources } from './ProveResources.js';
 import type { InvocationPlan, Overlap, Schedule } from './schedule.js';
@@ -38,7 +44,7 @@ import { SimulatedKafkaTopic, type KafkaBatch } from './SimulatedKafkaTopic.js';
 import { SimulatedSqsQueue } from './SimulatedSqsQueue.js';
 import { type DeadLetter, drainDeadLetters, print, readAttemptSkips, readInboxRows, readOutboxItems } from './storedState.js';
 import type { VirtualClock } from './virtualClock.js';
-import { inOrderModel, type InputMessage, MessageRole, type Workload } from './workload.js';
+import { type InputMessage, MessageRole, type ModelResult, type Workload } from './workload.js';
 
 /** What every schedule of a run shares. */
 export interface ProveEnvironment {
@@ -48,6 +54,8 @@ export interface ProveEnvironment {
   readonly resources: ProveResources;
   /** Clients of the checks (no faults, no guard). */
   readonly documentClient: DynamoDBDocumentClient;
+  /** The plain client of the checks (reads values the document client cannot unmarshall). */
+  readonly dynamoDb: DynamoDBClient;
   readonly sqs: SQSClient;
   /** Short tag of the run, in every id. */
   readonly runTag: string;
@@ -112,6 +120,12 @@ export interface ScheduleResult {
 const HEAL_LIMIT = 400;
 /** Rounds of redriving exhausted events that apply in order. */
 const REDRIVE_ROUNDS = 3;
+/**
+ * The SQS message attribute and Kafka record header that mark a redriven dead letter, with the
+ * source id of the dead-lettered message as its value (what `dlq redrive` adds): only a redrive
+ * applies a key the inbox holds as dead-lettered.
+ */
+export const REDRIVE_MARK = 'ic.redrive';
 /** The clock between two invocations (the event source's poll and Lambda's invoke), in milliseconds. */
 const BETWEEN_INVOCATIONS_MS = 20;
 
@@ -121,7 +135,8 @@ const clean = (environment: number): InvocationPlan => ({ environment, remaining
 export async function runSchedule(schedule: Schedule, env: ProveEnvironment): Promise<ScheduleResult> {
   const number = env.nextScheduleNumber();
   const prefix = `${env.runTag}-${number}`;
-  const workload = schedule.workload.kind === 'cafe' ? cafeWorkload(schedule.workload, prefix) : inventoryWorkload(schedule.workload, prefix);
+  const spec = schedule.workload;
+  const workload = spec.kind === 'cafe' ? cafeWorkload(spec, prefix) : spec.kind === 'inventory' ? inventoryWorkload(spec, prefix) : generatedWorkload(spec, prefix, number);
   const run = new ScheduleRun(schedule, env, workload, `prove-${prefix}`);
   try {
     return await run.execute();
@@ -142,7 +157,8 @@ interface Batch {
 
 /** The event source of a schedule. */
 interface Source {
-  send(message: InputMessage, id: string): string;
+  /** Sends a message; `redriveOf`: it redrives the dead letter of that source id (marked `ic.redrive`, as `dlq redrive` marks it). */
+  send(message: InputMessage, id: string, redriveOf?: string): string;
   readonly drained: boolean;
   readonly remaining: number;
   readonly deliveries: number;
@@ -195,8 +211,10 @@ class ScheduleRun {
   async execute(): Promise<ScheduleResult> {
     const schedule = this.#schedule;
     const workload = this.#workload;
-    const model = inOrderModel(workload.options, workload.messages);
-    this.#resources = await this.#env.resources.get(schedule.source, workload.consumer, workload.tables);
+    let model: ModelResult = workload.model(schedule.source);
+    const shared = await this.#env.resources.get(schedule.source, workload.consumer, schedule.workload.kind === 'generated' ? {} : workload.tables);
+    const tables = schedule.workload.kind === 'generated' ? await this.#env.resources.generatedTables(schedule.workload.tables) : shared.tables;
+    this.#resources = { ...shared, tables };
     const resources = this.#resources;
     const settings = withOverrides({
       consumerName: this.#consumerName,
@@ -233,6 +251,15 @@ class ScheduleRun {
     // 3. Heal.
     await this.#heal();
     let deadLetters = await this.#drainDeadLetters();
+    // A key whose successors went on without it (no gate, on a source that keeps its order) is not
+    // redriven when faults used up its attempts: the model takes it as dead-lettered where it stood.
+    const forced = new Set(
+      deadLetters.flatMap((letter) => {
+        const key = this.#sent.find((s) => s.sourceId === letter.originalMessageId)?.input.key;
+        return letter.reason === FailureReason.RetriesExhausted && key !== undefined && !workload.redrivable(key) && !exhaustedInOrder(model, key) ? [key] : [];
+      }),
+    );
+    if (forced.size > 0) model = workload.model(schedule.source, forced);
     // 4. Redrive what applies in order but ran out of attempts, and what the source's safety net
     // took after crashes (the redrive policy's moves; records the Kafka mapping gave up on).
     const excused = (sourceId: string) => (this.#crashed.get(sourceId) ?? 0) + (this.#recordedSkips.get(sourceId) ?? 0) > RECEIVE_ALLOWANCE;
@@ -241,7 +268,7 @@ class ScheduleRun {
       const redrive = deadLetters.filter((letter) => {
         if (letter.reason !== FailureReason.RetriesExhausted) return false;
         const sent = this.#sent.find((s) => s.sourceId === letter.originalMessageId);
-        return sent?.input.key !== undefined && model.outcomes.get(sent.input.key)?.kind === 'applied';
+        return sent?.input.key !== undefined && !exhaustedInOrder(model, sent.input.key) && workload.redrivable(sent.input.key);
       });
       const safetyNet = [...this.#source.policyMoves, ...this.#source.gaveUp].filter((id) => excused(id) && !this.#sent.find((s) => s.sourceId === id)?.redriven);
       if (redrive.length === 0 && safetyNet.length === 0) break;
@@ -252,7 +279,8 @@ class ScheduleRun {
         const sent = this.#sent.find((s) => s.sourceId === id)!;
         sent.redriven = true;
         this.#stats.redriven += 1;
-        this.#send(sent.input, `${sent.input.id}-r${round}-${this.#stats.redriven}`);
+        // Marked as a redrive of its dead letter (the original message's id), as `dlq redrive` marks it.
+        this.#send(sent.input, `${sent.input.id}-r${round}-${this.#stats.redriven}`, id);
       }
       await this.#heal();
       deadLetters = [...deadLetters, ...(await this.#drainDeadLetters())];
@@ -263,8 +291,8 @@ class ScheduleRun {
     const keys = [...new Set(workload.messages.flatMap((m) => (m.key === undefined ? [] : [m.key])))];
     const read = async () => ({
       inbox: await readInboxRows(this.#env.documentClient, resources.inboxTable, this.#consumerName, keys),
-      outbox: await readOutboxItems(this.#env.documentClient, resources.inboxTable, this.#consumerName, keys),
-      business: await workload.readStored(this.#env.documentClient, resources.tables),
+      outbox: await readOutboxItems(this.#env.documentClient, resources.inboxTable, this.#consumerName, keys, workload.outboxPositions),
+      business: await workload.readStored({ document: this.#env.documentClient, dynamoDb: this.#env.dynamoDb }, resources.tables),
     });
     const stored = await read();
     const checked = checkInvariants({
@@ -316,8 +344,8 @@ class ScheduleRun {
     this.#violations.push({ invariant, detail });
   }
 
-  #send(message: InputMessage, id: string): void {
-    const sourceId = this.#source.send(message, id);
+  #send(message: InputMessage, id: string, redriveOf?: string): void {
+    const sourceId = this.#source.send(message, id, redriveOf);
     this.#sent.push({ sourceId, input: message, redriven: false });
   }
 
@@ -385,6 +413,8 @@ class ScheduleRun {
     controlInvocation(guard, control);
 
     let outcome: { kind: 'returned'; response: unknown } | { kind: 'threw'; error: unknown };
+    environment.records.outcomes.length = 0;
+    environment.records.metrics.length = 0;
     try {
       const response = await guard.run(() => environment.handler(batch.event as never, lambdaContext(plan.remainingMs, this.#consumerName, clock)));
       const json = JSON.stringify(response);
@@ -420,6 +450,17 @@ class ScheduleRun {
       const { problem, failed } = this.#source.settle(batch, outcome, plan.acknowledgementLost === true);
       reported = new Set(failed);
       if (problem !== undefined) this.#violate(Invariant.validResponse, problem);
+      for (const violation of checkInvocation({
+        batchIds: batch.ids,
+        failed: reported,
+        outcomes: environment.records.outcomes,
+        metrics: environment.records.metrics,
+        keyOf: (messageId) => this.#sent.find((s) => s.sourceId === messageId)?.input.key,
+        attributable: this.#workload.attributableErrors,
+        ownErrors: (key) => this.#workload.ownErrors(key),
+      })) {
+        this.#violate(violation.invariant, violation.detail);
+      }
       if (this.#replaying && failed.length > 0) this.#violate(Invariant.replayUnchanged, `delivered again, ${failed.join(', ')} was reported as a batch item failure`);
     }
     // A delivery behind a reported message of its FIFO group or Kafka partition was not an attempt.
@@ -464,8 +505,8 @@ class ScheduleRun {
     const queueUrl = this.#resources.queueUrl;
     const clock = this.#env.clock;
     return {
-      send: (message, id) => {
-        queue.send(id, message.body, message.group);
+      send: (message, id, redriveOf) => {
+        queue.send(id, message.body, message.group, redriveOf === undefined ? {} : { [REDRIVE_MARK]: redriveOf });
         return id;
       },
       get drained() {
@@ -528,10 +569,10 @@ class ScheduleRun {
     });
     const groups: string[] = [];
     return {
-      send: (message) => {
+      send: (message, _id, redriveOf) => {
         let group = groups.indexOf(message.group);
         if (group === -1) group = groups.push(message.group) - 1;
-        const { partition, offset } = topic.append(message.group, message.body, group);
+        const { partition, offset } = topic.append(message.group, message.body, group, redriveOf === undefined ? {} : { [REDRIVE_MARK]: redriveOf });
         return `${topic.log.topic}-${partition}@${offset}`;
       },
       get drained() {
@@ -565,6 +606,16 @@ class ScheduleRun {
       },
     };
   }
+}
+
+/**
+ * Whether the model, too, has this key run out of attempts. A `RetriesExhausted` dead letter of
+ * any other key (one that applies, or fails for a reason of its own, in producer order) ran out
+ * waiting for its predecessor or by faults, and is redriven as an operator would.
+ */
+function exhaustedInOrder(model: ModelResult, key: string): boolean {
+  const outcome = model.outcomes.get(key);
+  return outcome?.kind === 'dead-lettered' && outcome.reason === FailureReason.RetriesExhausted;
 }
 
 function dedupe(violations: readonly Violation[]): Violation[] {

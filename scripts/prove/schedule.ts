@@ -9,23 +9,33 @@
  * @module
  */
 import fc from 'fast-check';
+import { generatedWorkloadArbitrary } from './generated/grammar.js';
+import type { GeneratedWorkloadSpec } from './generated/spec.js';
+import { checkGeneratedSpec, GeneratedSpecError } from './generated/specCheck.js';
 import { type KillPoint, killPoints } from './killPoints.js';
+import { type PoisonKind, poisonKinds } from './poisonKinds.js';
+
+export { type PoisonKind, poisonKinds };
 
 /** The event sources the suite drives. */
 export const proveSources = ['sqs', 'fifo', 'kafka'] as const;
 export type ProveSource = (typeof proveSources)[number];
 
-/** The consumers under test: the two examples. */
+/** The example consumers under test. */
 export const proveConsumers = ['cafe', 'inventory'] as const;
 export type ProveConsumer = (typeof proveConsumers)[number];
+
+/**
+ * Which consumers the schedules drive: the examples (`--consumer` says which), consumers drawn
+ * from the grammar of `generated/grammar.ts`, or both.
+ */
+export const proveWorkloads = ['examples', 'generated', 'all'] as const;
+export type ProveWorkload = (typeof proveWorkloads)[number];
 
 /** How Lambda's Kafka event source mapping retries after a partial batch response (both readings of AWS's rule). */
 export const kafkaRetryReadings = ['resume-from-lowest-offset', 'retry-reported-records'] as const;
 export type KafkaRetryReading = (typeof kafkaRetryReadings)[number];
 
-/** Malformed bodies a producer may send, each with the reason it must be dead-lettered with. */
-export const poisonKinds = ['not-json', 'array', 'missing-key', 'key-not-string', 'unknown-type', 'bad-field'] as const;
-export type PoisonKind = (typeof poisonKinds)[number];
 
 /** Valid event sequences of one café order, as a producer emits them. */
 export const cafePaths = ['placed', 'paid', 'shipped', 'delivered', 'cancelled', 'paid-cancelled'] as const;
@@ -72,7 +82,7 @@ export interface InventoryWorkloadSpec {
   readonly strayPoison: readonly PoisonKind[];
 }
 
-export type WorkloadSpec = CafeWorkloadSpec | InventoryWorkloadSpec;
+export type WorkloadSpec = CafeWorkloadSpec | InventoryWorkloadSpec | GeneratedWorkloadSpec;
 
 /** The kinds of injected failures of one SDK attempt. */
 export const faultKinds = ['throttle', 'conflict', '5xx', '5xx-after'] as const;
@@ -152,8 +162,10 @@ export interface Schedule {
 /** Options of {@link scheduleArbitrary}. */
 export interface ScheduleArbitraryOptions {
   readonly source: ProveSource;
-  /** @default both */
+  /** The examples that `examples` (and `all`) draw from. @default both */
   readonly consumers?: readonly ProveConsumer[];
+  /** Which consumers: the examples, generated ones, or both. @default 'examples' */
+  readonly workload?: ProveWorkload;
   /**
    * Aim every chaos invocation's kill at this await point, with a workload that reaches it
    * (a payment, a poisoned predecessor, a stray poison body): to cover every kill point.
@@ -276,10 +288,13 @@ const targetedSnapshotWorkload: WorkloadSpec = {
  */
 export function scheduleArbitrary(options: ScheduleArbitraryOptions): fc.Arbitrary<Schedule> {
   const consumers = options.consumers ?? proveConsumers;
+  const choice = options.workload ?? 'examples';
+  const examples = consumers.map((consumer) => ({ weight: 1, arbitrary: consumer === 'cafe' ? cafeWorkload : inventoryWorkload }));
+  const generated = { weight: Math.max(1, examples.length), arbitrary: generatedWorkloadArbitrary(options.source) as fc.Arbitrary<WorkloadSpec> };
   const workload =
     options.target !== undefined
       ? fc.constant(options.target === 'snapshot' ? targetedSnapshotWorkload : targetedWorkload)
-      : fc.oneof(...consumers.map((consumer) => (consumer === 'cafe' ? cafeWorkload : inventoryWorkload)));
+      : fc.oneof(...(choice === 'examples' ? examples : choice === 'generated' ? [generated] : [...examples, generated]));
   return fc.record({
     version: fc.constant(1 as const),
     source: fc.constant(options.source),
@@ -335,14 +350,24 @@ export function parseSchedule(value: unknown): Schedule {
   if (s.version !== 1) fail('version', '1');
   oneOf(s.source, 'source', proveSources);
   const workload = object(s.workload, 'workload');
-  oneOf(workload.kind, 'workload.kind', ['cafe', 'inventory'] as const);
+  oneOf(workload.kind, 'workload.kind', ['cafe', 'inventory', 'generated'] as const);
+  if (workload.kind === 'generated') {
+    try {
+      checkGeneratedSpec(workload, 'workload');
+    } catch (error) {
+      if (error instanceof GeneratedSpecError) fail(error.path.replace(/^workload/, 'workload'), error.expected);
+      throw error;
+    }
+  }
   list(workload.strayPoison, 'workload.strayPoison').forEach((kind, i) => oneOf(kind, `workload.strayPoison[${i}]`, poisonKinds));
   const checkPoison = (spec: Record<string, unknown>, path: string) => {
     if (spec.poisonAt !== undefined) int(spec.poisonAt, `${path}.poisonAt`, 0, 10);
     if (spec.poisonKind !== undefined) oneOf(spec.poisonKind, `${path}.poisonKind`, poisonKinds);
     list(spec.duplicates, `${path}.duplicates`).forEach((d, i) => int(d, `${path}.duplicates[${i}]`, 0, 10));
   };
-  if (workload.kind === 'cafe') {
+  if (workload.kind === 'generated') {
+    // checked above
+  } else if (workload.kind === 'cafe') {
     list(workload.orders, 'workload.orders').forEach((o, i) => {
       const order = object(o, `workload.orders[${i}]`);
       oneOf(order.path, `workload.orders[${i}].path`, cafePaths);

@@ -37,7 +37,7 @@ export interface DeadLetter {
   readonly bodyEncoding: string | undefined;
 }
 
-/** How many outbox positions of each key are read (a decision that writes more is not modelled). */
+/** How many outbox positions of each key are read by default (a workload says when its decisions write more). */
 export const OUTBOX_POSITIONS = 3;
 
 /** Reads items by key with `BatchGetItem`, consistently, 100 keys per request; returns them by the given ids. */
@@ -79,12 +79,12 @@ export async function readAttemptSkips(client: DynamoDBDocumentClient, inboxTabl
   return new Map([...found].map(([id, item]) => [id, Number(item.skips ?? 0)]));
 }
 
-/** The outbox items of these idempotency keys at positions 0..{@link OUTBOX_POSITIONS}−1, by key. */
-export async function readOutboxItems(client: DynamoDBDocumentClient, inboxTable: string, consumerName: string, keys: readonly string[]): Promise<Map<string, StoredOutboxItem[]>> {
+/** The outbox items of these idempotency keys at positions 0..`positions`−1, by key. */
+export async function readOutboxItems(client: DynamoDBDocumentClient, inboxTable: string, consumerName: string, keys: readonly string[], positions = OUTBOX_POSITIONS): Promise<Map<string, StoredOutboxItem[]>> {
   const pk = tableKeys.inbox.partitionKey;
   const wanted = new Map<string, Record<string, unknown>>();
   for (const key of keys) {
-    for (let position = 0; position < OUTBOX_POSITIONS; position += 1) {
+    for (let position = 0; position < positions; position += 1) {
       wanted.set(`${position}\u0000${key}`, { [pk]: `${consumerName}#outbox#${outboxMessageId(consumerName, key, position)}` });
     }
   }

@@ -7,9 +7,11 @@
  *
  * @module
  */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { classify, FailureReason, type IdempotentConsumerOptions, type Item, type OutgoingMessage, type SideEffectRequest, type TableDefinition } from 'idempotent-consumer';
 import { canonicalJson } from 'idempotent-consumer';
+import type { ProveConsumer, ProveSource } from './schedule.js';
 
 /** What a message is to the workload. */
 export const MessageRole = {
@@ -51,6 +53,11 @@ export interface ModelResult {
   readonly outbox: ReadonlyMap<string, readonly OutgoingMessage[]>;
   /** By idempotency key of an applied event: its inline side effects. */
   readonly sideEffects: ReadonlyMap<string, readonly SideEffectRequest[]>;
+  /**
+   * Effect keys (`<idempotency key>#<name>#<position>`) that may have run although their event
+   * was not applied: its decision asked for them and failed only at its commit.
+   */
+  readonly effectsAllowed?: ReadonlySet<string>;
 }
 
 /** What is stored of a workload's business tables. */
@@ -61,9 +68,19 @@ export interface StoredBusinessState {
   readonly effectRecords: ReadonlyMap<string, number>;
 }
 
+/** The clients the checks read the stores with (no faults, no guard). */
+export interface StoreClients {
+  readonly document: DynamoDBDocumentClient;
+  /** The plain client: reads values the document client cannot unmarshall. */
+  readonly dynamoDb: DynamoDBClient;
+}
+
+/** Which consumer a workload drives: an example, or one drawn from the grammar. */
+export type WorkloadConsumer = ProveConsumer | 'generated';
+
 /** One consumer under test with its input. */
 export interface Workload {
-  readonly consumer: 'cafe' | 'inventory';
+  readonly consumer: WorkloadConsumer;
   /** The consumer's options (the example's, with its side effects counted downstream). */
   readonly options: IdempotentConsumerOptions<never>;
   readonly tables: Readonly<Record<string, TableDefinition>>;
@@ -71,14 +88,62 @@ export interface Workload {
   readonly messages: readonly InputMessage[];
   /** Runs of each side effect, by effect key (the downstream's view of the sends). */
   readonly effectRuns: Map<string, number>;
+  /**
+   * What must come of the messages on this source (see {@link inOrderModel}).
+   *
+   * @param forced - idempotency keys that ran out of attempts by faults on a source that keeps
+   *   their key's order, and are not redriven (see {@link Workload.redrivable}): the model takes
+   *   them as dead-lettered where they stand
+   */
+  model(source: ProveSource, forced?: ReadonlySet<string>): ModelResult;
+  /**
+   * Whether a `RetriesExhausted` dead letter of this key, which the model applies, is redriven
+   * to converge (its successors waited for it). `false` for a key whose successors went on
+   * without it (a generated key without a gate, on FIFO or Kafka): the model is run again with it
+   * dead-lettered instead.
+   */
+  redrivable(key: string): boolean;
   /** Reads what is stored of the workload's business items and side-effect records. */
-  readStored(client: DynamoDBDocumentClient, tableNames: Readonly<Record<string, string>>): Promise<StoredBusinessState>;
+  readStored(clients: StoreClients, tableNames: Readonly<Record<string, string>>): Promise<StoredBusinessState>;
   /**
    * What in the stored items shows an event applied twice (an order history entry twice, a
    * ledger that does not add up, a stock movement counted twice), given the keys the inbox says
    * were applied. One sentence per problem.
    */
   appliedTwice(stored: StoredBusinessState, appliedKeys: ReadonlySet<string>): string[];
+  /**
+   * Error types (and dead-letter reasons) that name a failure of one message's own event: a
+   * write DynamoDB refuses, a decision the document client cannot write, the consumer's own
+   * errors. A message's attempt counted for one of these that is not its own breaks `own-attempts`.
+   */
+  readonly attributableErrors: ReadonlySet<string>;
+  /** The error types and reasons the messages of this idempotency key may fail with themselves. */
+  ownErrors(key: string): ReadonlySet<string>;
+  /** Outbox positions the checks read per key (at least the most messages one event sends). */
+  readonly outboxPositions: number;
+}
+
+/** Error types that are always some message's own doing. */
+export const ATTRIBUTABLE_ERRORS: readonly string[] = [FailureReason.InvalidWrite, 'ConsumerDefinitionError'];
+
+/**
+ * The parts of a workload that the in-order model gives an example consumer: the same verdicts
+ * on every source, every exhausted event redriven, no error of the example's attributable to
+ * another message.
+ */
+export function inOrderParts(options: IdempotentConsumerOptions<never>, messages: readonly InputMessage[]): Pick<Workload, 'model' | 'redrivable' | 'attributableErrors' | 'ownErrors' | 'outboxPositions'> {
+  let model: ModelResult | undefined;
+  const get = () => (model ??= inOrderModel(options, messages));
+  return {
+    model: () => get(),
+    redrivable: () => true,
+    attributableErrors: new Set(ATTRIBUTABLE_ERRORS),
+    ownErrors: (key) => {
+      const outcome = get().outcomes.get(key);
+      return new Set(outcome?.kind === 'dead-lettered' ? [outcome.reason] : []);
+    },
+    outboxPositions: 3,
+  };
 }
 
 /** The id of a business item: `<logical table>|<canonical JSON of its key attributes>`. */
