@@ -31,6 +31,10 @@ describe('foldDecision: a decision that cannot be written fails alone, naming th
     ['an outbox message without a body', { outbox: [{} as never] }, /outgoing message 0 has no body/],
     ['an outbox attribute SQS refuses', { outbox: [{ body: 'x', attributes: { 'AWS.x': 'y' } }] }, /reserved, not a name SQS and SNS accept/],
     ['too many outbox attributes', { outbox: [{ body: 'x', attributes: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`a${i}`, 'v'])) }] }, /has 10 attributes; at most 9/],
+    ['an outbox attribute without a value', { outbox: [{ body: 'x', attributes: { kind: '' } }] }, /attribute "kind" is reserved, not a name SQS and SNS accept, or has no string value/],
+    ['an outbox attribute that is not a string', { outbox: [{ body: 'x', attributes: { n: 1 as never } }] }, /attribute "n" is reserved/],
+    ['a Delete without a key', { writes: [{ Delete: { TableName: 'accounts' } } as unknown as Write] }, /a Delete on accounts has no Key/],
+    ['a write without a table', { writes: [{ Put: { Item: { id: 'A' } } } as unknown as Write] }, /names table "", which is not one of the consumer's tables/],
     ['an empty destination', { outbox: [{ body: 'x', destination: '' }] }, /destination that is not a non-empty string/],
     ['an empty message group', { outbox: [{ body: 'x', messageGroupId: '' }] }, /messageGroupId that is not a non-empty string/],
     ['an unknown side effect', { sideEffects: [{ name: 'nope' }] }, /side effect "nope", which is not in the consumer's sideEffects/],
@@ -92,6 +96,17 @@ describe('foldDecision: folding into the round\'s actions', () => {
     const firstFold = foldDecision(unit({}), { writes: [putAccount('A', { n: 1 })] }, ops, readsOf(unit({})), context);
     if (firstFold !== 'defer') firstFold.fold();
     expect(fold({ writes: [write as Write] }, ops)).toBe('defer');
+  });
+
+  it.each([
+    ['Delete', { Delete: { TableName: 'accounts', Key: { id: 'B' } } }, 'delete'],
+    ['Update', { Update: { TableName: 'accounts', Key: { id: 'B' }, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } } }, 'update'],
+    ['ConditionCheck', { ConditionCheck: { TableName: 'accounts', Key: { id: 'B' }, ConditionExpression: 'attribute_exists(id)' } }, 'check'],
+  ] as const)('sends a blind %s as given: its value unknown to later decisions', (_kind, write, kind) => {
+    const ops = new Map<string, ItemOp>();
+    const folded = fold({ writes: [write as Write] }, ops, unit({}, { reads: [] }));
+    if (folded !== 'defer') folded.fold();
+    expect(ops.get(accountKey('B').id)).toMatchObject({ inReadSet: false, kind, current: undefined, opaque: true });
   });
 
   it('folds a delete, and a condition check with a condition of the user\'s own; leaves a bare check to the read\'s condition', () => {

@@ -71,6 +71,22 @@ describe('packTransactions', () => {
     expect(componentsOf(plan.plans).map((members) => members.map((p) => p.unit.index))).toEqual([[0, 1], [2, 3]]);
   });
 
+  it('joins two components a later unit links, keeping batch order', () => {
+    const bridge = unit({ key: 'k2', account: 'C' }, { index: 2, reads: [{ table: 'accounts', key: { id: 'A' } }, { table: 'accounts', key: { id: 'B' } }] });
+    const units = [unit({ key: 'k0', account: 'A' }, { index: 0 }), unit({ key: 'k1', account: 'B' }, { index: 1 }), bridge];
+    // k2 reads A and B, which k0 and k1 write: the three commit together, in batch order.
+    const plan = planRound(units, planContext(definitionOf((event: TestEvent): Decision => ({ writes: [putAccount(event.account, { n: 1 })] }))));
+    expect(plan.plans.map((p) => p.unit.index)).toEqual([0, 1, 2]);
+    expect(componentsOf(plan.plans).map((members) => members.map((p) => p.unit.index))).toEqual([[0, 1, 2]]);
+  });
+
+  it('sends no action for an item the builder has nothing to send for', () => {
+    const units = batch([{ account: 'A' }], [{ account: 'B' }]);
+    const reading = definitionOf(() => ({}));
+    const packing = packTransactions(planRound(units, planContext(reading)), { ...builder, itemAction: (op) => (op.kind === 'check' ? undefined : itemAction(op, reading)) });
+    expect(packing.transactions[0]?.roles.map((r) => r.role)).toEqual(['inbox', 'inbox']);
+  });
+
   it('measures an action by its items, keys and values', () => {
     expect(actionBytes({ Put: { TableName: 't', Item: { id: 'abc' } } })).toBe(5);
     expect(actionBytes({ Update: { TableName: 't', Key: { id: 'a' }, UpdateExpression: 'SET n = :n', ExpressionAttributeValues: { ':n': 12 } } })).toBe(3 + 2 + 2);

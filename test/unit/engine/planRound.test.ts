@@ -191,6 +191,14 @@ describe('planRound: deliveries of one key in one batch', () => {
     expect(units[1]?.verdict).toEqual({ kind: 'duplicate', storedPayloadHash: 'hash-k', of: 'dead-letter' });
   });
 
+  it('takes the stored payload hash of a delivery found a duplicate: a later copy is a duplicate of what is stored', () => {
+    const found = { kind: 'duplicate' as const, storedPayloadHash: 'stored' };
+    const units = batch([{ key: 'k' }, { verdict: found, payloadHash: 'stored' }], [{ key: 'k' }, { payloadHash: 'stored' }], [{ key: 'k' }]);
+    planRound(units, planContext(definitionOf(add)));
+    expect(units[1]?.verdict).toEqual({ kind: 'duplicate', storedPayloadHash: 'stored', of: 'applied' });
+    expect(units[2]?.verdict).toMatchObject({ kind: 'failed', failure: { reason: 'IdempotencyConflict', errorMessage: expect.stringContaining('stored') } });
+  });
+
   it('does not settle a later delivery by one that conflicted or must be retried', () => {
     const conflict = { kind: 'failed' as const, failure: { retryable: false, reason: 'IdempotencyConflict', errorType: 'IdempotencyConflict', errorMessage: '', countsAsAttempt: true } };
     const retry = { kind: 'failed' as const, failure: { retryable: true, reason: undefined, errorType: 'X', errorMessage: '', countsAsAttempt: true } };
@@ -208,6 +216,25 @@ describe('planRound: what cannot share a round', () => {
     const plan = planRound(units, planContext(definitionOf(decide)));
     expect(plan.plans.map((p) => p.unit.index)).toEqual([0]);
     expect([...plan.ops.values()][0]).toMatchObject({ kind: 'update', opaque: true });
+  });
+
+  it('defers a unit that updates an item an earlier unit of the round put: they cannot be folded into one action', () => {
+    const decide = (event: TestEvent, state: State): Decision =>
+      event.update === true
+        ? { writes: [{ Update: { TableName: 'accounts', Key: { id: event.account }, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } } }] }
+        : add(event, state);
+    const units = batch([{}], [{ update: true }], [{ account: 'B' }]);
+    const plan = planRound(units, planContext(definitionOf(decide)));
+    expect(plan.plans.map((p) => p.unit.index)).toEqual([0, 2]);
+    expect(units[1]?.verdict).toBeUndefined();
+    expect(plan.verify.size).toBe(0);
+  });
+
+  it('plans a decision that returns nothing: its inbox row, and the check that what it read did not change', () => {
+    const units = batch([{}]);
+    const plan = planRound(units, planContext(definitionOf(() => undefined)));
+    expect(plan.plans.map((p) => [p.unit.index, p.decision])).toEqual([[0, {}]]);
+    expect([...plan.ops.values()].map((op) => [op.kind, op.readers.length, op.authors.length])).toEqual([['check', 1, 0]]);
   });
 
   it('keeps a deferred unit, and a unit of its ordering key, for the next round', () => {

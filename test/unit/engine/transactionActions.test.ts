@@ -76,4 +76,30 @@ describe('transactionActions', () => {
     const del = itemAction(op({ inReadSet: false, kind: 'delete', write: { Delete: { TableName: 'accounts', Key: { id: 'A' } } } }), definition);
     expect(del).toEqual({ Delete: { TableName: 'phys-accounts', Key: { id: 'A' } } });
   });
+
+  it('sets the version of a blind update without values of its own, and returns the item of a blind check that fails', () => {
+    const update = itemAction(op({ inReadSet: false, kind: 'update', write: { Update: { TableName: 'accounts', Key: { id: 'A' }, UpdateExpression: 'REMOVE note' } } }), definition);
+    expect(update?.Update).toEqual({
+      TableName: 'phys-accounts',
+      Key: { id: 'A' },
+      UpdateExpression: 'REMOVE note SET #__ic_v = :__ic_next',
+      ExpressionAttributeNames: { '#__ic_v': '_version' },
+      ExpressionAttributeValues: { ':__ic_next': 'v2' },
+    });
+    const check = itemAction(op({ inReadSet: false, kind: 'check', write: { ConditionCheck: { TableName: 'accounts', Key: { id: 'A' }, ConditionExpression: 'attribute_exists(id)' } } }), definition);
+    expect(check).toEqual({ ConditionCheck: { TableName: 'phys-accounts', Key: { id: 'A' }, ConditionExpression: 'attribute_exists(id)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } });
+  });
+
+  it('updates a read item with an expression of no names or values of its own', () => {
+    const action = itemAction(op({ kind: 'update', write: { Update: { TableName: 'accounts', Key: { id: 'A' }, UpdateExpression: 'SET done = true' } } }), definition);
+    expect(action?.Update).toEqual({
+      TableName: 'phys-accounts',
+      Key: { id: 'A' },
+      UpdateExpression: 'SET #__ic_v = :__ic_next, done = true',
+      ConditionExpression: '#__ic_v = :__ic_v',
+      ExpressionAttributeNames: { '#__ic_v': '_version' },
+      ExpressionAttributeValues: { ':__ic_v': 'v1', ':__ic_next': 'v2' },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    });
+  });
 });

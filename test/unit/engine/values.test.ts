@@ -79,6 +79,20 @@ describe('values: item values handled exactly', () => {
     expect(printValue(null)).toBe('null');
     expect(printValue(() => 1)).toBe('?function');
   });
+
+  it('prints false apart from true, and a number DynamoDB could not store by its text', () => {
+    expect(printValue(false)).toBe('false');
+    expect(printValue(false)).not.toBe(printValue(true));
+    expect(printValue(Number.NaN)).toBe('NNaN');
+    expect(printValue(new NumberValue('not a number'))).toBe('Nnot a number');
+    expect(printValue(new NumberValue('not a number'))).not.toBe(printValue(0));
+  });
+
+  it('tells a NumberValue from a map, one without a prototype included', () => {
+    expect(isNumberValue(Object.assign(Object.create(null) as object, { value: '1' }))).toBe(false);
+    expect(isNumberValue({ value: '1' })).toBe(false);
+    expect(isNumberValue(new NumberValue('1'))).toBe(true);
+  });
 });
 
 describe('itemSize: DynamoDB\'s item size rules', () => {
@@ -117,5 +131,18 @@ describe('itemKeys: one id per item, whatever the form of its key values', () =>
     expect(() => resolveKey(tables, names, 't', { pk: new Uint8Array(2049), sk: 's' }, 'read()')).toThrow(ValidationError);
     expect(() => resolveKey(tables, names, 't', { pk: new NumberValue('x'), sk: 's' }, 'read()')).toThrow(ConsumerDefinitionError);
     expect(itemIdOf('t', tables.t, { pk: 'a' })).toBeUndefined();
+  });
+
+  it('refuses a string key value that is not well-formed or too long, as the message’s fault', () => {
+    expect(() => resolveKey(tables, names, 't', { pk: 'a\ud800', sk: 's' }, 'read()')).toThrow(/key attribute pk is not well-formed Unicode/);
+    expect(() => resolveKey(tables, names, 't', { pk: 'a', sk: 'é'.repeat(513) }, 'read()')).toThrow(/key attribute sk is longer than 1024 bytes/);
+    expect(() => resolveKey(tables, names, 't', { pk: 'a'.repeat(2049), sk: 's' }, 'read()')).toThrow(ValidationError);
+    expect(resolveKey(tables, names, 't', { pk: 'a'.repeat(2048), sk: 's'.repeat(1024) }, 'read()').key).toEqual({ pk: 'a'.repeat(2048), sk: 's'.repeat(1024) });
+  });
+
+  it('refuses a read() key with attributes beside the key, but takes a whole item elsewhere', () => {
+    expect(() => resolveKey(tables, names, 't', { pk: 'a', sk: 's', extra: 1 }, 'read()')).toThrow(/read\(\) gave table t a key with attributes pk, sk, extra; its key is pk, sk/);
+    expect(resolveKey(tables, names, 't', { pk: 'a', sk: 's', extra: 1 }, 'a Put').key).toEqual({ pk: 'a', sk: 's' });
+    expect(() => resolveKey({}, {}, 't', { pk: 'a' }, 'read()')).toThrow(/names table "t", which is not one of the consumer's tables \(none\)/);
   });
 });
