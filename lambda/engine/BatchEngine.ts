@@ -97,7 +97,7 @@ export class BatchEngine<Event> {
    *   their successors commit; without it, only their markers are written (the caller sends them)
    */
   async settle(units: readonly Unit<Event>[], clock: InvocationClock, stops: ReadonlyMap<string, number> = new Map(), deadLetter?: DeadLetterNow): Promise<void> {
-    const effectsDone = new Set<string>();
+    const effectsDone = new Map<string, Unit>();
     await this.#rounds(units, clock, stops, effectsDone, deadLetter);
     this.#sayWhichEffectsRan(units, effectsDone);
   }
@@ -107,17 +107,17 @@ export class BatchEngine<Event> {
    * commit refused) is never dropped silently: its error message says which effects ran, so the
    * dead letter and the log carry it (an operator who redrives it knows the effect happened).
    */
-  #sayWhichEffectsRan(units: readonly Unit<Event>[], effectsDone: ReadonlySet<string>): void {
+  #sayWhichEffectsRan(units: readonly Unit<Event>[], effectsDone: ReadonlyMap<string, Unit>): void {
     for (const unit of units) {
       const verdict = unit.verdict;
       if (verdict?.kind !== 'failed' || verdict.failure.retryable) continue;
-      const ran = [...effectsDone].filter((effectKey) => effectKey.startsWith(`${unit.idempotencyKey}#`)).map((effectKey) => effectKey.slice(unit.idempotencyKey.length + 1));
+      const ran = [...effectsDone].filter(([, owner]) => owner === unit).map(([effectKey]) => effectKey.slice(unit.idempotencyKey.length + 1));
       if (ran.length === 0) continue;
       unit.verdict = { ...verdict, failure: { ...verdict.failure, errorMessage: `${verdict.failure.errorMessage} (its side effects ran before: ${ran.join(', ')})` } };
     }
   }
 
-  async #rounds(units: readonly Unit<Event>[], clock: InvocationClock, stops: ReadonlyMap<string, number>, effectsDone: Set<string>, deadLetter: DeadLetterNow | undefined): Promise<void> {
+  async #rounds(units: readonly Unit<Event>[], clock: InvocationClock, stops: ReadonlyMap<string, number>, effectsDone: Map<string, Unit>, deadLetter: DeadLetterNow | undefined): Promise<void> {
     const view = new Map<string, Known>();
     const limit = roundLimit(units.length);
     for (let round = 0; ; round += 1) {
@@ -270,10 +270,18 @@ export class BatchEngine<Event> {
    * Runs the planned units' side effects (guarded) before their commit; `false` when one failed
    * and the round must be planned again without it.
    */
-  async #runSideEffects(plan: RoundPlan, clock: InvocationClock, done: Set<string>): Promise<boolean> {
+  async #runSideEffects(plan: RoundPlan, clock: InvocationClock, done: Map<string, Unit>): Promise<boolean> {
     const withEffects = plan.plans.filter((p) => p.sideEffects.length > 0);
     if (withEffects.length === 0) return true;
-    const executor = await this.#options.sideEffects();
+    let executor: SideEffectExecutor;
+    try {
+      executor = await this.#options.sideEffects();
+    } catch (error) {
+      // The guard could not be loaded (a broken deploy): only the units that asked for an effect fail.
+      this.#options.logger?.error('could not load the side-effect guard; the messages that ask for a side effect will be retried', { error: describeError(error) });
+      for (const { unit } of withEffects) this.#fail(unit, error);
+      return false;
+    }
     let allDone = true;
     let waitUntil: number | undefined;
     await Promise.all(
@@ -283,7 +291,7 @@ export class BatchEngine<Event> {
           if (done.has(effectKey)) continue;
           try {
             await executor.run(request, { idempotencyKey: unit.idempotencyKey, effectKey }, clock);
-            done.add(effectKey);
+            done.set(effectKey, unit);
           } catch (error) {
             allDone = false;
             const until = this.#waitForLock(unit, error, clock);

@@ -47,6 +47,8 @@ export function defineConsumer<Event>(options: IdempotentConsumerOptions<Event>)
   if (!/^[A-Za-z0-9_.-]{1,255}$/.test(versionAttribute)) problems.push(`versionAttribute ${JSON.stringify(versionAttribute)} is not a plain attribute name`);
   for (const [name, effect] of Object.entries(options.sideEffects ?? {})) {
     if (typeof effect !== 'function') problems.push(`side effect ${name} must be a function`);
+    // An effect key is `<idempotency key>#<name>#<position>`: a name without `#` keeps it one key's own.
+    if (name === '' || name.includes('#')) problems.push(`side effect name ${JSON.stringify(name)} must be non-empty and hold no '#' (it is part of the effect key)`);
   }
   const keyField = typeof options.idempotencyKey === 'string' ? options.idempotencyKey : undefined;
   if (typeof options.idempotencyKey !== 'string' && typeof options.idempotencyKey !== 'function') problems.push('`idempotencyKey` must be a field name or a function');

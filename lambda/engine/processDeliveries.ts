@@ -269,12 +269,36 @@ async function deadLetterBeforeSuccessors(working: Working[], stops: Map<string,
   });
 }
 
-/** Marks, then sends, every dead letter not sent yet; a marker that finds the message applied makes it a duplicate. */
+/**
+ * Marks, then sends, every dead letter not sent yet; a marker that finds the message applied makes
+ * it a duplicate. The dead letters of one FIFO group or Kafka partition go one after another: a
+ * later one is sent only once the earlier one is, so that none is both in the dead-letter queue
+ * and reported for retry behind one that could not be sent (it is decided again next time).
+ */
 async function sendDeadLetters(working: Working[], deps: ProcessDeliveriesDeps<unknown>): Promise<void> {
-  const candidates = working.filter((work) => work.verdict.kind === 'dead-lettered' && !work.sent);
-  if (candidates.length === 0) return;
-  const outcomes = await deadLetter(candidates.map(candidateOf), deps);
-  candidates.forEach((work, i) => applyOutcome(work, outcomes[i]!));
+  let pending = working.filter((work) => work.verdict.kind === 'dead-lettered' && !work.sent);
+  const failedScopes = new Set<string>();
+  while (pending.length > 0) {
+    const wave: Working[] = [];
+    const later: Working[] = [];
+    const inWave = new Set<string>();
+    for (const work of pending) {
+      const scope = work.delivery.scope;
+      if (scope !== undefined && failedScopes.has(scope)) continue;
+      if (scope !== undefined && inWave.has(scope)) later.push(work);
+      else {
+        if (scope !== undefined) inWave.add(scope);
+        wave.push(work);
+      }
+    }
+    if (wave.length === 0) return;
+    const outcomes = await deadLetter(wave.map(candidateOf), deps);
+    wave.forEach((work, i) => {
+      applyOutcome(work, outcomes[i]!);
+      if (work.verdict.kind === 'retry' && work.delivery.scope !== undefined) failedScopes.add(work.delivery.scope);
+    });
+    pending = later;
+  }
 }
 
 /** Indexes of the deliveries to report as batch item failures: every retry, and in a scope everything after the first one. */

@@ -654,10 +654,9 @@ describe('BatchEngine: side effects', () => {
     expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure });
   });
 
-  // Fault: `settle` is documented to never throw ("an unexpected error fails the units it touched,
-  // retryably"), but a side-effect executor that cannot be loaded rejects `settle` as a whole: every
-  // unsettled unit of the batch is then failed by the caller, those without side effects included.
-  it.fails('fails only the units that asked for a side effect when the side-effect executor cannot be loaded (settle never throws)', async () => {
+  // Found by this suite (fixed): a side-effect executor that could not be loaded rejected `settle`
+  // as a whole, and every unsettled unit of the batch failed, those without side effects included.
+  it('fails only the units that asked for a side effect when the side-effect executor cannot be loaded (settle never throws)', async () => {
     const h = harness(counting, {
       sideEffects: async () => {
         throw new Error('Cannot find module @aws-lambda-powertools/idempotency');
@@ -670,10 +669,10 @@ describe('BatchEngine: side effects', () => {
     expect(units[1]!.verdict).toEqual(applied);
   });
 
-  // Fault: the effects a dead-lettered message "ran before" are found by the prefix
-  // `<idempotency key>#` of their effect keys, so a unit whose key is a prefix of another unit's key
-  // (`O-1` and `O-1#paid`) is said to have run the other's side effects.
-  it.fails('names only its own side effects in a dead-lettered message', async () => {
+  // Found by this suite (fixed): the effects a dead-lettered message "ran before" were found by the
+  // prefix `<idempotency key>#` of their effect keys, so a unit whose key is a prefix of another
+  // unit's key (`O-1` and `O-1#paid`) was said to have run the other's side effects.
+  it('names only its own side effects in a dead-lettered message', async () => {
     const h = harness(counting);
     h.fake.always('TransactWriteCommand', {});
     const units = batch([{ key: 'O-1', account: 'A', rule: 0 }, { verified: true, snapshot: true }], [{ key: 'O-1#paid', account: 'B', effect: true }, { verified: true }]);

@@ -33,7 +33,7 @@ describe('defineConsumer: the options checked', () => {
       decide: 'no',
       tables: { ok: { partitionKey: 'id' }, 'bad-name': { partitionKey: 'id' } },
       versionAttribute: 'has space',
-      sideEffects: { notify: 'not a function' },
+      sideEffects: { notify: 'not a function', 'grant#daily': async () => undefined },
     } as unknown as IdempotentConsumerOptions<Event>;
     const error = errorOf(() => defineConsumer(options));
     expect(error).toBeInstanceOf(ConsumerDefinitionError);
@@ -43,6 +43,8 @@ describe('defineConsumer: the options checked', () => {
     expect(message).toContain('table name "bad-name"');
     expect(message).toContain('versionAttribute "has space" is not a plain attribute name');
     expect(message).toContain('side effect notify must be a function');
+    // The effect key is `<idempotency key>#<name>#<position>`: a `#` in a name could make two keys' effect keys collide.
+    expect(message).toContain(`side effect name "grant#daily" must be non-empty and hold no '#'`);
     expect(message).toContain('`idempotencyKey` must be a field name or a function');
     expect(message).not.toContain('table ok');
   });

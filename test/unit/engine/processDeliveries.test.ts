@@ -410,12 +410,11 @@ describe('processDeliveries: a FIFO group or Kafka partition stops at its first 
     expect(h.lines).toContainEqual({ level: 'error', message: 'an applied message follows one that must be retried in its message group or partition', extra: { messageId: 'm1' } });
   });
 
-  // Fault: dead letters are sent in one batch after the engine; when a group's earlier dead letter
-  // cannot be sent, a later one of the same group that was sent is turned into a retry behind it:
-  // it is in the dead-letter queue *and* reported as a batch item failure (its outcome says
-  // retried), so it comes back and is dead-lettered a second time. A message must end in exactly
-  // one outcome, and nothing of a group is acted on behind a message that must come back.
-  it.fails('never both sends a message to the dead-letter queue and reports it for retry', async () => {
+  // Found by this suite (fixed): dead letters were sent in one batch after the engine; when a
+  // group's earlier dead letter could not be sent, a later one of the same group that was sent was
+  // turned into a retry behind it: in the dead-letter queue *and* reported as a batch item failure.
+  // A group's dead letters are now sent one after another.
+  it('never both sends a message to the dead-letter queue and reports it for retry', async () => {
     const h = harness(counting, { sink: (requests) => requests.map((r) => (r.originalMessageId === 'm0' ? { ok: false as const, error: new Error('throttled') } : { ok: true as const })) });
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A', rule: 0 }, { scope: 'g' }), sqs('m1', 'not json', { scope: 'g' })]);
     expect(reported(results)).toContain('m0');
