@@ -15,8 +15,8 @@ import { type ActionBuilder, type PackedTransaction, type Packing, packTransacti
 import { planRound } from './planRound.js';
 import { type CancellationReason, readCancellation } from './readCancellation.js';
 import { inboxId, type ReadResult, readConsistently, readSnapshot, type StateReadDeps } from './stateReads.js';
-import { inboxAction, itemAction, outboxActions } from './transactionActions.js';
-import type { InvocationClock, Known, RoundPlan, SideEffectExecutor, Unit, UnitVerdict, VerifyLevel } from './Unit.js';
+import { inboxAction, itemAction, outboxActions, preflightActions, type TransactAction } from './transactionActions.js';
+import type { ActionRole, InvocationClock, Known, RoundPlan, SideEffectExecutor, Unit, UnitVerdict, VerifyLevel } from './Unit.js';
 
 export type { InvocationClock, SideEffectExecutor, Unit, UnitVerdict } from './Unit.js';
 export { describeError } from './describeError.js';
@@ -148,6 +148,7 @@ export class BatchEngine<Event> {
         }
         continue;
       }
+      if (!(await this.#preflight(plan, view, effectsDone))) continue;
       if (!(await this.#runSideEffects(plan, clock, effectsDone))) continue;
       if (clock.remainingTimeMs() < COMMIT_MARGIN_MS) continue;
       const contended = await Promise.all(packing!.transactions.map((transaction) => this.#commit(transaction, view, units)));
@@ -264,6 +265,42 @@ export class BatchEngine<Event> {
       this.#fail(unit, new IdempotencyConflict(unit.idempotencyKey, row.payloadHash, unit.payloadHash));
     }
     return true;
+  }
+
+  /**
+   * Before a unit's side effects run, when its commit carries a condition of the user's own: the
+   * commit's conditions as `ConditionCheck`s in one `TransactWriteItems` that writes nothing, so
+   * that an effect never runs for a message whose own condition then refuses its commit (it is
+   * dead-lettered `ConditionalWriteFailed` instead, its effect not run). Costs a round trip only
+   * for such units. `false` when the round must be planned again.
+   */
+  async #preflight(plan: RoundPlan, view: Map<string, Known>, done: ReadonlyMap<string, Unit>): Promise<boolean> {
+    const { client, config, definition, logger } = this.#options;
+    const actions: TransactAction[] = [];
+    const roles: ActionRole[] = [];
+    const units: Unit[] = [];
+    for (const { unit, sideEffects } of plan.plans) {
+      if (sideEffects.length === 0 || sideEffects.every((request, position) => done.has(`${unit.idempotencyKey}#${request.name}#${position}`))) continue;
+      const preflight = preflightActions(unit, plan.ops.values(), config, definition);
+      if (preflight.ops.length === 0 || actions.length + preflight.actions.length > 100) continue;
+      actions.push(...preflight.actions);
+      roles.push({ role: 'inbox', unit }, ...preflight.ops.map((op) => ({ role: 'item' as const, op })));
+      units.push(unit);
+    }
+    if (units.length === 0) return true;
+    try {
+      await client.send(new TransactWriteCommand({ TransactItems: actions }));
+      return true;
+    } catch (error) {
+      if (error instanceof Error && error.name === 'TransactionCanceledException') {
+        this.#readCancellation({ actions, roles, units, bytes: 0 }, (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [], view);
+        return false;
+      }
+      logger?.warn('could not check the conditions of a commit before its side effects; its messages will be retried', { error: describeError(error), messages: units.length });
+      if (units.length > 1) for (const unit of units) unit.solo = true;
+      else this.#fail(units[0]!, error);
+      return false;
+    }
   }
 
   /**

@@ -7,7 +7,7 @@
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
-import { appliedRowPut } from '../inbox/inboxItems.js';
+import { appliedRowPut, inboxKey } from '../inbox/inboxItems.js';
 import { outboxPut } from '../outbox/outboxItems.js';
 import type { OutgoingMessage, Write } from '../types.js';
 import { and, type Expression, unchangedCondition, userCondition, withVersionSet } from './conditions.js';
@@ -113,4 +113,60 @@ export function itemAction(op: ItemOp, definition: Pick<ConsumerDefinition<unkno
     case 'check':
       return { ConditionCheck: { TableName: tableName, Key: op.key.key, ...conditioned() } };
   }
+}
+
+/** The placeholders of `names` and `values` that `expression` uses (a condition must use every one it sends). */
+export function usedPlaceholders(expression: string, names: Readonly<Record<string, string>>, values: Readonly<Record<string, unknown>>): { names: Record<string, string>; values: Record<string, unknown> } {
+  const used = new Set(expression.match(/[#:][A-Za-z0-9_]+/g) ?? []);
+  return {
+    names: Object.fromEntries(Object.entries(names).filter(([placeholder]) => used.has(placeholder))),
+    values: Object.fromEntries(Object.entries(values).filter(([placeholder]) => used.has(placeholder))),
+  };
+}
+
+/**
+ * The conditions of a unit's commit as `ConditionCheck`s, to learn before its side effects run
+ * whether the commit can succeed: its inbox row's (absent, or the dead letter it redrives), and
+ * each condition of the user's own on an item it writes (with the engine's: the item still the
+ * incarnation believed). Nothing is written.
+ */
+export function preflightActions(
+  unit: Unit,
+  ops: Iterable<ItemOp>,
+  config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds'>,
+  definition: Pick<ConsumerDefinition<unknown>, 'tables' | 'versionAttribute'>,
+): { actions: TransactAction[]; ops: ItemOp[] } {
+  const inbox = inboxAction(unit, config, new Date(0)).Put!;
+  const actions: TransactAction[] = [
+    {
+      ConditionCheck: {
+        TableName: inbox.TableName,
+        Key: inboxKey(config.consumerName, unit.idempotencyKey),
+        ConditionExpression: inbox.ConditionExpression,
+        ExpressionAttributeNames: inbox.ExpressionAttributeNames,
+        ...(inbox.ExpressionAttributeValues === undefined ? {} : { ExpressionAttributeValues: inbox.ExpressionAttributeValues }),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+  ];
+  const checked: ItemOp[] = [];
+  for (const op of ops) {
+    if (!op.authors.includes(unit) || op.write === undefined || userCondition(writeKind(op.write).action) === undefined) continue;
+    const action = itemAction(op, definition);
+    const body = Object.values(action ?? {}).find((value) => value !== undefined) as { ConditionExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Record<string, unknown> };
+    if (body?.ConditionExpression === undefined) continue;
+    const used = usedPlaceholders(body.ConditionExpression, body.ExpressionAttributeNames ?? {}, body.ExpressionAttributeValues ?? {});
+    actions.push({
+      ConditionCheck: {
+        TableName: op.key.tableName,
+        Key: op.key.key,
+        ConditionExpression: body.ConditionExpression,
+        ...(Object.keys(used.names).length > 0 ? { ExpressionAttributeNames: used.names } : {}),
+        ...(Object.keys(used.values).length > 0 ? { ExpressionAttributeValues: used.values } : {}),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    });
+    checked.push(op);
+  }
+  return { actions, ops: checked };
 }

@@ -303,8 +303,7 @@ describe('a message dead-lettered after its side effect ran', () => {
   });
   afterAll(() => env.dispose());
 
-  it('says in its dead letter that the effect ran (never dropped silently)', async () => {
-    // The decision's own condition fails at commit, after the notification went out.
+  it('does not run the effect of a decision whose own condition refuses its commit: its conditions are checked first', async () => {
     await env.documentClient.send(new PutCommand({ TableName: env.resources.tables.orders, Item: { orderId: 'X-1', sk: 'TAKEN' } }));
     const { handler, outcomes } = executionEnvironment(env, {
       consumer: {
@@ -318,8 +317,26 @@ describe('a message dead-lettered after its side effect ran', () => {
 
     expect(outcomes.map((o) => `${o.outcome}:${o.reason}`)).toEqual(['dead-lettered:ConditionalWriteFailed']);
     const dlq = await deadLetters(env);
+    expect(deadLetterAttribute(dlq[0], 'errorMessage')).toBe('the condition of its put on orders failed');
+    expect(await notificationsOf(env, 'X-1')).toHaveLength(0);
+  });
+
+  it('says in its dead letter that the effect ran when DynamoDB refuses the commit after it (never dropped silently)', async () => {
+    // An update DynamoDB refuses (a placeholder it does not define): known only at the commit, after the notification went out.
+    const { handler, outcomes } = executionEnvironment(env, {
+      consumer: {
+        decide: (event) => ({
+          writes: [{ Update: { TableName: 'orders', Key: { orderId: 'X-2', sk: 'NOTE' }, UpdateExpression: 'SET #undefined = :v', ExpressionAttributeValues: { ':v': 1 } } }],
+          sideEffects: [{ name: 'notifyCustomer', input: { orderId: 'X-2', eventId: event.eventId, points: 1 } }],
+        }),
+      },
+    });
+    await handler(sqsEvent(queueRecord(env, 'x-2', body.placed('ex-2', 'X-2'))), lambdaContext());
+
+    expect(outcomes.map((o) => `${o.outcome}:${o.reason}`)).toEqual(['dead-lettered:InvalidWrite']);
+    const dlq = await deadLetters(env);
     expect(deadLetterAttribute(dlq[0], 'errorMessage')).toMatch(/its side effects ran before: notifyCustomer#0/);
-    expect(await notificationsOf(env, 'X-1')).toHaveLength(1);
+    expect(await notificationsOf(env, 'X-2')).toHaveLength(1);
   });
 });
 

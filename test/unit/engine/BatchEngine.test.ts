@@ -565,13 +565,38 @@ describe('BatchEngine: side effects', () => {
       return { writes: [{ Put: { TableName: 'accounts', Item: { id: event.account }, ConditionExpression: 'attribute_not_exists(closed)' } }], sideEffects: [{ name: 'notify' }, { name: 'notify' }] };
     });
     const h = harness(guarded);
-    h.fake.always('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true } }]));
+    // The conditions hold when checked before the effects (a write-free ConditionCheck transaction), then fail at the commit (a concurrent writer).
+    h.cache.set(accountKey('A').id, { id: 'A', closed: true, _version: 'v1' });
+    h.fake.next('TransactWriteCommand', {}, cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true, _version: 'v1' } }]));
     const units = batch([{ key: 'k0', account: 'A' }, { verified: true }]);
     await h.engine.settle(units, h.clock());
+    expect(h.fake.inputs('TransactWriteCommand')[0].TransactItems.map((action: object) => Object.keys(action)[0])).toEqual(['ConditionCheck', 'ConditionCheck']);
     expect(units[0]!.verdict).toMatchObject({
       kind: 'failed',
       failure: { retryable: false, reason: 'ConditionalWriteFailed', errorMessage: 'the condition of its put on accounts failed (its side effects ran before: notify#0, notify#1)' },
     });
+  });
+
+  it('checks the conditions of a commit before its side effects: a condition that fails dead-letters the unit without running them', async () => {
+    const ran: string[] = [];
+    const guarded = definitionOf((event: TestEvent, state: State) => {
+      state.get('accounts', { id: event.account });
+      return { writes: [{ Put: { TableName: 'accounts', Item: { id: event.account }, ConditionExpression: 'attribute_not_exists(closed)' } }], sideEffects: [{ name: 'notify' }] };
+    });
+    const h = harness(guarded, { run: async (request) => void ran.push(request.name) });
+    h.cache.set(accountKey('A').id, { id: 'A', closed: true, _version: 'v1' });
+    h.fake.next('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true, _version: 'v1' } }]));
+    const units = batch([{ key: 'k0', account: 'A' }, { verified: true }]);
+    await h.engine.settle(units, h.clock());
+    expect(ran).toEqual([]);
+    expect(h.fake.inputs('TransactWriteCommand')).toHaveLength(1);
+    expect(h.fake.inputs('TransactWriteCommand')[0].TransactItems[1].ConditionCheck).toMatchObject({
+      Key: { id: 'A' },
+      ConditionExpression: '(attribute_not_exists(closed)) AND (#__ic_v = :__ic_v)',
+      ExpressionAttributeNames: { '#__ic_v': '_version' },
+      ExpressionAttributeValues: { ':__ic_v': 'v1' },
+    });
+    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: false, reason: 'ConditionalWriteFailed', errorMessage: 'the condition of its put on accounts failed' } });
   });
 
   it('makes an SQS unit whose side-effect lock is held elsewhere wait for its visibility: retried at the lock’s expiry, not counted', async () => {

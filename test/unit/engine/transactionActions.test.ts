@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inboxAction, itemAction, outboxActions } from '../../../lambda/engine/transactionActions.js';
+import { inboxAction, itemAction, outboxActions, preflightActions, usedPlaceholders } from '../../../lambda/engine/transactionActions.js';
 import type { ItemOp } from '../../../lambda/engine/Unit.js';
 import { accountKey, definitionOf, unit } from './fixtures.js';
 
@@ -101,5 +101,43 @@ describe('transactionActions', () => {
       ExpressionAttributeValues: { ':__ic_v': 'v1', ':__ic_next': 'v2' },
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     });
+  });
+});
+
+describe('preflightActions: a commit\'s conditions checked before its side effects', () => {
+  it('checks the inbox row and each condition of the user\'s own, with only the placeholders each uses', () => {
+    const author = unit({ key: 'k' }, { messageId: 'm-1' });
+    const conditioned = op({
+      kind: 'update',
+      authors: [author],
+      write: { Update: { TableName: 'accounts', Key: { id: 'A' }, UpdateExpression: 'ADD #n :one', ConditionExpression: '#m < :max', ExpressionAttributeNames: { '#n': 'n', '#m': 'm' }, ExpressionAttributeValues: { ':one': 1, ':max': 9 } } },
+    });
+    const plain = op({ key: accountKey('B'), kind: 'put', current: { id: 'B', _version: 'v2' }, authors: [author], write: { Put: { TableName: 'accounts', Item: { id: 'B' } } } });
+    const other = op({ key: accountKey('C'), kind: 'check', authors: [unit({})], write: { ConditionCheck: { TableName: 'accounts', Key: { id: 'C' }, ConditionExpression: 'attribute_exists(id)' } } });
+    const { actions, ops } = preflightActions(author, [conditioned, plain, other], config, definition);
+    expect(ops).toEqual([conditioned]);
+    expect(actions).toEqual([
+      { ConditionCheck: { TableName: 'inbox', Key: { pk: 'c#key#k' }, ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': 'pk' }, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+      {
+        ConditionCheck: {
+          TableName: 'phys-accounts',
+          Key: { id: 'A' },
+          ConditionExpression: '(#m < :max) AND (#__ic_v = :__ic_v)',
+          ExpressionAttributeNames: { '#m': 'm', '#__ic_v': '_version' },
+          ExpressionAttributeValues: { ':max': 9, ':__ic_v': 'v1' },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      },
+    ]);
+  });
+
+  it('keeps a redrive\'s inbox condition', () => {
+    const redrive = unit({ key: 'k' }, { messageId: 'm-9', redriveOf: 'm-1' });
+    const [inbox] = preflightActions(redrive, [], config, definition).actions;
+    expect(inbox?.ConditionCheck).toMatchObject({ ConditionExpression: 'attribute_not_exists(#pk) OR (#status = :deadLettered AND #messageId = :redriveOf)', ExpressionAttributeValues: { ':deadLettered': 'dead-lettered', ':redriveOf': 'm-1' } });
+  });
+
+  it('sends of a blind write\'s names and values only those its condition uses', () => {
+    expect(usedPlaceholders('#a = :a AND #ab > :b', { '#a': 'a', '#ab': 'ab', '#z': 'z' }, { ':a': 1, ':b': 2, ':zz': 3 })).toEqual({ names: { '#a': 'a', '#ab': 'ab' }, values: { ':a': 1, ':b': 2 } });
   });
 });
