@@ -300,7 +300,8 @@ export function scheduleArbitrary(options: ScheduleArbitraryOptions): fc.Arbitra
     source: fc.constant(options.source),
     workload,
     sendOrder: fc.array(fc.integer({ min: 0, max: 20 }), { maxLength: 20 }),
-    batchSize: fc.integer({ min: 1, max: 10 }),
+    // Generated consumers often get small batches: an item's events then spread over invocations and execution environments.
+    batchSize: choice === 'examples' ? fc.integer({ min: 1, max: 10 }) : fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 10 })),
     environments: fc.integer({ min: 1, max: 3 }),
     kafka: fc.record({ partitions: fc.integer({ min: 1, max: 3 }), retryReading: fc.constantFrom(...kafkaRetryReadings) }),
     receiveSeed: fc.integer({ min: 0, max: 1_000_000 }),

@@ -3,7 +3,8 @@
  * handlers, DynamoDB Local and the dead-letter queue (`scripts/prove/`), enough to stop an
  * invocation at every await point the consumer meets at least once (targeted schedules fill
  * what the random ones miss), with every invariant of exactly-once processing checked against
- * what is stored. The long run is `npm run prove -- --schedules 10000` (see `docs/proof.md`).
+ * what is stored; then as many schedules per source whose consumer is drawn from the grammar
+ * (`--workload generated`). The long run is `npm run prove -- --schedules 10000` (see `docs/proof.md`).
  *
  * It found the engine faults kept as replays in `test/prove/found/` (fixed; see docs/proof.md).
  */
@@ -18,6 +19,8 @@ import { awsEndpoints } from '../support/awsEndpoints.js';
 const SEED = 20_260_901;
 /** Random schedules per source (targeted ones are added for await points they miss). */
 const SCHEDULES_PER_SOURCE = 12;
+/** Schedules per source whose consumer is drawn from the grammar (`scripts/prove/generated/`). */
+const GENERATED_PER_SOURCE = 12;
 
 /** Await points the SQS consumer (standard or FIFO) must be stopped at, at least once. */
 const sqsPoints: readonly KillPoint[] = [
@@ -62,6 +65,19 @@ describe('exactly-once under seeded fault schedules', () => {
       const failures = report.failures.map((failure) => `${failure.invariant}: ${failure.violations[0]?.detail ?? ''}\n  replay: ${JSON.stringify(failure.replay)}`);
       expect(failures, 'violations (replay each with npm run prove -- --replay \'<json>\')').toEqual([]);
       expect(report.violations).toBe(0);
+    },
+    240_000,
+  );
+
+  it.each(['sqs', 'fifo', 'kafka'] as const)(
+    '%s: generated consumers — every invariant holds against the sequential reference model',
+    async (source) => {
+      const report = await runProve(session, { schedules: GENERATED_PER_SOURCE, seed: SEED, sources: [source], workload: 'generated', coverKillPoints: false, shrinkSeconds: 0, log: () => undefined });
+      console.info(formatReport(report));
+      const failures = report.failures.map((failure) => `${failure.invariant}: ${failure.violations[0]?.detail ?? ''}\n  replay: ${JSON.stringify(failure.replay)}`);
+      expect(failures, 'violations (replay each with npm run prove -- --replay \'<json>\')').toEqual([]);
+      expect(report.violations).toBe(0);
+      expect(report.messages).toBeGreaterThan(GENERATED_PER_SOURCE * 3);
     },
     240_000,
   );

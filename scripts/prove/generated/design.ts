@@ -103,7 +103,7 @@ export function designWorkload(raw: RawSpec, source: ProveSource): GeneratedWork
     let prev = -1;
     raw.keys[k]!.steps.forEach((rawStep, s) => {
       const event: GeneratedEvent = { id: consumer.eventId(k, s), group: consumer.group(k), k, s, note: rawStep.note };
-      const designer = new StepDesigner({ rawStep, key, owned: owned[k]!, sharedOwned, counters: allCounters, itemCount: items.length, usable, names: raw.names, effects: raw.effects.map((e) => e.name), state, prev });
+      const designer = new StepDesigner({ rawStep, key, churn: raw.keys[k]!.churn, owned: owned[k]!, sharedOwned, counters: allCounters, itemCount: items.length, usable, names: raw.names, effects: raw.effects.map((e) => e.name), state, prev });
       if (rawStep.poison !== undefined) {
         key.steps.push({ ...designer.base('apply'), poison: rawStep.poison });
         return;
@@ -129,6 +129,8 @@ export function designWorkload(raw: RawSpec, source: ProveSource): GeneratedWork
 interface DesignerOptions {
   readonly rawStep: RawStep;
   readonly key: MutableKey;
+  /** The key deletes and re-creates its second item in turn. */
+  readonly churn: boolean;
   readonly owned: readonly number[];
   readonly sharedOwned: ReadonlySet<number>;
   readonly counters: readonly number[];
@@ -184,7 +186,8 @@ class StepDesigner {
 
   #designApply(judge: (step: StepSpec) => StepResult): { step: StepSpec; result: StepResult } {
     const { rawStep, key, state } = this.#o;
-    let writes = this.#writes('apply');
+    const lifecycle = this.#lifecycle();
+    let writes = [...this.#writes('apply').filter((w) => !lifecycle.some((l) => l.item === w.item)), ...lifecycle];
     let outbox = rawStep.outbox.filter((message) => message.bad === undefined);
     let sideEffects = this.#sideEffects();
     const shared = this.#sharedAdds(new Set(writes.map((w) => w.item)));
@@ -221,6 +224,29 @@ class StepDesigner {
       result = judge(step);
     }
     return { step, result };
+  }
+
+  /**
+   * Writes of the key's item life cycle: the churn item deleted or rewritten when it exists, and
+   * re-created when it does not (a rewrite carries what it holds of the item over, with a count
+   * computed from it: a memory of an earlier incarnation shows);
+   * the shared-counter item rewritten by a `Put` that carries it over (other keys' `ADD`s must
+   * survive it). Each replaces the event's own write of the same item.
+   */
+  #lifecycle(): WriteSpec[] {
+    const { churn, owned, sharedOwned, state, rawStep, key, usable } = this.#o;
+    const writes: WriteSpec[] = [];
+    const churnItem = owned[1];
+    if (churn && churnItem !== undefined && !sharedOwned.has(churnItem)) {
+      const rewrite: WriteSpec = { kind: 'Put', item: churnItem, attrs: [['incarnation', { position: true }], ['count', { plus: { attr: 'count', by: '1' } }]], carry: 'all' };
+      writes.push(state.has(churnItem) && !rawStep.churnModify ? { kind: 'Delete', item: churnItem } : rewrite);
+    }
+    const shared = owned.find((item) => sharedOwned.has(item));
+    if (rawStep.touchShared && shared !== undefined && shared !== key.head) {
+      const name = rawStep.writes.flatMap((w) => w.attrs.map(([n]) => n)).find(usable) ?? 'meta';
+      writes.push({ kind: 'Put', item: shared, attrs: [[name, { position: true }]], carry: 'allButVersion' });
+    }
+    return writes;
   }
 
   /** An event meant to fail, and to fail the same way in every state its key can be in then. */

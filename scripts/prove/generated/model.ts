@@ -261,6 +261,9 @@ export function runGeneratedModel(spec: GeneratedWorkloadSpec, consumer: Generat
     let pending: GeneratedEvent[] = [];
     for (const event of events) {
       if (forced.has(event.id)) {
+        // Its attempts ran out by faults: the side effects its decision asks for may have run.
+        const decided = decideStep(consumer, state, event);
+        decided.sideEffects.forEach((request, position) => effectsAllowed.add(`${event.id}#${request.name}#${position}`));
         verdicts.set(event.id, { kind: 'dead-lettered', reason: FailureReason.RetriesExhausted, errorType: 'faults', cause: 'forced' });
         continue;
       }

@@ -61,6 +61,10 @@ export interface RawStep {
   readonly exactly100: boolean;
   /** An event meant to apply writes a large (200 KB) attribute. */
   readonly large: boolean;
+  /** An event meant to apply also rewrites its key's shared-counter item (a `Put` that carries the item over). */
+  readonly touchShared: boolean;
+  /** On a churning key, an event that finds the churn item present rewrites it (from what it holds) instead of deleting it. */
+  readonly churnModify: boolean;
   readonly note: string;
   readonly copies: number;
   readonly poison?: PoisonKind;
@@ -70,8 +74,13 @@ export interface RawStep {
 export interface RawKey {
   readonly gated: boolean;
   readonly items: readonly RawItem[];
-  /** Its first item also takes shared counter `ADD`s from every key. */
+  /** Its last item (of two or more) also takes shared counter `ADD`s from every key. */
   readonly sharedItem: boolean;
+  /**
+   * Its events meant to apply delete and re-create its second item in turn (a re-created item
+   * must never pass for the one deleted: versions must not repeat).
+   */
+  readonly churn: boolean;
   readonly steps: readonly RawStep[];
 }
 
