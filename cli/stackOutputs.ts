@@ -225,7 +225,8 @@ export function shellVariablesOf(consumer: ConsumerResources): [name: string, va
     const value = consumer[output];
     if (value !== undefined) variables.push([name, value]);
   }
-  for (const [table, value] of Object.entries(consumer.tables)) variables.push([tableEnvironmentVariable(table), value]);
+  const tableNames = Object.keys(consumer.tables);
+  for (const [table, value] of Object.entries(consumer.tables)) variables.push([tableEnvironmentVariable(table, tableNames), value]);
   return variables;
 }
 

@@ -131,7 +131,8 @@ export interface IdempotentConsumerProps {
   /**
    * The business tables the handler reads and writes, by logical name: the keys of the handler's
    * `tables` option. Each gets the environment variable `TABLE_NAME_<LOGICAL NAME IN UPPER SNAKE
-   * CASE>` (`orders` → `TABLE_NAME_ORDERS`) and the actions of {@link ConsumerTableActions}.business,
+   * CASE>` (`orders` → `TABLE_NAME_ORDERS`; names that it would merge keep their own spelling, see
+   * `tableEnvironmentVariable`) and the actions of {@link ConsumerTableActions}.business,
    * plus {@link TABLE_KEY_ACTIONS} on its key when it has a customer managed one.
    *
    * @default {}
@@ -799,20 +800,12 @@ export function consumerPropsProblems(props: IdempotentConsumerProps, settings: 
 /** Business table names and table encryption (see {@link consumerPropsProblems}). */
 function tableProblems(props: IdempotentConsumerProps): string[] {
   const problems: string[] = [];
-  const byVariable = new Map<string, string>();
   for (const name of Object.keys(props.tables ?? {})) {
-    let variable: string;
     try {
-      variable = tableEnvironmentVariable(name);
+      tableEnvironmentVariable(name);
     } catch (error) {
       problems.push(`tables: ${(error as Error).message}`);
-      continue;
     }
-    const other = byVariable.get(variable);
-    if (other !== undefined) {
-      problems.push(`tables "${other}" and "${name}" would both be passed as ${variable}: rename one`);
-    }
-    byVariable.set(variable, name);
   }
   if (props.tableEncryptionKey !== undefined && props.tableEncryption !== undefined && props.tableEncryption !== TableEncryption.CUSTOMER_MANAGED) {
     problems.push(`tableEncryptionKey needs tableEncryption CUSTOMER_MANAGED (or unset), got ${props.tableEncryption}`);

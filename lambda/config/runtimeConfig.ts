@@ -1,4 +1,4 @@
-import { environmentVariables as env, tableEnvironmentVariable } from '../../config/settings.js';
+import { environmentVariables as env, tableEnvironmentVariables } from '../../config/settings.js';
 
 /** A consumer's configuration at run time, read from the Lambda environment that `lambdaEnvironment()` built. */
 export interface RuntimeConfig {
@@ -73,10 +73,7 @@ export function readRuntimeConfig(environment: Readonly<Record<string, string | 
     problems.push(`${env.deadLetterQueueUrl} must be a queue URL, got ${JSON.stringify(deadLetterQueueUrl)}`);
   }
   const tables: Record<string, string> = {};
-  for (const logical of tableNames) {
-    const variable = tableEnvironmentVariable(logical);
-    tables[logical] = text(variable);
-  }
+  for (const [logical, variable] of tableEnvironmentVariables(tableNames)) tables[logical] = text(variable);
   const payloadBucket = environment[env.payloadBucket];
   const config: RuntimeConfig = {
     consumerName: text(env.consumerName),

@@ -7,6 +7,7 @@ import {
   maxReceiveCount,
   requiredMaxReceiveCount,
   tableEnvironmentVariable,
+  tableEnvironmentVariables,
   withOverrides,
 } from '../../config/settings.js';
 import { assertValidSettings, InvalidSettingsError, settingsProblems } from '../../config/validateSettings.js';
@@ -99,5 +100,23 @@ describe('lambdaEnvironment and readRuntimeConfig', () => {
     expect(tableEnvironmentVariable('orders')).toBe('TABLE_NAME_ORDERS');
     expect(tableEnvironmentVariable('stockItems')).toBe('TABLE_NAME_STOCK_ITEMS');
     expect(() => tableEnvironmentVariable('stock-items')).toThrow(/letters, digits or '_'/);
+  });
+
+  it('keeps names that upper snake case would merge apart, each as it is written, one to one', () => {
+    const names = ['stock_items', 'stockItems', 'STOCK_ITEMS', 'orders', 'A_B', 'aB'];
+    const variables = tableEnvironmentVariables(names);
+    expect(Object.fromEntries(variables)).toEqual({
+      stock_items: 'TABLE_NAME_stock_items',
+      stockItems: 'TABLE_NAME_stockItems',
+      STOCK_ITEMS: 'TABLE_NAME_STOCK_ITEMS',
+      orders: 'TABLE_NAME_ORDERS',
+      A_B: 'TABLE_NAME_A_B',
+      aB: 'TABLE_NAME_aB',
+    });
+    expect(new Set(variables.values()).size).toBe(names.length);
+    expect(tableEnvironmentVariable('stockItems', names)).toBe('TABLE_NAME_stockItems');
+    expect(tableEnvironmentVariable('stockItems', ['stockItems', 'orders'])).toBe('TABLE_NAME_STOCK_ITEMS');
+    const environment = lambdaEnvironment(defaultSettings, { inboxTable: 'i', idempotencyTable: 'p', deadLetterQueueUrl: 'https://q/1/d', tables: { stock_items: 'T1', stockItems: 'T2' } });
+    expect(readRuntimeConfig(environment, ['stock_items', 'stockItems']).tables).toEqual({ stock_items: 'T1', stockItems: 'T2' });
   });
 });

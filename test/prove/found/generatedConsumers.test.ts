@@ -9,8 +9,6 @@
  * with the grammar's own forms, reduced from a random failure or because the random runs met the
  * interleaving too rarely. `docs/proof.md` ("Found by generated consumers") lists them all.
  *
- * One fault is not fixed yet: its test is `it.fails` (it passes while the replay still breaks an
- * invariant); make it a plain `it` with the fix.
  */
 import { describe, expect, it } from 'vitest';
 import { replayFile } from './replayFile.js';
@@ -139,7 +137,8 @@ describe('found: a version repeated after a delete and a re-create', () => {
 });
 
 /**
- * Not fixed yet. Two business tables whose logical names differ only by case and `_`
+ * Fixed: names that upper snake case would merge now keep their own spelling in their variables
+ * (`TABLE_NAME_stock_items`, `TABLE_NAME_stockItems`). Two business tables whose logical names differ only by case and `_`
  * (`stock_items`, `stockItems`) share one environment variable (`TABLE_NAME_STOCK_ITEMS`,
  * `config/settings.ts` `tableEnvironmentVariable`): the second table's physical name overwrites
  * the first's, and the consumer writes the first table's items into the second table
@@ -147,5 +146,5 @@ describe('found: a version repeated after a delete and a re-create', () => {
  * accepts both names (`^[A-Za-z][A-Za-z0-9_]{0,63}$`) and never says they collide.
  */
 describe('found: two table names that map to one environment variable', () => {
-  it.fails('writes each table to its own physical table', () => holds('table-name-variable'), 60_000);
+  it('writes each table to its own physical table', () => holds('table-name-variable'), 60_000);
 });
