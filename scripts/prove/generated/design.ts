@@ -26,7 +26,7 @@ import { compareNumbers } from './decimal.js';
 import { evaluateCondition } from './expressions.js';
 import { decideStep, MAX_TRANSACTION_ACTIONS, type StepResult } from './model.js';
 import type { RawItem, RawKeyValue, RawSpec, RawStep, RawWrite } from './raw.js';
-import type { ConditionSpec, GeneratedWorkloadSpec, ItemSpec, KeySpec, KeyType, KeyValueSpec, OutboxSpec, StepSpec, ThrowSpec, UpdateAction, ValueExpr, WriteSpec } from './spec.js';
+import type { ConditionSpec, GeneratedWorkloadSpec, ItemSpec, KeyType, KeyValueSpec, OutboxSpec, StepSpec, ThrowSpec, UpdateAction, ValueExpr, WriteSpec } from './spec.js';
 import { type AvItem, own, type ValueSpec } from './values.js';
 
 /** A large attribute that keeps an item within DynamoDB's 400 KB (200 KB). */
@@ -544,4 +544,3 @@ function throwOf(raw: ThrowSpec, intent: 'reject' | 'wait' | 'readThrow'): Throw
   return { kind, name: raw.name, ...(reason === undefined ? {} : { reason }) };
 }
 
-export type { KeySpec };
