@@ -8,7 +8,6 @@
  * Most were shrunk by fast-check from a random run; a few (said so below) were written by hand
  * with the grammar's own forms, reduced from a random failure or because the random runs met the
  * interleaving too rarely. `docs/proof.md` ("Found by generated consumers") lists them all.
- *
  */
 import { describe, expect, it } from 'vitest';
 import { replayFile } from './replayFile.js';
@@ -137,13 +136,14 @@ describe('found: a version repeated after a delete and a re-create', () => {
 });
 
 /**
- * Fixed: names that upper snake case would merge now keep their own spelling in their variables
- * (`TABLE_NAME_stock_items`, `TABLE_NAME_stockItems`). Two business tables whose logical names differ only by case and `_`
- * (`stock_items`, `stockItems`) share one environment variable (`TABLE_NAME_STOCK_ITEMS`,
- * `config/settings.ts` `tableEnvironmentVariable`): the second table's physical name overwrites
- * the first's, and the consumer writes the first table's items into the second table
- * (`final-state`; with other key schemas, DynamoDB refuses the commit: `InvalidWrite`). The library
- * accepts both names (`^[A-Za-z][A-Za-z0-9_]{0,63}$`) and never says they collide.
+ * Found on the rewritten engine; fixed in 4fa5868 (names that upper snake case would merge keep
+ * their own spelling in their variables: `TABLE_NAME_stock_items`, `TABLE_NAME_stockItems`).
+ * Two business tables whose logical names differ only by case and `_` (`stock_items`,
+ * `stockItems`) shared one environment variable (`TABLE_NAME_STOCK_ITEMS`,
+ * `config/settings.ts` `tableEnvironmentVariable`): the second table's physical name overwrote
+ * the first's, and the consumer wrote the first table's items into the second table
+ * (`final-state`; with other key schemas, DynamoDB refused the commit: `InvalidWrite`). The library
+ * accepted both names (`^[A-Za-z][A-Za-z0-9_]{0,63}$`) and never said they collide.
  */
 describe('found: two table names that map to one environment variable', () => {
   it('writes each table to its own physical table', () => holds('table-name-variable'), 60_000);
