@@ -1,38 +1,70 @@
 /**
- * The library's boundaries, checked by `npm test` (dependency-cruiser):
- * - the library (lambda/, lib/, cli/, local/, config/) never imports an example;
- * - the Lambda runtime (lambda/) never imports the CDK constructs, the CLI or the local runtime;
- * - examples reach the library only through its package entry points (`idempotent-consumer`,
- *   `idempotent-consumer/cdk`, `…/settings`, `…/local`), never through a relative path into it.
+ * The repository's boundaries, checked by `npm test` (dependency-cruiser, test/unit/boundaries.test.ts):
+ *
+ * - packages depend in one direction: `idempotent-consumer` (the runtime) on no other package;
+ *   `@idempotent-consumer/local` and `@idempotent-consumer/cdk` on the runtime only;
+ *   `@idempotent-consumer/cli` on the runtime and the local runtime; examples and tools on any;
+ * - a package, an example or a tool reaches another only by its name (its `exports`), never by a
+ *   relative path into it;
+ * - the packages never import an example, a tool or a test;
+ * - no import cycle anywhere in the packages, examples or tools (type-only imports included).
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
     {
-      name: 'library-imports-example',
-      comment: 'The library must not know its examples: move what you need into the library, or into the example.',
+      name: 'no-circular',
+      comment: 'An import cycle: break it (move the shared piece down, or invert the dependency).',
       severity: 'error',
-      from: { path: '^(lambda|lib|cli|local|config)/' },
-      to: { path: '^examples/' },
+      from: { path: '^(packages|examples|tools)/' },
+      to: { circular: true },
+    },
+    {
+      name: 'library-imports-example-or-tool',
+      comment: 'The library must not know its examples, tools or tests: move what you need into the library.',
+      severity: 'error',
+      from: { path: '^packages/' },
+      to: { path: '^(examples|tools|test)/' },
     },
     {
       name: 'runtime-imports-tooling',
-      comment: 'The Lambda runtime is bundled into every function: it must not pull in CDK, the CLI or the local runtime.',
+      comment: 'The runtime is bundled into every function: it must not pull in the constructs, the local runtime or the CLI.',
       severity: 'error',
-      from: { path: '^lambda/' },
-      to: { path: '^(lib|cli|local)/' },
+      from: { path: '^packages/idempotent-consumer/' },
+      to: { path: '^packages/(cdk|local|cli)/' },
     },
     {
-      name: 'example-reaches-into-library',
-      comment: 'Examples use the public API: import from idempotent-consumer (or /cdk, /settings, /local), not a relative path into the library.',
+      name: 'constructs-import-tooling',
+      comment: 'The constructs depend on the runtime only.',
       severity: 'error',
-      from: { path: '^examples/', pathNot: '^examples/[^/]+/test/' },
-      to: { path: '^(lambda|lib|cli|local|config)/', dependencyTypes: ['local'] },
+      from: { path: '^packages/cdk/' },
+      to: { path: '^packages/(local|cli)/' },
+    },
+    {
+      name: 'local-runtime-imports-above',
+      comment: 'The local runtime depends on the runtime only.',
+      severity: 'error',
+      from: { path: '^packages/local/' },
+      to: { path: '^packages/(cdk|cli)/' },
+    },
+    {
+      name: 'cli-imports-constructs',
+      comment: 'The command line depends on the runtime and the local runtime.',
+      severity: 'error',
+      from: { path: '^packages/cli/' },
+      to: { path: '^packages/cdk/' },
+    },
+    {
+      name: 'relative-import-across-packages',
+      comment: 'Reach another package by its name (`idempotent-consumer/…`, `@idempotent-consumer/…`), not a relative path into it.',
+      severity: 'error',
+      from: { path: '^(packages|examples|tools)/([^/]+)/', pathNot: '^examples/[^/]+/test/' },
+      to: { path: '^(packages|examples|tools)/', pathNot: '^$1/$2/', dependencyTypes: ['local'] },
     },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(node_modules|dist|cdk\\.out)/' },
+    exclude: { path: '(^|/)(node_modules|dist|cdk\\.out)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { conditionNames: ['@idempotent-consumer/source', 'import', 'require', 'node', 'default'], exportsFields: ['exports'] },

@@ -26,10 +26,10 @@ export default defineConfig({
     // modules are unit-tested without a server, the DynamoDB calls against DynamoDB Local.
     coverage: {
       provider: 'v8',
-      include: ['lambda/engine/**/*.ts'],
+      include: ['packages/idempotent-consumer/src/engine/**/*.ts'],
       reporter: ['text', 'text-summary'],
       reportsDirectory: 'coverage',
-      thresholds: { 'lambda/engine/**/*.ts': { lines: 95, branches: 95 } },
+      thresholds: { 'packages/idempotent-consumer/src/engine/**/*.ts': { lines: 95, branches: 95 } },
     },
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'examples/*/test/**/*.test.ts'], exclude: ['examples/*/test/**/*.integration.test.ts'] } },

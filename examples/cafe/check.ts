@@ -5,7 +5,7 @@
  * @module
  */
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
-import type { LocalCheck } from 'idempotent-consumer/local';
+import type { LocalCheck } from '@idempotent-consumer/local';
 import { LEDGER_SK_PREFIX, NOTIFICATION_SK_PREFIX, ORDER_SK } from './consumer.js';
 
 /**

@@ -5,7 +5,7 @@
  * @module
  */
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
-import type { LocalCheck } from 'idempotent-consumer/local';
+import type { LocalCheck } from '@idempotent-consumer/local';
 
 export const check: LocalCheck = async ({ documentClient, tables }) => {
   const problems: string[] = [];

@@ -9,8 +9,8 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openHeadlessChromium, writeHtmlReport, type HeadlessChromium } from '../../local/htmlReport.js';
-import type { HtmlReportDelivery, HtmlReportInput } from '../../local/htmlReportInput.js';
+import { openHeadlessChromium, writeHtmlReport, type HeadlessChromium } from '../../packages/local/src/htmlReport.js';
+import type { HtmlReportDelivery, HtmlReportInput } from '../../packages/local/src/htmlReportInput.js';
 
 // The page's globals that this file's in-page functions use: declared here, in this module only,
 // since the project compiles without the DOM library.

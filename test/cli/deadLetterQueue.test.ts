@@ -5,10 +5,10 @@
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeadLetterSendError, InvalidFailureReasonError } from '../../lambda/dlq/deadLetterErrors.js';
-import { readDeadLetterAttributes } from '../../lambda/dlq/deadLetterMessage.js';
-import { DeadLetterQueue } from '../../lambda/dlq/DeadLetterQueue.js';
-import { parsePayloadPointer } from '../../lambda/dlq/payloadPointer.js';
+import { DeadLetterSendError, InvalidFailureReasonError } from '../../packages/idempotent-consumer/src/dlq/deadLetterErrors.js';
+import { readDeadLetterAttributes } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
+import { DeadLetterQueue } from '../../packages/idempotent-consumer/src/dlq/DeadLetterQueue.js';
+import { parsePayloadPointer } from '../../packages/idempotent-consumer/src/dlq/payloadPointer.js';
 import { contextOf, createBucket, createQueue, eventBody, readAll, s3For, startSqs, type FauxqsServer, type PoisonSpec } from './dlqFixtures.js';
 
 let server: FauxqsServer;

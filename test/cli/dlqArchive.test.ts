@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeleteMessageBatchCommand, DeleteMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { archiveDeadLetters } from '../../cli/dlq/archive.js';
-import { ArchiveFileError, ArchiveFormatError, ArchiveIncompleteError } from '../../cli/dlq/errors.js';
-import { formatArchive, formatReplay } from '../../cli/dlq/output.js';
-import { replayArchive } from '../../cli/dlq/replay.js';
+import { archiveDeadLetters } from '../../packages/cli/src/dlq/archive.js';
+import { ArchiveFileError, ArchiveFormatError, ArchiveIncompleteError } from '../../packages/cli/src/dlq/errors.js';
+import { formatArchive, formatReplay } from '../../packages/cli/src/dlq/output.js';
+import { replayArchive } from '../../packages/cli/src/dlq/replay.js';
 import { comparable, createQueue, createQueuePair, eventBody, readAll, seedDeadLetters, startSqs, visibleCount, type FauxqsServer } from './dlqFixtures.js';
 
 let server: FauxqsServer;

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildCli } from './buildCli.js';
-import { DeadLetterQueue } from '../../lambda/dlq/DeadLetterQueue.js';
+import { DeadLetterQueue } from '../../packages/idempotent-consumer/src/dlq/DeadLetterQueue.js';
 import {
   comparable,
   contextOf,
@@ -30,7 +30,7 @@ import {
 } from './dlqFixtures.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const bin = join(root, 'bin', 'idempotent-consumer.js');
+const bin = join(root, 'packages', 'cli', 'bin', 'idempotent-consumer.js');
 const skewClock = join(root, 'test', 'cli', 'skewClock.mjs');
 
 let server: FauxqsServer;
@@ -42,7 +42,7 @@ let dlq: { url: string; arn: string };
 
 beforeAll(async () => {
   const written = buildCli();
-  expect(written).toContain(join('dist', 'cli', 'main.js'));
+  expect(written).toContain(join('packages', 'cli', 'dist', 'main.js'));
   ({ server, sqs, endpoint } = await startSqs());
   folder = await mkdtemp(join(tmpdir(), 'dlq-bin-'));
   ({ source, dlq } = await createQueuePair(sqs, 'events'));
@@ -102,7 +102,7 @@ describe('idempotent-consumer (the bin, compiled)', () => {
     const help = await run(['--help']);
     const dlqHelp = await run(['dlq', 'redrive', '--help']);
 
-    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    const manifest = JSON.parse(readFileSync(join(root, 'packages', 'cli', 'package.json'), 'utf8')) as { version: string };
     expect(version).toEqual({ code: 0, stdout: `${manifest.version}\n`, stderr: '' });
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/Commands:\n[\s\S]*^\s+dlq\s/m);
@@ -114,7 +114,7 @@ describe('idempotent-consumer (the bin, compiled)', () => {
 
   it('runs the compiled JavaScript: the bin names no TypeScript runtime', async () => {
     const text = await readFile(bin, 'utf8');
-    expect(text).toContain('../dist/cli/main.js');
+    expect(text).toContain('../dist/main.js');
     expect(text).not.toMatch(/tsx|\.ts['"]/);
   });
 });

@@ -15,11 +15,11 @@ import {
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { defaultSettings, maxReceiveCount } from '../../config/settings.js';
-import type { DeadLetterContext } from '../../lambda/dlq/deadLetterMessage.js';
-import { DeadLetterQueue } from '../../lambda/dlq/DeadLetterQueue.js';
-import { startSqsServer, type SqsServer } from '../../local/sqsServer.js';
-import { createPayloadStore, type PayloadStore } from '../../cli/dlq/payloadStore.js';
+import { defaultSettings, maxReceiveCount } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import type { DeadLetterContext } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
+import { DeadLetterQueue } from '../../packages/idempotent-consumer/src/dlq/DeadLetterQueue.js';
+import { startSqsServer, type SqsServer } from '../../packages/local/src/sqsServer.js';
+import { createPayloadStore, type PayloadStore } from '../../packages/cli/src/dlq/payloadStore.js';
 
 export type FauxqsServer = SqsServer;
 

@@ -1,19 +1,19 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { terminalConfirm } from '../../cli/dlq/confirm.js';
-import { ConfirmationRequiredError } from '../../cli/dlq/errors.js';
-import { ArchiveDigest, buildReplayMessage, parseArchive } from '../../cli/dlq/archiveFormat.js';
-import { formatDuration, parseDuration } from '../../cli/dlq/duration.js';
-import { isUnsupportedOperation, toDlqToolError, CredentialsError, QueueNotFoundError, UsageError } from '../../cli/dlq/errors.js';
-import { buildRedriveMessage, NotRedrivableError } from '../../cli/dlq/redriveMessage.js';
-import { parseQueueUrl, parseSqsQueueArn } from '../../cli/dlq/queueUrl.js';
-import { parseReasons, reasonWarnings } from '../../cli/dlq/selection.js';
-import { resolveConnection } from '../../cli/dlq/sqsClient.js';
-import { toDeadLetterRecord, type DeadLetterRecord } from '../../cli/dlq/deadLetterRecord.js';
-import { arrivalCutoff } from '../../cli/dlq/arrivalCutoff.js';
-import { ServerClock } from '../../cli/dlq/serverClock.js';
-import { resolvePayloadEndpoint } from '../../cli/dlq/payloadStore.js';
-import { buildDeadLetterMessage } from '../../lambda/dlq/deadLetterMessage.js';
+import { terminalConfirm } from '../../packages/cli/src/dlq/confirm.js';
+import { ConfirmationRequiredError } from '../../packages/cli/src/dlq/errors.js';
+import { ArchiveDigest, buildReplayMessage, parseArchive } from '../../packages/cli/src/dlq/archiveFormat.js';
+import { formatDuration, parseDuration } from '../../packages/cli/src/dlq/duration.js';
+import { isUnsupportedOperation, toDlqToolError, CredentialsError, QueueNotFoundError, UsageError } from '../../packages/cli/src/dlq/errors.js';
+import { buildRedriveMessage, NotRedrivableError } from '../../packages/cli/src/dlq/redriveMessage.js';
+import { parseQueueUrl, parseSqsQueueArn } from '../../packages/cli/src/dlq/queueUrl.js';
+import { parseReasons, reasonWarnings } from '../../packages/cli/src/dlq/selection.js';
+import { resolveConnection } from '../../packages/cli/src/dlq/sqsClient.js';
+import { toDeadLetterRecord, type DeadLetterRecord } from '../../packages/idempotent-consumer/src/dlq/deadLetterRecord.js';
+import { arrivalCutoff } from '../../packages/cli/src/dlq/arrivalCutoff.js';
+import { ServerClock } from '../../packages/cli/src/dlq/serverClock.js';
+import { resolvePayloadEndpoint } from '../../packages/cli/src/dlq/payloadStore.js';
+import { buildDeadLetterMessage } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
 
 describe('parseDuration', () => {
   it('reads s, m, h, d, w and combinations, in milliseconds', () => {

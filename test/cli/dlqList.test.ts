@@ -1,10 +1,10 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeadLetterAttribute, readDeadLetterAttributes } from '../../lambda/dlq/deadLetterMessage.js';
-import { MessageNotFoundError, NotADeadLetterQueueError, QueueNotFoundError } from '../../cli/dlq/errors.js';
-import { listDeadLetters } from '../../cli/dlq/list.js';
-import { formatList, formatShow } from '../../cli/dlq/output.js';
-import { showDeadLetter } from '../../cli/dlq/show.js';
+import { DeadLetterAttribute, readDeadLetterAttributes } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
+import { MessageNotFoundError, NotADeadLetterQueueError, QueueNotFoundError } from '../../packages/cli/src/dlq/errors.js';
+import { listDeadLetters } from '../../packages/cli/src/dlq/list.js';
+import { formatList, formatShow } from '../../packages/cli/src/dlq/output.js';
+import { showDeadLetter } from '../../packages/cli/src/dlq/show.js';
 import {
   createQueue,
   createQueuePair,

@@ -9,17 +9,17 @@ import { join } from 'node:path';
 import { DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { archiveDeadLetters } from '../../cli/dlq/archive.js';
-import type { PayloadStore } from '../../cli/dlq/payloadStore.js';
-import { listDeadLetters } from '../../cli/dlq/list.js';
-import { formatShow } from '../../cli/dlq/output.js';
-import { redriveDeadLetters } from '../../cli/dlq/redrive.js';
-import { replayArchive } from '../../cli/dlq/replay.js';
-import { showDeadLetter } from '../../cli/dlq/show.js';
-import { DeadLetterTooLargeError } from '../../lambda/dlq/deadLetterErrors.js';
-import { attributesSize } from '../../lambda/dlq/deadLetterMessage.js';
-import { DeadLetterQueue } from '../../lambda/dlq/DeadLetterQueue.js';
-import { EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, parsePayloadPointer } from '../../lambda/dlq/payloadPointer.js';
+import { archiveDeadLetters } from '../../packages/cli/src/dlq/archive.js';
+import type { PayloadStore } from '../../packages/cli/src/dlq/payloadStore.js';
+import { listDeadLetters } from '../../packages/cli/src/dlq/list.js';
+import { formatShow } from '../../packages/cli/src/dlq/output.js';
+import { redriveDeadLetters } from '../../packages/cli/src/dlq/redrive.js';
+import { replayArchive } from '../../packages/cli/src/dlq/replay.js';
+import { showDeadLetter } from '../../packages/cli/src/dlq/show.js';
+import { DeadLetterTooLargeError } from '../../packages/idempotent-consumer/src/dlq/deadLetterErrors.js';
+import { attributesSize } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
+import { DeadLetterQueue } from '../../packages/idempotent-consumer/src/dlq/DeadLetterQueue.js';
+import { EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, parsePayloadPointer } from '../../packages/idempotent-consumer/src/dlq/payloadPointer.js';
 import {
   comparable,
   contextOf,

@@ -8,12 +8,12 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeadLetterAttribute, producerAttributesOf } from '../../lambda/dlq/deadLetterMessage.js';
-import { MoveTaskFailedError, UsageError } from '../../cli/dlq/errors.js';
-import { formatRedrive } from '../../cli/dlq/output.js';
-import { NO_REASON } from '../../cli/dlq/deadLetterRecord.js';
-import { listDeadLetters } from '../../cli/dlq/list.js';
-import { redriveDeadLetters } from '../../cli/dlq/redrive.js';
+import { DeadLetterAttribute, producerAttributesOf } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
+import { MoveTaskFailedError, UsageError } from '../../packages/cli/src/dlq/errors.js';
+import { formatRedrive } from '../../packages/cli/src/dlq/output.js';
+import { NO_REASON } from '../../packages/idempotent-consumer/src/dlq/deadLetterRecord.js';
+import { listDeadLetters } from '../../packages/cli/src/dlq/list.js';
+import { redriveDeadLetters } from '../../packages/cli/src/dlq/redrive.js';
 import {
   comparable,
   createQueue,

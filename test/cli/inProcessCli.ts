@@ -4,7 +4,7 @@
  * file's own servers. The tests that need the real `bin/idempotent-consumer.js` spawn it instead.
  */
 import { PassThrough } from 'node:stream';
-import { runCli } from '../../cli/main.js';
+import { runCli } from '../../packages/cli/src/main.js';
 
 /** What one command printed and its exit code. */
 export interface CliRun {

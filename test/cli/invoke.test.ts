@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InvokeResult } from '../../cli/invoke/invokeEvent.js';
+import type { InvokeResult } from '../../packages/cli/src/invoke/invokeEvent.js';
 
 interface Run {
   readonly code: number | null;
@@ -20,7 +20,7 @@ interface Run {
 /** `idempotent-consumer invoke …` from the sources, as `npm run cli -- invoke …` runs it. */
 function invoke(args: readonly string[], timeoutMs = 240_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'scripts/cli.ts', 'invoke', ...args], {
+    const child = spawn(process.execPath, ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'packages/cli/src/run.ts', 'invoke', ...args], {
       cwd: process.cwd(),
       env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' },
       stdio: ['ignore', 'pipe', 'pipe'],

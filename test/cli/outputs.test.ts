@@ -12,12 +12,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ConsumerResources } from '../../cli/stackOutputs.js';
+import type { ConsumerResources } from '../../packages/cli/src/stackOutputs.js';
 import { buildCli } from './buildCli.js';
 import { createQueuePair, eventBody, readAll, seedDeadLetters, startSqs, visibleCount, type FauxqsServer } from './dlqFixtures.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const bin = join(root, 'bin', 'idempotent-consumer.js');
+const bin = join(root, 'packages', 'cli', 'bin', 'idempotent-consumer.js');
 
 let server: FauxqsServer;
 let sqs: SQSClient;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SendReport } from '../../cli/send/sendMessages.js';
+import type { SendReport } from '../../packages/cli/src/send/sendMessages.js';
 import { createQueue, createQueuePair, readAll, startSqs, visibleCount, type FauxqsServer } from './dlqFixtures.js';
 import { runInProcess } from './inProcessCli.js';
 

@@ -8,7 +8,7 @@
  */
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, expect, it } from 'vitest';
-import { redriveDeadLetters } from '../../cli/dlq/redrive.js';
+import { redriveDeadLetters } from '../../packages/cli/src/dlq/redrive.js';
 import { inventoryConsumerOptions } from '../../examples/inventory/consumer.js';
 import { inventoryTables } from '../../examples/inventory/settings.js';
 import { deadLetters } from '../support/cafeHarness.js';

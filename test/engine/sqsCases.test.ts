@@ -7,7 +7,7 @@ import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { RetryableError } from 'idempotent-consumer';
 import { cafeConsumerOptions, notifyCustomer } from '../../examples/cafe/consumer.js';
-import { installStrictDynamoDb } from '../../local/aws/strictDynamoDb.js';
+import { installStrictDynamoDb } from '../../packages/local/src/aws/strictDynamoDb.js';
 import type { OrderEvent } from '../../examples/cafe/domain/events.js';
 import { cafeResources, deadLetters, eventually, executionEnvironment, inboxItems, ledgerOf, notificationsOf, orderState, queueRecord } from '../support/cafeHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';

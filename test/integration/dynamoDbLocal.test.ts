@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { EmulatorStartError } from '../../local/errors.js';
-import { startDynamoDbLocal } from '../../local/dynamoDbLocal.js';
+import { EmulatorStartError } from '../../packages/local/src/errors.js';
+import { startDynamoDbLocal } from '../../packages/local/src/dynamoDbLocal.js';
 
 /** The DynamoDB Local processes this test worker started (its children running the launcher). */
 function javaChildren(): number[] {

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { installFaults } from '../../local/faultInjection.js';
-import { localCredentials } from '../../local/localClientConfig.js';
+import { installFaults } from '../../packages/local/src/faultInjection.js';
+import { localCredentials } from '../../packages/local/src/localClientConfig.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 

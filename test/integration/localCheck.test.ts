@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunReport } from '../../local/report.js';
+import type { RunReport } from '../../packages/local/src/report.js';
 
 interface Run {
   readonly code: number | null;
@@ -20,7 +20,7 @@ interface Run {
 /** `idempotent-consumer local …` from the sources, as `npm run cli -- local …` runs it. */
 function local(args: readonly string[], timeoutMs = 240_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'scripts/cli.ts', 'local', ...args], {
+    const child = spawn(process.execPath, ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'packages/cli/src/run.ts', 'local', ...args], {
       cwd: process.cwd(),
       env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand, GetItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createInvocationGuard, InvocationStoppedError } from '../../local/aws/invocationGuard.js';
-import { createLocalClients } from '../../local/aws/localClients.js';
-import type { LocalClients } from '../../local/aws/localClients.js';
+import { createInvocationGuard, InvocationStoppedError } from '../../packages/local/src/aws/invocationGuard.js';
+import { createLocalClients } from '../../packages/local/src/aws/localClients.js';
+import type { LocalClients } from '../../packages/local/src/aws/localClients.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 

@@ -8,9 +8,9 @@ import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { handler } from '../../examples/inventory/handler.js';
 import { inventorySettings } from '../../examples/inventory/settings.js';
-import { inboxKey } from '../../lambda/inbox/inboxItems.js';
-import { localClientConfig } from '../../local/localClientConfig.js';
-import { runLocal } from '../../local/runLocal.js';
+import { inboxKey } from '../../packages/idempotent-consumer/src/inbox/inboxItems.js';
+import { localClientConfig } from '../../packages/local/src/localClientConfig.js';
+import { runLocal } from '../../packages/local/src/runLocal.js';
 import { waitFor } from '../support/waitFor.js';
 
 describe('runLocal with keepRunning', () => {

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunReport } from '../../local/report.js';
+import type { RunReport } from '../../packages/local/src/report.js';
 import { body } from '../support/sqsEvents.js';
 
 interface Run {
@@ -45,7 +45,7 @@ function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv = 
 
 /** `idempotent-consumer local …` from the sources, as `npm run cli -- local …` runs it. */
 const local = (args: readonly string[], env: NodeJS.ProcessEnv = {}) =>
-  run(process.execPath, ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'scripts/cli.ts', 'local', ...args], env);
+  run(process.execPath, ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'packages/cli/src/run.ts', 'local', ...args], env);
 
 /** The café's flags, as `npm start` passes them. */
 const cafe = ['--handler', 'examples/cafe/handler.ts', '--settings', 'examples/cafe/settings.ts#cafeSettings', '--check', 'examples/cafe/check.ts', '--event-time', 'occurredAt'];

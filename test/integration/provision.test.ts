@@ -14,11 +14,11 @@ import {
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, expect, it } from 'vitest';
-import { lambdaEnvironment, maxReceiveCount, resourceNames, tableKeys, withOverrides } from '../../config/settings.js';
-import { startEmulators } from '../../local/emulators.js';
-import { localClientConfig, localCredentials, localS3ClientConfig } from '../../local/localClientConfig.js';
-import { ProvisioningError } from '../../local/errors.js';
-import { localResourceNames, provisionResources } from '../../local/provision.js';
+import { lambdaEnvironment, maxReceiveCount, resourceNames, tableKeys, withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { startEmulators } from '../../packages/local/src/emulators.js';
+import { localClientConfig, localCredentials, localS3ClientConfig } from '../../packages/local/src/localClientConfig.js';
+import { ProvisioningError } from '../../packages/local/src/errors.js';
+import { localResourceNames, provisionResources } from '../../packages/local/src/provision.js';
 import { awsClients, testResources, describeUnlessDeployedStack } from '../support/testResources.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import type { TestResources } from '../support/testResources.js';

@@ -3,9 +3,9 @@ import { CreateQueueCommand, DeleteQueueCommand, SQSClient } from '@aws-sdk/clie
 import type { Message } from '@aws-sdk/client-sqs';
 import type { FinalizeRequestMiddleware } from '@smithy/types';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { localCredentials } from '../../local/localClientConfig.js';
-import { sendInput, SendInputError } from '../../local/sendInput.js';
-import type { InputMessage } from '../../local/inputFile.js';
+import { localCredentials } from '../../packages/local/src/localClientConfig.js';
+import { sendInput, SendInputError } from '../../packages/local/src/sendInput.js';
+import type { InputMessage } from '../../packages/local/src/inputFile.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import { receiveAll } from '../support/sqsMessages.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';

@@ -10,9 +10,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localClientConfig } from '../../local/localClientConfig.js';
-import { startSqsServer } from '../../local/sqsServer.js';
-import type { SqsServer } from '../../local/sqsServer.js';
+import { localClientConfig } from '../../packages/local/src/localClientConfig.js';
+import { startSqsServer } from '../../packages/local/src/sqsServer.js';
+import type { SqsServer } from '../../packages/local/src/sqsServer.js';
 
 /**
  * The strict SQS server, through the AWS SDK: every rule of `local/aws/strictSqs.ts` against a

@@ -13,9 +13,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { localCredentials } from '../../local/localClientConfig.js';
-import { ConflictTracker, installStrictDynamoDb } from '../../local/aws/strictDynamoDb.js';
-import { itemIdentity } from '../../local/aws/dynamoDbRules.js';
+import { localCredentials } from '../../packages/local/src/localClientConfig.js';
+import { ConflictTracker, installStrictDynamoDb } from '../../packages/local/src/aws/strictDynamoDb.js';
+import { itemIdentity } from '../../packages/local/src/aws/dynamoDbRules.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 

@@ -11,9 +11,9 @@ import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
-import { InvalidOutboxRelaySettingsError, defaultOutboxRelaySettings, outboxRelaySettings } from '../../lambda/outbox/outboxRelaySettings.js';
-import { outboxFilterPattern } from '../../lambda/outbox/outboxStreamRecords.js';
-import { OutboxRelay, type OutboxRelayProps } from '../../lib/OutboxRelay.js';
+import { InvalidOutboxRelaySettingsError, defaultOutboxRelaySettings, outboxRelaySettings } from '../../packages/idempotent-consumer/src/outbox/outboxRelaySettings.js';
+import { outboxFilterPattern } from '../../packages/idempotent-consumer/src/outbox/outboxStreamRecords.js';
+import { OutboxRelay, type OutboxRelayProps } from '../../packages/cdk/src/OutboxRelay.js';
 
 const skipBundling = { 'aws:cdk:bundling-stacks': [] };
 

@@ -5,11 +5,11 @@
  */
 import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { fifoMessageGroupId, MAX_OUTGOING_ATTRIBUTES, MESSAGE_ID_ATTRIBUTE, messageAttributes, OutboxMessageError, type OutboxMessage } from '../../lambda/outbox/OutboxDestination.js';
-import { outboxMessageId } from '../../lambda/outbox/outboxItems.js';
-import { snsTopicDestination } from '../../lambda/outbox/snsTopicDestination.js';
-import { sqsQueueDestination } from '../../lambda/outbox/sqsQueueDestination.js';
-import { receiveOutboxDeliveries } from '../../local/outbox/receiveOutboxDeliveries.js';
+import { fifoMessageGroupId, MAX_OUTGOING_ATTRIBUTES, MESSAGE_ID_ATTRIBUTE, messageAttributes, OutboxMessageError, type OutboxMessage } from '../../packages/idempotent-consumer/src/outbox/OutboxDestination.js';
+import { outboxMessageId } from '../../packages/idempotent-consumer/src/outbox/outboxItems.js';
+import { snsTopicDestination } from '../../packages/idempotent-consumer/src/outbox/snsTopicDestination.js';
+import { sqsQueueDestination } from '../../packages/idempotent-consumer/src/outbox/sqsQueueDestination.js';
+import { receiveOutboxDeliveries } from '../../packages/local/src/outbox/receiveOutboxDeliveries.js';
 import { CONSUMER, type OutboxResources, outboxResources } from './outboxHarness.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 

@@ -12,12 +12,12 @@ import { CreateTableCommand, DeleteTableCommand, type DynamoDBClient } from '@aw
 import { CreateQueueCommand, DeleteQueueCommand } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { createIdempotentConsumer, type IdempotentConsumerHandler } from 'idempotent-consumer';
-import { lambdaEnvironment, withOverrides } from '../../config/settings.js';
-import { createOutboxRelay, type OutboxRelayHandler, type OutboxRelayRuntimeOptions } from '../../lambda/outbox/createOutboxRelay.js';
-import { outboxRelaySettings } from '../../lambda/outbox/outboxRelaySettings.js';
-import { countOutboxItems } from '../../local/outbox/countOutboxItems.js';
-import { receiveOutboxDeliveries } from '../../local/outbox/receiveOutboxDeliveries.js';
-import { type LocalRelay, startLocalRelay } from '../../local/outbox/startLocalRelay.js';
+import { lambdaEnvironment, withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { createOutboxRelay, type OutboxRelayHandler, type OutboxRelayRuntimeOptions } from '../../packages/idempotent-consumer/src/outbox/createOutboxRelay.js';
+import { outboxRelaySettings } from '../../packages/idempotent-consumer/src/outbox/outboxRelaySettings.js';
+import { countOutboxItems } from '../../packages/local/src/outbox/countOutboxItems.js';
+import { receiveOutboxDeliveries } from '../../packages/local/src/outbox/receiveOutboxDeliveries.js';
+import { type LocalRelay, startLocalRelay } from '../../packages/local/src/outbox/startLocalRelay.js';
 import { lambdaContext, sqsEvent, sqsRecord } from '../support/sqsEvents.js';
 import { clients, CONSUMER, crash, hook, type OutboxResources, outboxResources } from './outboxHarness.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';

@@ -13,13 +13,13 @@ import { CreateTopicCommand, DeleteTopicCommand, SNSClient, SubscribeCommand } f
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { tableKeys } from '../../config/settings.js';
-import { outboxPut } from '../../lambda/outbox/outboxItems.js';
-import { outboxRelayEnvironment, outboxRelaySettings, type OutboxRelaySettings } from '../../lambda/outbox/outboxRelaySettings.js';
-import type { OutgoingMessage } from '../../lambda/types.js';
-import { createLambdaContext, newLogStreamName } from '../../local/lambdaContext.js';
-import { localCredentials } from '../../local/localClientConfig.js';
-import { toLambdaRecord } from '../../local/outbox/DynamoDbStreamEventSourcePoller.js';
+import { tableKeys } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { outboxPut } from '../../packages/idempotent-consumer/src/outbox/outboxItems.js';
+import { outboxRelayEnvironment, outboxRelaySettings, type OutboxRelaySettings } from '../../packages/idempotent-consumer/src/outbox/outboxRelaySettings.js';
+import type { OutgoingMessage } from '../../packages/idempotent-consumer/src/types.js';
+import { createLambdaContext, newLogStreamName } from '../../packages/local/src/lambdaContext.js';
+import { localCredentials } from '../../packages/local/src/localClientConfig.js';
+import { toLambdaRecord } from '../../packages/local/src/outbox/DynamoDbStreamEventSourcePoller.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 
 export const CONSUMER = 'outbox-test';

@@ -1,14 +1,14 @@
 /** The relay's settings, environment and configuration: one source, clear errors. */
 import { describe, expect, it } from 'vitest';
-import { EnvironmentError } from '../../lambda/config/runtimeConfig.js';
-import { parseDestinationTarget, readOutboxRelayConfig } from '../../lambda/outbox/outboxRelayConfig.js';
+import { EnvironmentError } from '../../packages/idempotent-consumer/src/config/runtimeConfig.js';
+import { parseDestinationTarget, readOutboxRelayConfig } from '../../packages/idempotent-consumer/src/outbox/outboxRelayConfig.js';
 import {
   defaultOutboxRelaySettings,
   destinationEnvironmentVariable,
   outboxRelayEnvironment,
   outboxRelaySettings,
   outboxRelaySettingsProblems,
-} from '../../lambda/outbox/outboxRelaySettings.js';
+} from '../../packages/idempotent-consumer/src/outbox/outboxRelaySettings.js';
 
 const topicArn = 'arn:aws:sns:eu-west-1:123456789012:payments.fifo';
 const queueUrl = 'https://sqs.eu-west-1.amazonaws.com/123456789012/audit';

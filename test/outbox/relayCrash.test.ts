@@ -10,8 +10,8 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { createOutboxRelay } from '../../lambda/outbox/createOutboxRelay.js';
-import { receiveOutboxDeliveries } from '../../local/outbox/receiveOutboxDeliveries.js';
+import { createOutboxRelay } from '../../packages/idempotent-consumer/src/outbox/createOutboxRelay.js';
+import { receiveOutboxDeliveries } from '../../packages/local/src/outbox/receiveOutboxDeliveries.js';
 import { clients, CONSUMER, commitOutboxItems, crash, eventually, hook, insertEvent, invocationContext, type OutboxResources, outboxItem, outboxResources } from './outboxHarness.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 

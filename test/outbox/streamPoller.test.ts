@@ -8,10 +8,10 @@ import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, expect, it } from 'vitest';
-import { outboxFilterPattern } from '../../lambda/outbox/outboxStreamRecords.js';
-import { DynamoDbStreamEventSourcePoller, type DynamoDbStreamOnFailureRecord, type LocalStreamHandler } from '../../local/outbox/DynamoDbStreamEventSourcePoller.js';
-import { judgeStreamBatchResponse } from '../../local/outbox/judgeStreamBatchResponse.js';
-import { matchesFilterPattern, UnsupportedFilterRuleError } from '../../local/outbox/matchesFilterPattern.js';
+import { outboxFilterPattern } from '../../packages/idempotent-consumer/src/outbox/outboxStreamRecords.js';
+import { DynamoDbStreamEventSourcePoller, type DynamoDbStreamOnFailureRecord, type LocalStreamHandler } from '../../packages/local/src/outbox/DynamoDbStreamEventSourcePoller.js';
+import { judgeStreamBatchResponse } from '../../packages/local/src/outbox/judgeStreamBatchResponse.js';
+import { matchesFilterPattern, UnsupportedFilterRuleError } from '../../packages/local/src/outbox/matchesFilterPattern.js';
 import { clients, CONSUMER, crash, hook } from './outboxHarness.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 

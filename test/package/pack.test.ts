@@ -306,10 +306,10 @@ describe('in a user project', () => {
   it('lets a CommonJS CDK app require the constructs (Node ≥ 20.19 loads ES modules with require)', async () => {
     const result = await runCommand(
       process.execPath,
-      ['--eval', "const { IdempotentConsumer } = require('idempotent-consumer/cdk'); if (typeof IdempotentConsumer !== 'function') process.exit(3);"],
+      ['--eval', "const { IdempotentConsumer } = require('@idempotent-consumer/cdk'); if (typeof IdempotentConsumer !== 'function') process.exit(3);"],
       { cwd: project },
     );
-    expect(result.exitCode, describeResult("require('idempotent-consumer/cdk')", result)).toBe(0);
+    expect(result.exitCode, describeResult("require('@idempotent-consumer/cdk')", result)).toBe(0);
   });
 
   it('synthesizes the packed IdempotentConsumer with its outbox relay, both bundled by the local esbuild', async () => {
@@ -350,7 +350,7 @@ describe('in a user project', () => {
 /** A user's CDK app: the inventory tables, the packed construct with the copied handler, the outbox relay on. */
 const cdkApp = `import { App, Stack } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
-import { IdempotentConsumer } from 'idempotent-consumer/cdk';
+import { IdempotentConsumer } from '@idempotent-consumer/cdk';
 import { inventorySettings, inventoryTables } from '../settings.js';
 
 const app = new App({ outdir: 'cdk.out' });

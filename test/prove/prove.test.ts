@@ -9,10 +9,10 @@
  * It found the engine faults kept as replays in `test/prove/found/` (fixed; see docs/proof.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KillPoint } from '../../scripts/prove/killPoints.js';
-import { createProveSession, formatReport, type ProveSession, runProve } from '../../scripts/prove/runProve.js';
-import type { ProveSource } from '../../scripts/prove/schedule.js';
-import { uninstallVirtualClock } from '../../scripts/prove/virtualClock.js';
+import { KillPoint } from '../../tools/prove/killPoints.js';
+import { createProveSession, formatReport, type ProveSession, runProve } from '../../tools/prove/runProve.js';
+import type { ProveSource } from '../../tools/prove/schedule.js';
+import { uninstallVirtualClock } from '../../tools/prove/virtualClock.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 
 /** The run's seed: the same schedules every time. */

@@ -7,12 +7,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { cafeConsumerOptions } from '../../examples/cafe/consumer.js';
-import { cafeWorkload } from '../../scripts/prove/cafeWorkload.js';
-import { parseSchedule, ScheduleError } from '../../scripts/prove/schedule.js';
-import { SimulatedKafkaTopic } from '../../scripts/prove/SimulatedKafkaTopic.js';
-import { SimulatedSqsQueue } from '../../scripts/prove/SimulatedSqsQueue.js';
-import type { VirtualClock } from '../../scripts/prove/virtualClock.js';
-import { inOrderModel } from '../../scripts/prove/workload.js';
+import { cafeWorkload } from '../../tools/prove/cafeWorkload.js';
+import { parseSchedule, ScheduleError } from '../../tools/prove/schedule.js';
+import { SimulatedKafkaTopic } from '../../tools/prove/SimulatedKafkaTopic.js';
+import { SimulatedSqsQueue } from '../../tools/prove/SimulatedSqsQueue.js';
+import type { VirtualClock } from '../../tools/prove/virtualClock.js';
+import { inOrderModel } from '../../tools/prove/workload.js';
 
 /** A clock of its own for each test (the suite's global one is not installed here). */
 function testClock(): VirtualClock {

@@ -19,8 +19,8 @@
  * the shared emulators instead.
  */
 import type { TestProject } from 'vitest/node';
-import { startEmulators } from '../../local/emulators.js';
-import { localCredentials, localRegion } from '../../local/localClientConfig.js';
+import { startEmulators } from '../../packages/local/src/emulators.js';
+import { localCredentials, localRegion } from '../../packages/local/src/localClientConfig.js';
 import { endpointsFromEnvironment } from '../support/awsEndpoints.js';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import { selectConsumer } from '../../cli/stackOutputs.js';
+import { selectConsumer } from '../../packages/cli/src/stackOutputs.js';
 import { cafeSettings } from '../../examples/cafe/settings.js';
 import type { CafeStack } from '../../examples/cafe/infra/CafeStack.js';
 import {
@@ -162,8 +162,8 @@ describe('the library boundary', () => {
       return statSync(join(repositoryRoot, path)).isDirectory() ? filesUnder(path) : [path];
     });
 
-  it('lib/ names no café term', () => {
-    const offenders = filesUnder('lib').filter((file) => /orderId|OrderPaid|LEDGER|cafe/i.test(readFileSync(join(repositoryRoot, file), 'utf8')));
+  it('the constructs name no café term', () => {
+    const offenders = filesUnder('packages/cdk/src').filter((file) => /orderId|OrderPaid|LEDGER|cafe/i.test(readFileSync(join(repositoryRoot, file), 'utf8')));
 
     expect(offenders).toEqual([]);
   });
@@ -173,7 +173,7 @@ describe('the library boundary', () => {
     const imports = [...source.matchAll(/from '([^']+)'/g)].map((match) => match[1]!);
 
     expect(imports.filter((specifier) => specifier.includes('idempotent-consumer'))).toEqual([
-      'idempotent-consumer/cdk',
+      '@idempotent-consumer/cdk',
       'idempotent-consumer/settings',
     ]);
     expect(imports.filter((specifier) => specifier.startsWith('.'))).toEqual(['../settings.js']);

@@ -5,9 +5,9 @@ import { Role } from 'aws-cdk-lib/aws-iam';
 import { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
-import { InvalidSettingsError } from '../../config/validateSettings.js';
+import { InvalidSettingsError } from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
 import { CafeStack } from '../../examples/cafe/infra/CafeStack.js';
-import { ConsumerMonitoring, type ConsumerAlarms } from '../../lib/ConsumerMonitoring.js';
+import { ConsumerMonitoring, type ConsumerAlarms } from '../../packages/cdk/src/ConsumerMonitoring.js';
 import { acknowledgedRules, awsSolutionsViolations, newApp, refusal, skipBundling, synthCafeStack, synthConsumer } from './stackHelpers.js';
 
 // Alarms and dashboard do not depend on the handler's code: these stacks skip bundling.

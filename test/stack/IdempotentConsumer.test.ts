@@ -8,10 +8,10 @@ import { Role } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
-import { defaultSettings, lambdaEnvironment, maxReceiveCount, withOverrides } from '../../config/settings.js';
-import { InvalidSettingsError } from '../../config/validateSettings.js';
-import { selectConsumer } from '../../cli/stackOutputs.js';
-import { IdempotentConsumer, type IdempotentConsumerProps } from '../../lib/IdempotentConsumer.js';
+import { defaultSettings, lambdaEnvironment, maxReceiveCount, withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { InvalidSettingsError } from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
+import { selectConsumer } from '../../packages/cli/src/stackOutputs.js';
+import { IdempotentConsumer, type IdempotentConsumerProps } from '../../packages/cdk/src/IdempotentConsumer.js';
 import {
   acknowledgedRuleIds,
   CONSUMER_ACKNOWLEDGED_RULES,

@@ -3,12 +3,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Fn, Stack } from 'aws-cdk-lib';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { SecurityGroup, SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
-import { defaultSettings, kafkaRetryAttempts, withOverrides } from '../../config/settings.js';
-import { InvalidSettingsError } from '../../config/validateSettings.js';
+import { defaultSettings, kafkaRetryAttempts, withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { InvalidSettingsError } from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
 import { CafeStack } from '../../examples/cafe/infra/CafeStack.js';
 import { cafeSettings } from '../../examples/cafe/settings.js';
-import type { IdempotentConsumer } from '../../lib/IdempotentConsumer.js';
-import { mskResourceArns } from '../../lib/KafkaSource.js';
+import type { IdempotentConsumer } from '../../packages/cdk/src/IdempotentConsumer.js';
+import { mskResourceArns } from '../../packages/cdk/src/KafkaSource.js';
 import {
   acknowledgedRules,
   allAllowedActions,

@@ -8,10 +8,10 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { App, Stack } from 'aws-cdk-lib';
 import { TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
-import { InvalidSettingsError } from '../../config/validateSettings.js';
+import { InvalidSettingsError } from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
 import { CafeStack } from '../../examples/cafe/infra/CafeStack.js';
-import { consumerContext } from '../../lib/consumerContext.js';
-import { isInputError, runCdkApp, type RunCdkAppIo } from '../../lib/runCdkApp.js';
+import { consumerContext } from '../../packages/cdk/src/consumerContext.js';
+import { isInputError, runCdkApp, type RunCdkAppIo } from '../../packages/cdk/src/runCdkApp.js';
 import { cdkJsonContext, skipBundling } from './stackHelpers.js';
 
 const repositoryRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -27,11 +27,11 @@ function recordingIo(): RunCdkAppIo & { lines: string[]; codes: number[] } {
 /** consumerContext of a construct in an app with this context. */
 const contextOf = (context: Record<string, unknown>) => consumerContext(new Stack(new App({ context }), 'S'));
 
-describe('cdk.json', () => {
-  const cdkJson = JSON.parse(readFileSync(join(repositoryRoot, 'cdk.json'), 'utf8')) as { app: string; context: Record<string, unknown> };
+describe('cdk.json (the café\'s, which owns the CDK app)', () => {
+  const cdkJson = JSON.parse(readFileSync(join(repositoryRoot, 'examples', 'cafe', 'cdk.json'), 'utf8')) as { app: string; context: Record<string, unknown> };
 
   it('runs the TypeScript app with the source condition, so in-repo code imports the package by name', () => {
-    expect(cdkJson.app).toBe('npx tsx --conditions=@idempotent-consumer/source bin/app.ts');
+    expect(cdkJson.app).toBe('npx tsx --conditions=@idempotent-consumer/source infra/app.ts');
   });
 
   it('sets every feature flag that `cdk init` sets for this aws-cdk-lib version, to the recommended value', () => {
@@ -164,12 +164,12 @@ describe('npx cdk synth (the CLI, with cdk.json)', () => {
   const outdir = mkdtempSync(join(tmpdir(), 'cdk-synth-'));
   afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
-  /** Runs `npx cdk synth --quiet` with `args` in the repository; returns its exit code and output. */
+  /** Runs `npx cdk synth --quiet` with `args` in the café's folder (its cdk.json); returns its exit code and output. */
   async function synth(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
       // No traffic beyond this machine: no CLI telemetry, no notices fetched.
       const { stdout, stderr } = await run('npx', ['cdk', 'synth', '--quiet', '--no-notices', '--output', outdir, ...args], {
-        cwd: repositoryRoot,
+        cwd: join(repositoryRoot, 'examples', 'cafe'),
         env: { ...process.env, CI: 'true', FORCE_COLOR: '0', CDK_DISABLE_CLI_TELEMETRY: 'true' },
         timeout: CLI_TIMEOUT_MS - 10_000,
       });

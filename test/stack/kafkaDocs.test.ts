@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { type App, Stack } from 'aws-cdk-lib';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidSettingsError } from '../../config/validateSettings.js';
-import { KafkaSource } from '../../lib/KafkaSource.js';
+import { InvalidSettingsError } from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
+import { KafkaSource } from '../../packages/cdk/src/KafkaSource.js';
 import { describeResult, runCommand, type CommandResult } from '../package/runCommand.js';
 import { cdkJsonContext, cfnResourceCount, refusal, skipBundling, synthConsumer } from './stackHelpers.js';
 

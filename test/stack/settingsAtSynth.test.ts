@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import { withOverrides } from '../../config/settings.js';
-import { InvalidSettingsError } from '../../config/validateSettings.js';
+import { withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { InvalidSettingsError } from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
 import { CafeStack } from '../../examples/cafe/infra/CafeStack.js';
 import { cafeSettings } from '../../examples/cafe/settings.js';
 import { awsSolutionsViolations, newApp, refusal, skipBundling, synthCafeStack } from './stackHelpers.js';

@@ -5,7 +5,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { CafeStack, type CafeStackProps } from '../../examples/cafe/infra/CafeStack.js';
-import { IdempotentConsumer, type IdempotentConsumerProps } from '../../lib/IdempotentConsumer.js';
+import { IdempotentConsumer, type IdempotentConsumerProps } from '../../packages/cdk/src/IdempotentConsumer.js';
 
 /** The small handler the generic construct's tests deploy (it imports the package by name). */
 export const fixtureEntry = fileURLToPath(new URL('./fixtures/handler.ts', import.meta.url));
@@ -15,7 +15,7 @@ export const sourceBundling = { esbuildArgs: { '--conditions': '@idempotent-cons
 
 /** The `context` of `cdk.json`, so a test synthesizes what `npx cdk synth` does. */
 export function cdkJsonContext(): Record<string, unknown> {
-  const cdkJson = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as {
+  const cdkJson = JSON.parse(readFileSync(new URL('../../examples/cafe/cdk.json', import.meta.url), 'utf8')) as {
     context?: Record<string, unknown>;
   };
   return cdkJson.context ?? {};

@@ -8,8 +8,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { inject } from 'vitest';
-import { type ConsumerResources, parseStackOutputs, selectConsumer, StackOutputsError } from '../../cli/stackOutputs.js';
-import { localRegion } from '../../local/localClientConfig.js';
+import { type ConsumerResources, parseStackOutputs, selectConsumer, StackOutputsError } from '../../packages/cli/src/stackOutputs.js';
+import { localRegion } from '../../packages/local/src/localClientConfig.js';
 
 /** Endpoints of the run, provided by the global setup as `inject('awsEndpoints')`. */
 export interface AwsEndpoints {

@@ -1,5 +1,5 @@
 import type { Message } from '@aws-sdk/client-sqs';
-import { readDeadLetterAttributes } from '../../lambda/dlq/deadLetterMessage.js';
+import { readDeadLetterAttributes } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
 
 /**
  * A consumer attribute of a dead-letter message: `failureReason`, `errorType`, `errorMessage`, or

@@ -5,7 +5,7 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import type { KafkaEvent, KafkaRecord } from '../../lambda/batch/kafkaEvent.js';
+import type { KafkaEvent, KafkaRecord } from '../../packages/idempotent-consumer/src/batch/kafkaEvent.js';
 
 /** The MSK cluster ARN of the tests. */
 export const MSK_CLUSTER_ARN = 'arn:aws:kafka:us-east-1:000000000000:cluster/orders/11111111-2222-3333-4444-555555555555-1';

@@ -20,12 +20,12 @@ import { DeleteQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { TableDefinition } from 'idempotent-consumer';
 import { describe, it } from 'vitest';
-import type { ConsumerResources } from '../../cli/stackOutputs.js';
-import { businessTableOutputName } from '../../config/outputKeys.js';
-import { type ConsumerSettings, lambdaEnvironment, type SettingsOverrides, withOverrides } from '../../config/settings.js';
-import { installStrictDynamoDb } from '../../local/aws/strictDynamoDb.js';
-import { localCredentials } from '../../local/localClientConfig.js';
-import { provisionResources } from '../../local/provision.js';
+import type { ConsumerResources } from '../../packages/cli/src/stackOutputs.js';
+import { businessTableOutputName } from '../../packages/idempotent-consumer/src/settings/outputKeys.js';
+import { type ConsumerSettings, lambdaEnvironment, type SettingsOverrides, withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { installStrictDynamoDb } from '../../packages/local/src/aws/strictDynamoDb.js';
+import { localCredentials } from '../../packages/local/src/localClientConfig.js';
+import { provisionResources } from '../../packages/local/src/provision.js';
 import { type AwsEndpoints, awsEndpoints, deployedStackFromEnvironment } from './awsEndpoints.js';
 
 /** Clients for the run's DynamoDB and SQS. */

@@ -2,17 +2,17 @@ import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { DeserializeHandlerOutput, DeserializeMiddleware } from '@smithy/types';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { KafkaEvent, KafkaRecord } from '../../lambda/batch/kafkaEvent.js';
-import { InvocationStoppedError } from '../../local/aws/invocationGuard.js';
-import { PollerIdleTimeoutError } from '../../local/errors.js';
+import type { KafkaEvent, KafkaRecord } from '../../packages/idempotent-consumer/src/batch/kafkaEvent.js';
+import { InvocationStoppedError } from '../../packages/local/src/aws/invocationGuard.js';
+import { PollerIdleTimeoutError } from '../../packages/local/src/errors.js';
 import {
   buildKafkaEvent,
   KafkaEventSourcePoller,
   type KafkaEventSourcePollerOptions,
   type KafkaOnFailureRecord,
   type LocalKafkaHandler,
-} from '../../local/kafka/KafkaEventSourcePoller.js';
-import { PartitionedLog } from '../../local/kafka/PartitionedLog.js';
+} from '../../packages/local/src/kafka/KafkaEventSourcePoller.js';
+import { PartitionedLog } from '../../packages/local/src/kafka/PartitionedLog.js';
 
 const ARN = 'arn:aws:kafka:us-east-1:000000000000:cluster/local/abc-1';
 

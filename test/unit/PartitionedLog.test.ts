@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { murmur2, PartitionedLog } from '../../local/kafka/PartitionedLog.js';
+import { murmur2, PartitionedLog } from '../../packages/local/src/kafka/PartitionedLog.js';
 
 describe('murmur2', () => {
   it.each([

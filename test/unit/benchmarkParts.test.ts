@@ -3,9 +3,9 @@
  * the simulated queue's redelivery and redrive, and the flags.
  */
 import { describe, expect, it } from 'vitest';
-import { attributeValueSize, itemSizeBytes, readUnits, usdPerMillionMessages, writeUnits } from '../../scripts/bench/capacity.js';
-import { FlagError, parseFlags } from '../../scripts/bench/flags.js';
-import { SimulatedQueue } from '../../scripts/bench/SimulatedQueue.js';
+import { attributeValueSize, itemSizeBytes, readUnits, usdPerMillionMessages, writeUnits } from '../../tools/bench/capacity.js';
+import { FlagError, parseFlags } from '../../tools/bench/flags.js';
+import { SimulatedQueue } from '../../tools/bench/SimulatedQueue.js';
 
 describe('item sizes (AWS: the sum of attribute name lengths and value sizes)', () => {
   it('counts strings in UTF-8 bytes, numbers by significant digits, lists and maps with 3 bytes of overhead', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, payloadHash } from '../../lambda/engine/canonicalJson.js';
+import { canonicalJson, payloadHash } from '../../packages/idempotent-consumer/src/engine/canonicalJson.js';
 
 /** A reference canonical form, recursive (fine for shallow values). */
 function reference(value: unknown): string {

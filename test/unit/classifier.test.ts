@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { classify } from '../../lambda/classifier.js';
+import { classify } from '../../packages/idempotent-consumer/src/classifier.js';
 import {
   BusinessRuleViolation,
   ConditionalWriteFailed,
@@ -13,7 +13,7 @@ import {
   TransactionConflict,
   UnknownMessageType,
   ValidationError,
-} from '../../lambda/errors.js';
+} from '../../packages/idempotent-consumer/src/errors.js';
 
 const awsError = (name: string, status: number) => Object.assign(new Error(`${name} happened`), { name, $metadata: { httpStatusCode: status } });
 
@@ -79,7 +79,7 @@ describe('errors from another copy of the library', () => {
   // says no, the marks say yes, and the classifier must treat its errors as the library's.
   it('classifies a non-retryable error of another copy as non-retryable, with its reason', async () => {
     vi.resetModules();
-    const copy = await import('../../lambda/errors.js');
+    const copy = await import('../../packages/idempotent-consumer/src/errors.js');
     class OutOfStock extends copy.NonRetryableError {
       constructor(message: string) {
         super(message);
@@ -93,7 +93,7 @@ describe('errors from another copy of the library', () => {
 
   it('classifies NotAttempted of another copy as not counting an attempt', async () => {
     vi.resetModules();
-    const copy = await import('../../lambda/errors.js');
+    const copy = await import('../../packages/idempotent-consumer/src/errors.js');
     const error = new copy.NotAttempted('lock held', 1234);
     expect(error instanceof NotAttempted).toBe(false);
     expect(classify(error)).toMatchObject({ retryable: true, countsAsAttempt: false, retryAt: 1234 });

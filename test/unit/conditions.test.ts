@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { and, newVersion, sameIncarnation, unchangedCondition, userCondition, versionOf, withVersionSet } from '../../lambda/engine/conditions.js';
+import { and, newVersion, sameIncarnation, unchangedCondition, userCondition, versionOf, withVersionSet } from '../../packages/idempotent-consumer/src/engine/conditions.js';
 
 describe('the conditions the engine adds', () => {
   it('checks absence, the version read, or a present item without a version', () => {

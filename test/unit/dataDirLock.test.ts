@@ -2,8 +2,8 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LOCK_FILE, lockDataDir } from '../../local/dataDirLock.js';
-import { DataDirError } from '../../local/errors.js';
+import { LOCK_FILE, lockDataDir } from '../../packages/local/src/dataDirLock.js';
+import { DataDirError } from '../../packages/local/src/errors.js';
 
 describe('lockDataDir', () => {
   let dir: string;

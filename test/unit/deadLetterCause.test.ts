@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FailureReason } from '../../lambda/dlq/failureReasons.js';
-import { declaredKinds, foreignErrorType, foreignErrorTypes, INJECTED_TRANSIENT_FAILURE, judgeDeadLetter } from '../../local/deadLetterCause.js';
+import { FailureReason } from '../../packages/idempotent-consumer/src/dlq/failureReasons.js';
+import { declaredKinds, foreignErrorType, foreignErrorTypes, INJECTED_TRANSIENT_FAILURE, judgeDeadLetter } from '../../packages/local/src/deadLetterCause.js';
 
 const none = {};
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { DeadLetterTooLargeError, InvalidFailureReasonError } from '../../lambda/dlq/deadLetterErrors.js';
+import { DeadLetterTooLargeError, InvalidFailureReasonError } from '../../packages/idempotent-consumer/src/dlq/deadLetterErrors.js';
 import {
   attributesSize,
   buildDeadLetterMessage,
@@ -15,9 +15,9 @@ import {
   SQS_MAX_MESSAGE_ATTRIBUTES,
   type DeadLetterContext,
   type DeadLetterFailure,
-} from '../../lambda/dlq/deadLetterMessage.js';
-import { builtInFailureReasons, FailureReason, isValidFailureReason } from '../../lambda/dlq/failureReasons.js';
-import { EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, parsePayloadPointer, PAYLOAD_POINTER_CLASS } from '../../lambda/dlq/payloadPointer.js';
+} from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
+import { builtInFailureReasons, FailureReason, isValidFailureReason } from '../../packages/idempotent-consumer/src/dlq/failureReasons.js';
+import { EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, parsePayloadPointer, PAYLOAD_POINTER_CLASS } from '../../packages/idempotent-consumer/src/dlq/payloadPointer.js';
 
 const failure: DeadLetterFailure = { reason: 'ValidationError', errorType: 'ValidationError', errorMessage: 'points: expected number' };
 const context = (overrides: Partial<DeadLetterContext> = {}): DeadLetterContext => ({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalNumber, ConflictTracker, duplicateTargets, itemIdentity, transactionTargets } from '../../local/aws/dynamoDbRules.js';
+import { canonicalNumber, ConflictTracker, duplicateTargets, itemIdentity, transactionTargets } from '../../packages/local/src/aws/dynamoDbRules.js';
 
 const schemas = { orders: { partitionKey: 'id', sortKey: 'sk' }, counters: { partitionKey: 'n' } } as const;
 const schemaOf = (table: string) => schemas[table as keyof typeof schemas];

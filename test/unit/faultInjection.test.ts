@@ -2,8 +2,8 @@ import { DynamoDBClient, GetItemCommand, TransactWriteItemsCommand, TransactionC
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DeserializeHandlerOutput, DeserializeMiddleware } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { FaultFlagError, faultRatesFromFlags, installFaults, parseFaultFlag, parseSeedFlag } from '../../local/faultInjection.js';
-import type { FaultOptions } from '../../local/faultInjection.js';
+import { FaultFlagError, faultRatesFromFlags, installFaults, parseFaultFlag, parseSeedFlag } from '../../packages/local/src/faultInjection.js';
+import type { FaultOptions } from '../../packages/local/src/faultInjection.js';
 
 /** Clients whose calls never leave the process: the innermost middleware answers 200 `{}` for what the injector lets through. */
 function offlineClients() {

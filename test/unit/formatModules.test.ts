@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { optionalFormatModules, withMissingFormatModulesExternal } from '../../lib/IdempotentConsumer.js';
+import { optionalFormatModules, withMissingFormatModulesExternal } from '../../packages/cdk/src/IdempotentConsumer.js';
 
 describe('withMissingFormatModulesExternal', () => {
   const bare = mkdtempSync(join(tmpdir(), 'ic-format-modules-'));

@@ -18,7 +18,7 @@ import {
   retriesPerMessage,
   timeAxis,
   writeHtmlReport,
-} from '../../local/htmlReport.js';
+} from '../../packages/local/src/htmlReport.js';
 import {
   assertHtmlReportInput,
   createDeliveryRecorder,
@@ -26,9 +26,9 @@ import {
   toHtmlReportInput,
   type HtmlReportDelivery,
   type HtmlReportInput,
-} from '../../local/htmlReportInput.js';
-import type { OutcomeRecord } from '../../lambda/observability/outcomes.js';
-import type { RunReport } from '../../local/report.js';
+} from '../../packages/local/src/htmlReportInput.js';
+import type { OutcomeRecord } from '../../packages/idempotent-consumer/src/observability/outcomes.js';
+import type { RunReport } from '../../packages/local/src/report.js';
 
 const delivery = (messageId: string, outcome: HtmlReportDelivery['outcome'], atMs: number, durationMs = 5, attempt?: number): HtmlReportDelivery => ({
   messageId,

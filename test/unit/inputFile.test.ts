@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InputFileError, readInputFile } from '../../local/inputFile.js';
+import { InputFileError, readInputFile } from '../../packages/local/src/inputFile.js';
 
 describe('readInputFile', () => {
   let dir: string;

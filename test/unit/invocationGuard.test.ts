@@ -1,7 +1,7 @@
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { DeserializeHandlerOutput, DeserializeMiddleware } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { createInvocationGuard, currentInvocationGuard, guardInvocations, InvocationStoppedError } from '../../local/aws/invocationGuard.js';
+import { createInvocationGuard, currentInvocationGuard, guardInvocations, InvocationStoppedError } from '../../packages/local/src/aws/invocationGuard.js';
 
 /** A client whose requests never leave the process: the innermost middleware counts them and answers 200 `{}`. */
 function offlineClient(maxAttempts = 1) {

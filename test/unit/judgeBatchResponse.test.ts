@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { judgeBatchResponse } from '../../local/judgeBatchResponse.js';
-import type { InvocationOutcome } from '../../local/judgeBatchResponse.js';
+import { judgeBatchResponse } from '../../packages/local/src/judgeBatchResponse.js';
+import type { InvocationOutcome } from '../../packages/local/src/judgeBatchResponse.js';
 
 const batch = ['m-1', 'm-2', 'm-3'] as const;
 const returned = (response: unknown): InvocationOutcome => ({ kind: 'returned', response });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { kafkaBatchResponse, readKafkaBatchResponse, topicPartition } from '../../lambda/batch/kafkaBatchResponse.js';
+import { kafkaBatchResponse, readKafkaBatchResponse, topicPartition } from '../../packages/idempotent-consumer/src/batch/kafkaBatchResponse.js';
 
 /** The offsets of a batch: orders-0 has 10..13, orders-1 has 5..6. */
 const batch = { 'orders-0': [{ offset: 10 }, { offset: 11 }, { offset: 12 }, { offset: 13 }], 'orders-1': [{ offset: 5 }, { offset: 6 }] };

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { kafkaDeliveries, kafkaHeadersAsAttributes, kafkaMessageId, kafkaRecordIdentity } from '../../lambda/batch/kafkaDeliveries.js';
-import { kafkaEventSource } from '../../lambda/batch/kafkaEvent.js';
-import { isSqsSafeText } from '../../lambda/dlq/deadLetterMessage.js';
-import { ValidationError } from '../../lambda/errors.js';
-import type { KafkaRecord } from '../../lambda/batch/kafkaEvent.js';
+import { kafkaDeliveries, kafkaHeadersAsAttributes, kafkaMessageId, kafkaRecordIdentity } from '../../packages/idempotent-consumer/src/batch/kafkaDeliveries.js';
+import { kafkaEventSource } from '../../packages/idempotent-consumer/src/batch/kafkaEvent.js';
+import { isSqsSafeText } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
+import { ValidationError } from '../../packages/idempotent-consumer/src/errors.js';
+import type { KafkaRecord } from '../../packages/idempotent-consumer/src/batch/kafkaEvent.js';
 import { MSK_CLUSTER_ARN, base64, kafkaRecord } from '../support/kafkaEvents.js';
 import { body } from '../support/sqsEvents.js';
 

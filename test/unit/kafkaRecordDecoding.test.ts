@@ -5,16 +5,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { kafkaDeliveries } from '../../lambda/batch/kafkaDeliveries.js';
-import { checkKafkaDecodingOptions, decodeKafkaRecords, MAX_DECODED_KEY_LENGTH } from '../../lambda/batch/kafkaRecordDecoding.js';
-import { kafkaAvroFormat, kafkaProtobufFormat } from '../../lambda/batch/kafkaValueDecoder.js';
-import { classify } from '../../lambda/classifier.js';
-import { createIdempotentConsumer } from '../../lambda/createIdempotentConsumer.js';
-import { defineConsumer } from '../../lambda/engine/ConsumerDefinition.js';
-import { parseDelivery } from '../../lambda/engine/parseDelivery.js';
-import { ConsumerDefinitionError, ValidationError } from '../../lambda/errors.js';
-import type { KafkaRecord } from '../../lambda/batch/kafkaEvent.js';
-import type { KafkaDecodingOptions, KafkaSchemaFormat } from '../../lambda/types.js';
+import { kafkaDeliveries } from '../../packages/idempotent-consumer/src/batch/kafkaDeliveries.js';
+import { checkKafkaDecodingOptions, decodeKafkaRecords, MAX_DECODED_KEY_LENGTH } from '../../packages/idempotent-consumer/src/batch/kafkaRecordDecoding.js';
+import { kafkaAvroFormat, kafkaProtobufFormat } from '../../packages/idempotent-consumer/src/batch/kafkaValueDecoder.js';
+import { classify } from '../../packages/idempotent-consumer/src/classifier.js';
+import { createIdempotentConsumer } from '../../packages/idempotent-consumer/src/createIdempotentConsumer.js';
+import { defineConsumer } from '../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
+import { parseDelivery } from '../../packages/idempotent-consumer/src/engine/parseDelivery.js';
+import { ConsumerDefinitionError, ValidationError } from '../../packages/idempotent-consumer/src/errors.js';
+import type { KafkaRecord } from '../../packages/idempotent-consumer/src/batch/kafkaEvent.js';
+import type { KafkaDecodingOptions, KafkaSchemaFormat } from '../../packages/idempotent-consumer/src/types.js';
 import { MSK_CLUSTER_ARN, kafkaRecord } from '../support/kafkaEvents.js';
 import { avroBytes, orderEventAvsc, ProtoOrderEvent, protobufBytes } from '../support/kafkaSchemas.js';
 

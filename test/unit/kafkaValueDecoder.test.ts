@@ -4,8 +4,8 @@
  * schema-registry framings Powertools removes; what a value that cannot be decoded says.
  */
 import { describe, expect, it } from 'vitest';
-import { deserializationCause, kafkaAvroFormat, kafkaProtobufFormat, toJsonCompatible } from '../../lambda/batch/kafkaValueDecoder.js';
-import type { KafkaDecodedValue, KafkaEncodedValue } from '../../lambda/types.js';
+import { deserializationCause, kafkaAvroFormat, kafkaProtobufFormat, toJsonCompatible } from '../../packages/idempotent-consumer/src/batch/kafkaValueDecoder.js';
+import type { KafkaDecodedValue, KafkaEncodedValue } from '../../packages/idempotent-consumer/src/types.js';
 import { avroBytes, orderEventAvsc, ProtoOrderEvent, ProtoWide, protobufBytes } from '../support/kafkaSchemas.js';
 
 const placed = { eventId: 'e-1', type: 'OrderPlaced', orderId: 'O-1', occurredAt: '2026-01-01T00:00:00Z', points: 0 };

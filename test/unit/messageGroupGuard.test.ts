@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MessageGroupGuard } from '../../local/messageGroupGuard.js';
+import { MessageGroupGuard } from '../../packages/local/src/messageGroupGuard.js';
 
 describe('MessageGroupGuard', () => {
   it('refuses a group that is held and grants another one', () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConsumerDefinitionError, NonRetryableError } from '../../lambda/errors.js';
-import { defineConsumer } from '../../lambda/engine/ConsumerDefinition.js';
-import type { Delivery } from '../../lambda/engine/Delivery.js';
-import { parseDelivery } from '../../lambda/engine/parseDelivery.js';
+import { ConsumerDefinitionError, NonRetryableError } from '../../packages/idempotent-consumer/src/errors.js';
+import { defineConsumer } from '../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
+import type { Delivery } from '../../packages/idempotent-consumer/src/engine/Delivery.js';
+import { parseDelivery } from '../../packages/idempotent-consumer/src/engine/parseDelivery.js';
 
 const schema = z.object({ id: z.string(), sku: z.string(), quantity: z.number().int().positive() });
 const definition = defineConsumer({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { OutcomeRecord } from '../../lambda/observability/outcomes.js';
-import { buildReport, formatReport, type ReportInputs } from '../../local/report.js';
-import { formatLateOutcome } from '../../cli/local/runLocalCommand.js';
+import type { OutcomeRecord } from '../../packages/idempotent-consumer/src/observability/outcomes.js';
+import { buildReport, formatReport, type ReportInputs } from '../../packages/local/src/report.js';
+import { formatLateOutcome } from '../../packages/cli/src/local/runLocalCommand.js';
 
 const outcome = (messageId: string, kind: OutcomeRecord['outcome'], key = messageId, reason?: string, errorType = reason): OutcomeRecord => ({
   outcome: kind,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffSeconds } from '../../lambda/batch/retryBackoff.js';
+import { backoffSeconds } from '../../packages/idempotent-consumer/src/batch/retryBackoff.js';
 
 describe('backoffSeconds', () => {
   it('doubles from the base by attempt, up to the maximum', () => {

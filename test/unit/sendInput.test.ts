@@ -1,6 +1,6 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { batchBySize, sendInput, SendInputError } from '../../local/sendInput.js';
+import { batchBySize, sendInput, SendInputError } from '../../packages/local/src/sendInput.js';
 
 const entry = (bytes: number) => ({ MessageBody: 'x'.repeat(bytes) });
 const sizes = (batches: Array<Array<{ MessageBody?: string }>>) => batches.map((batch) => batch.map((e) => e.MessageBody?.length));

@@ -9,9 +9,9 @@ import {
   tableEnvironmentVariable,
   tableEnvironmentVariables,
   withOverrides,
-} from '../../config/settings.js';
-import { assertValidSettings, InvalidSettingsError, settingsProblems } from '../../config/validateSettings.js';
-import { readRuntimeConfig } from '../../lambda/config/runtimeConfig.js';
+} from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { assertValidSettings, InvalidSettingsError, settingsProblems } from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
+import { readRuntimeConfig } from '../../packages/idempotent-consumer/src/config/runtimeConfig.js';
 
 describe('settingsProblems', () => {
   it('accepts the shipped defaults, standard and FIFO', () => {

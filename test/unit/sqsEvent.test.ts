@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Message } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { buildSqsEvent } from '../../local/sqsEvent.js';
+import { buildSqsEvent } from '../../packages/local/src/sqsEvent.js';
 
 const fixture = (name: string): SQSEvent =>
   JSON.parse(readFileSync(new URL(`../events/${name}`, import.meta.url), 'utf8')) as SQSEvent;

@@ -1,8 +1,8 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { withOverrides } from '../../config/settings.js';
-import { pollerOptionsFromSettings, SqsEventSourcePoller } from '../../local/sqsEventSourcePoller.js';
-import type { SqsEventSourcePollerOptions } from '../../local/sqsEventSourcePoller.js';
+import { withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { pollerOptionsFromSettings, SqsEventSourcePoller } from '../../packages/local/src/sqsEventSourcePoller.js';
+import type { SqsEventSourcePollerOptions } from '../../packages/local/src/sqsEventSourcePoller.js';
 
 /** The poller's checks of Lambda's event source mapping limits (no server needed: the constructor refuses). */
 const sqs = new SQSClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });

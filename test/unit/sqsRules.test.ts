@@ -9,8 +9,8 @@ import {
   firstDisallowedCharacter,
   isSqsText,
   sqsMessageSize,
-} from '../../local/aws/sqsRules.js';
-import { sqsQueryErrorHeader } from '../../local/aws/strictSqs.js';
+} from '../../packages/local/src/aws/sqsRules.js';
+import { sqsQueryErrorHeader } from '../../packages/local/src/aws/strictSqs.js';
 
 const text = (value: string) => ({ DataType: 'String', StringValue: value });
 

@@ -3,8 +3,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { businessTableOutputKey, businessTableOutputName } from '../../config/outputKeys.js';
-import { withOverrides } from '../../config/settings.js';
+import { businessTableOutputKey, businessTableOutputName } from '../../packages/idempotent-consumer/src/settings/outputKeys.js';
+import { withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
 import { deployedStackFromEnvironment, endpointsFromEnvironment } from '../support/awsEndpoints.js';
 import { deployedResourceNames, DeployedStackMismatchError } from '../support/testResources.js';
 import {
@@ -16,7 +16,7 @@ import {
   shellVariablesOf,
   StackOutputsError,
   type StackOutputsFile,
-} from '../../cli/stackOutputs.js';
+} from '../../packages/cli/src/stackOutputs.js';
 
 /** What `cdk deploy CafeOrders --outputs-file cdk-outputs.json` writes for the café (values as AWS returns them). */
 const cafeOutputs = {

@@ -16,7 +16,7 @@ import {
   validateMonitoringOptions,
   type ConsumerMonitoringOptions,
   type KafkaSourceOptions,
-} from 'idempotent-consumer/cdk';
+} from '@idempotent-consumer/cdk';
 import { withOverrides, type ConsumerSettings } from 'idempotent-consumer/settings';
 import { cafeSettings, cafeTables } from '../settings.js';
 

@@ -12,8 +12,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AttemptLog } from '../../../lambda/inbox/AttemptLog.js';
-import type { Schedule } from '../../../scripts/prove/schedule.js';
+import { AttemptLog } from '../../../packages/idempotent-consumer/src/inbox/AttemptLog.js';
+import type { Schedule } from '../../../tools/prove/schedule.js';
 import { describeUnlessDeployedStack, testResources, type TestResources } from '../../support/testResources.js';
 import { replaySession } from './replaySession.js';
 

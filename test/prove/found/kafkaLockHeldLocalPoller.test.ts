@@ -15,10 +15,10 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createIdempotentConsumer } from 'idempotent-consumer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { withOverrides, kafkaRetryAttempts } from '../../../config/settings.js';
+import { withOverrides, kafkaRetryAttempts } from '../../../packages/idempotent-consumer/src/settings/settings.js';
 import { cafeConsumerOptions } from '../../../examples/cafe/consumer.js';
-import { type KafkaOnFailureRecord, KafkaEventSourcePoller } from '../../../local/kafka/KafkaEventSourcePoller.js';
-import { PartitionedLog } from '../../../local/kafka/PartitionedLog.js';
+import { type KafkaOnFailureRecord, KafkaEventSourcePoller } from '../../../packages/local/src/kafka/KafkaEventSourcePoller.js';
+import { PartitionedLog } from '../../../packages/local/src/kafka/PartitionedLog.js';
 import { cafeResources, ledgerOf, notificationsOf, orderState } from '../../support/cafeHarness.js';
 import { body } from '../../support/sqsEvents.js';
 import type { TestResources } from '../../support/testResources.js';

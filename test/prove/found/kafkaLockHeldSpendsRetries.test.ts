@@ -21,7 +21,7 @@
  * no record is given up by the mapping.
  */
 import { describe, expect, it } from 'vitest';
-import type { Schedule } from '../../../scripts/prove/schedule.js';
+import type { Schedule } from '../../../tools/prove/schedule.js';
 import { replaySession } from './replaySession.js';
 
 const replay: Schedule = {

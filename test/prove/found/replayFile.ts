@@ -5,7 +5,7 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import { parseSchedule, type Schedule } from '../../../scripts/prove/schedule.js';
+import { parseSchedule, type Schedule } from '../../../tools/prove/schedule.js';
 
 /**
  * The schedule of `replays/<name>.json`.

@@ -5,10 +5,10 @@
  * @module
  */
 import { afterAll, beforeAll } from 'vitest';
-import { createProveSession, type ProveSession } from '../../../scripts/prove/runProve.js';
-import { runSchedule, type ScheduleResult } from '../../../scripts/prove/runSchedule.js';
-import type { Schedule } from '../../../scripts/prove/schedule.js';
-import { uninstallVirtualClock } from '../../../scripts/prove/virtualClock.js';
+import { createProveSession, type ProveSession } from '../../../tools/prove/runProve.js';
+import { runSchedule, type ScheduleResult } from '../../../tools/prove/runSchedule.js';
+import type { Schedule } from '../../../tools/prove/schedule.js';
+import { uninstallVirtualClock } from '../../../tools/prove/virtualClock.js';
 import { awsEndpoints } from '../../support/awsEndpoints.js';
 
 /** Registers the session's set-up and tear-down in the calling file; returns the replay runner. */

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { RuntimeConfig } from '../../../lambda/config/runtimeConfig.js';
-import { BatchEngine } from '../../../lambda/engine/BatchEngine.js';
-import type { ConsumerDefinition } from '../../../lambda/engine/ConsumerDefinition.js';
-import type { DeadLetterOutcome } from '../../../lambda/engine/deadLetters.js';
-import { ItemCache } from '../../../lambda/engine/ItemCache.js';
-import type { InvocationClock, SideEffectExecutor, Unit } from '../../../lambda/engine/Unit.js';
-import { BusinessRuleViolation, NotAttempted, PredecessorNotApplied } from '../../../lambda/errors.js';
-import type { Decision, Item, SideEffectRequest, State } from '../../../lambda/types.js';
+import type { RuntimeConfig } from '../../../packages/idempotent-consumer/src/config/runtimeConfig.js';
+import { BatchEngine } from '../../../packages/idempotent-consumer/src/engine/BatchEngine.js';
+import type { ConsumerDefinition } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
+import type { DeadLetterOutcome } from '../../../packages/idempotent-consumer/src/engine/deadLetters.js';
+import { ItemCache } from '../../../packages/idempotent-consumer/src/engine/ItemCache.js';
+import type { InvocationClock, SideEffectExecutor, Unit } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
+import { BusinessRuleViolation, NotAttempted, PredecessorNotApplied } from '../../../packages/idempotent-consumer/src/errors.js';
+import type { Decision, Item, SideEffectRequest, State } from '../../../packages/idempotent-consumer/src/types.js';
 import { cancelled, conditionalCheckFailed, FakeDynamoDb, recordingLogger, sdkError } from './fakeDynamoDb.js';
 import { accountKey, batch, definitionOf, putAccount, type TestEvent, unit } from './fixtures.js';
 

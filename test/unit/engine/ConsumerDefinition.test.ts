@@ -1,8 +1,8 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { describe, expect, it } from 'vitest';
-import { checkKey, defineConsumer, MAX_KEY_BYTES } from '../../../lambda/engine/ConsumerDefinition.js';
-import { BusinessRuleViolation, ConsumerDefinitionError, MissingIdempotencyKey, PredecessorNotApplied, ValidationError } from '../../../lambda/errors.js';
-import type { IdempotentConsumerOptions } from '../../../lambda/types.js';
+import { checkKey, defineConsumer, MAX_KEY_BYTES } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
+import { BusinessRuleViolation, ConsumerDefinitionError, MissingIdempotencyKey, PredecessorNotApplied, ValidationError } from '../../../packages/idempotent-consumer/src/errors.js';
+import type { IdempotentConsumerOptions } from '../../../packages/idempotent-consumer/src/types.js';
 
 interface Event {
   readonly id: string;

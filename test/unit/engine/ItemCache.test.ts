@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ItemCache } from '../../../lambda/engine/ItemCache.js';
+import { ItemCache } from '../../../packages/idempotent-consumer/src/engine/ItemCache.js';
 
 describe('ItemCache', () => {
   it('remembers an item, and an item known to be absent', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, payloadHash } from '../../../lambda/engine/canonicalJson.js';
+import { canonicalJson, payloadHash } from '../../../packages/idempotent-consumer/src/engine/canonicalJson.js';
 
 // Values that `JSON.parse` never returns, but a decoded Kafka value (Avro, Protobuf) or a
 // `parsedBody` may hold: the canonical form writes them as `JSON.stringify` does.

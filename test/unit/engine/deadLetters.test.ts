@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Classification } from '../../../lambda/classifier.js';
-import { type DeadLetterCandidate, type DeadLetterRequest, type DeadLetterResult, type DeadLetterSink, deadLetter, notCounted } from '../../../lambda/engine/deadLetters.js';
-import type { Delivery } from '../../../lambda/engine/Delivery.js';
+import type { Classification } from '../../../packages/idempotent-consumer/src/classifier.js';
+import { type DeadLetterCandidate, type DeadLetterRequest, type DeadLetterResult, type DeadLetterSink, deadLetter, notCounted } from '../../../packages/idempotent-consumer/src/engine/deadLetters.js';
+import type { Delivery } from '../../../packages/idempotent-consumer/src/engine/Delivery.js';
 import { conditionalCheckFailed, FakeDynamoDb, recordingLogger, sdkError } from './fakeDynamoDb.js';
 import { delivery } from './fixtures.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeError } from '../../../lambda/engine/describeError.js';
+import { describeError } from '../../../packages/idempotent-consumer/src/engine/describeError.js';
 
 describe('describeError', () => {
   it('gives an error’s name and message, the message cut to 500 characters', () => {

@@ -10,7 +10,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import type { Item } from '../../../lambda/types.js';
+import type { Item } from '../../../packages/idempotent-consumer/src/types.js';
 
 /** One command as sent. */
 export interface Call {

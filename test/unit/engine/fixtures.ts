@@ -4,13 +4,13 @@
  *
  * @module
  */
-import { classify } from '../../../lambda/classifier.js';
-import { type ConsumerDefinition, defineConsumer } from '../../../lambda/engine/ConsumerDefinition.js';
-import type { Delivery } from '../../../lambda/engine/Delivery.js';
-import { type ResolvedKey, resolveKey } from '../../../lambda/engine/itemKeys.js';
-import type { PlanContext } from '../../../lambda/engine/planRound.js';
-import type { Known, Unit, UnitVerdict } from '../../../lambda/engine/Unit.js';
-import type { Decision, IdempotentConsumerOptions, Item, ItemKey, State } from '../../../lambda/types.js';
+import { classify } from '../../../packages/idempotent-consumer/src/classifier.js';
+import { type ConsumerDefinition, defineConsumer } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
+import type { Delivery } from '../../../packages/idempotent-consumer/src/engine/Delivery.js';
+import { type ResolvedKey, resolveKey } from '../../../packages/idempotent-consumer/src/engine/itemKeys.js';
+import type { PlanContext } from '../../../packages/idempotent-consumer/src/engine/planRound.js';
+import type { Known, Unit, UnitVerdict } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
+import type { Decision, IdempotentConsumerOptions, Item, ItemKey, State } from '../../../packages/idempotent-consumer/src/types.js';
 
 export const tables = { accounts: { partitionKey: 'id' }, lines: { partitionKey: 'id', sortKey: 'n' } } as const;
 export const tableNames = { accounts: 'phys-accounts', lines: 'phys-lines' } as const;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConsumerDefinitionError, InvalidWrite, ValidationError } from '../../../lambda/errors.js';
-import { foldDecision, hasUserCondition, jsonProblem, writeKind } from '../../../lambda/engine/foldDecision.js';
-import type { ItemOp } from '../../../lambda/engine/Unit.js';
-import type { Decision, Write } from '../../../lambda/types.js';
+import { ConsumerDefinitionError, InvalidWrite, ValidationError } from '../../../packages/idempotent-consumer/src/errors.js';
+import { foldDecision, hasUserCondition, jsonProblem, writeKind } from '../../../packages/idempotent-consumer/src/engine/foldDecision.js';
+import type { ItemOp } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
+import type { Decision, Write } from '../../../packages/idempotent-consumer/src/types.js';
 import { accountKey, definitionOf, planContext, putAccount, unit } from './fixtures.js';
 
 const definition = definitionOf(() => ({}));

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { actionBytes, componentsOf, MAX_TRANSACTION_BYTES, packTransactions, type ActionBuilder } from '../../../lambda/engine/packTransactions.js';
-import { planRound } from '../../../lambda/engine/planRound.js';
-import { inboxAction, itemAction, outboxActions } from '../../../lambda/engine/transactionActions.js';
-import type { Decision, State } from '../../../lambda/types.js';
+import { actionBytes, componentsOf, MAX_TRANSACTION_BYTES, packTransactions, type ActionBuilder } from '../../../packages/idempotent-consumer/src/engine/packTransactions.js';
+import { planRound } from '../../../packages/idempotent-consumer/src/engine/planRound.js';
+import { inboxAction, itemAction, outboxActions } from '../../../packages/idempotent-consumer/src/engine/transactionActions.js';
+import type { Decision, State } from '../../../packages/idempotent-consumer/src/types.js';
 import { batch, definitionOf, planContext, putAccount, type TestEvent, unit } from './fixtures.js';
 
 const config = { inboxTable: 'inbox', consumerName: 'c', inboxTtlSeconds: 60 };

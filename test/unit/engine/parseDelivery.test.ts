@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { payloadHash } from '../../../lambda/engine/canonicalJson.js';
-import { MAX_READS_PER_EVENT } from '../../../lambda/engine/ConsumerDefinition.js';
-import type { Delivery } from '../../../lambda/engine/Delivery.js';
-import { parseDelivery, type UnparsedDelivery } from '../../../lambda/engine/parseDelivery.js';
-import { ConsumerDefinitionError, MissingIdempotencyKey, PredecessorNotApplied, ValidationError } from '../../../lambda/errors.js';
+import { payloadHash } from '../../../packages/idempotent-consumer/src/engine/canonicalJson.js';
+import { MAX_READS_PER_EVENT } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
+import type { Delivery } from '../../../packages/idempotent-consumer/src/engine/Delivery.js';
+import { parseDelivery, type UnparsedDelivery } from '../../../packages/idempotent-consumer/src/engine/parseDelivery.js';
+import { ConsumerDefinitionError, MissingIdempotencyKey, PredecessorNotApplied, ValidationError } from '../../../packages/idempotent-consumer/src/errors.js';
 import { definitionOf, delivery, tableNames, type TestEvent } from './fixtures.js';
 
 const definition = definitionOf(() => undefined);

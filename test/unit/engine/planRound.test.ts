@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { BusinessRuleViolation, PredecessorNotApplied } from '../../../lambda/errors.js';
-import { earlierWithKey, planRound } from '../../../lambda/engine/planRound.js';
-import type { Decision, State } from '../../../lambda/types.js';
+import { BusinessRuleViolation, PredecessorNotApplied } from '../../../packages/idempotent-consumer/src/errors.js';
+import { earlierWithKey, planRound } from '../../../packages/idempotent-consumer/src/engine/planRound.js';
+import type { Decision, State } from '../../../packages/idempotent-consumer/src/types.js';
 import { batch, definitionOf, planContext, putAccount, type TestEvent, unit } from './fixtures.js';
 
 const add = (event: TestEvent, state: State): Decision => {

@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import type { RuntimeConfig } from '../../../lambda/config/runtimeConfig.js';
-import { BatchEngine } from '../../../lambda/engine/BatchEngine.js';
-import { payloadHash } from '../../../lambda/engine/canonicalJson.js';
-import type { ConsumerDefinition } from '../../../lambda/engine/ConsumerDefinition.js';
-import type { Delivery } from '../../../lambda/engine/Delivery.js';
-import { ItemCache } from '../../../lambda/engine/ItemCache.js';
-import { type DeadLetterRequest, type DeadLetterResult, processDeliveries } from '../../../lambda/engine/processDeliveries.js';
-import type { Unit, UnitVerdict } from '../../../lambda/engine/Unit.js';
-import { BusinessRuleViolation, PredecessorNotApplied } from '../../../lambda/errors.js';
-import type { AttemptLog, RecordedFailure } from '../../../lambda/inbox/AttemptLog.js';
-import type { OutcomeRecord } from '../../../lambda/observability/outcomes.js';
-import type { Decision, State } from '../../../lambda/types.js';
+import type { RuntimeConfig } from '../../../packages/idempotent-consumer/src/config/runtimeConfig.js';
+import { BatchEngine } from '../../../packages/idempotent-consumer/src/engine/BatchEngine.js';
+import { payloadHash } from '../../../packages/idempotent-consumer/src/engine/canonicalJson.js';
+import type { ConsumerDefinition } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
+import type { Delivery } from '../../../packages/idempotent-consumer/src/engine/Delivery.js';
+import { ItemCache } from '../../../packages/idempotent-consumer/src/engine/ItemCache.js';
+import { type DeadLetterRequest, type DeadLetterResult, processDeliveries } from '../../../packages/idempotent-consumer/src/engine/processDeliveries.js';
+import type { Unit, UnitVerdict } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
+import { BusinessRuleViolation, PredecessorNotApplied } from '../../../packages/idempotent-consumer/src/errors.js';
+import type { AttemptLog, RecordedFailure } from '../../../packages/idempotent-consumer/src/inbox/AttemptLog.js';
+import type { OutcomeRecord } from '../../../packages/idempotent-consumer/src/observability/outcomes.js';
+import type { Decision, State } from '../../../packages/idempotent-consumer/src/types.js';
 import { conditionalCheckFailed, FakeDynamoDb, recordingLogger, sdkError } from './fakeDynamoDb.js';
 import { definitionOf, delivery, putAccount, type TestEvent } from './fixtures.js';
 

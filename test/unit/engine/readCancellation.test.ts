@@ -1,7 +1,7 @@
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { readCancellation } from '../../../lambda/engine/readCancellation.js';
-import type { ActionRole, ItemOp } from '../../../lambda/engine/Unit.js';
+import { readCancellation } from '../../../packages/idempotent-consumer/src/engine/readCancellation.js';
+import type { ActionRole, ItemOp } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
 import { accountKey, unit } from './fixtures.js';
 
 const base = { exists: true, item: { id: 'A', n: 1, _version: 'v1' }, verified: false } as const;

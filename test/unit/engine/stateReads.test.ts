@@ -1,7 +1,7 @@
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { inboxId, readConsistently, readSnapshot, type StateReadDeps } from '../../../lambda/engine/stateReads.js';
-import type { Unit } from '../../../lambda/engine/Unit.js';
+import { inboxId, readConsistently, readSnapshot, type StateReadDeps } from '../../../packages/idempotent-consumer/src/engine/stateReads.js';
+import type { Unit } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
 import { cancelled, FakeDynamoDb, recordingLogger, sdkError } from './fakeDynamoDb.js';
 import { accountKey, tableNames, tables, unit } from './fixtures.js';
 

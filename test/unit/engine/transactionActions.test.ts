@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { inboxAction, itemAction, outboxActions, preflightActions, usedPlaceholders } from '../../../lambda/engine/transactionActions.js';
-import type { ItemOp } from '../../../lambda/engine/Unit.js';
+import { inboxAction, itemAction, outboxActions, preflightActions, usedPlaceholders } from '../../../packages/idempotent-consumer/src/engine/transactionActions.js';
+import type { ItemOp } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
 import { accountKey, definitionOf, unit } from './fixtures.js';
 
 const definition = definitionOf(() => ({}));

@@ -1,10 +1,10 @@
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { attributeValueBytes, itemBytes, MAX_ITEM_BYTES } from '../../../lambda/engine/itemSize.js';
-import { itemIdOf, keyNames, resolveKey } from '../../../lambda/engine/itemKeys.js';
-import { canonicalNumber, cloneValue, isNumberValue, MARSHALL_OPTIONS, preciseNumber, printValue, UNMARSHALL_OPTIONS } from '../../../lambda/engine/values.js';
-import { ConsumerDefinitionError, ValidationError } from '../../../lambda/errors.js';
+import { attributeValueBytes, itemBytes, MAX_ITEM_BYTES } from '../../../packages/idempotent-consumer/src/engine/itemSize.js';
+import { itemIdOf, keyNames, resolveKey } from '../../../packages/idempotent-consumer/src/engine/itemKeys.js';
+import { canonicalNumber, cloneValue, isNumberValue, MARSHALL_OPTIONS, preciseNumber, printValue, UNMARSHALL_OPTIONS } from '../../../packages/idempotent-consumer/src/engine/values.js';
+import { ConsumerDefinitionError, ValidationError } from '../../../packages/idempotent-consumer/src/errors.js';
 
 describe('values: item values handled exactly', () => {
   it.each([

@@ -1,0 +1,888 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { isAbsolute, resolve } from 'node:path';
+import { Annotations, ArnFormat, Aws, type CfnElement, CfnOutput, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, type ITable, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
+import { Architecture, Function as LambdaFunction, type IFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import { type CfnQueue, type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { businessTableOutputKey, consumerOutputKeys, OUTPUT_PREFIX_PATTERN, type ConsumerOutput } from 'idempotent-consumer/settings';
+import {
+  defaultSettings,
+  environmentVariables,
+  lambdaEnvironment,
+  maxReceiveCount,
+  METRICS_NAMESPACE,
+  resourceNames,
+  tableEnvironmentVariable,
+  tableKeys,
+  withOverrides,
+  type ConsumerSettings,
+} from 'idempotent-consumer/settings';
+import { InvalidSettingsError, settingsProblems } from 'idempotent-consumer/settings';
+import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
+import { defaultBundling } from './bundling.js';
+import { grantTableKey } from './tableKey.js';
+import { OutboxRelay, type OutboxRelayProps } from './OutboxRelay.js';
+
+/**
+ * The DynamoDB actions the engine calls, by table. `TransactWriteItems` and `TransactGetItems`
+ * have no IAM action of their own: IAM authorizes each action inside them (`PutItem`,
+ * `UpdateItem`, `DeleteItem`, `ConditionCheckItem`, `GetItem`)
+ * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html).
+ * No table gets `Scan`, `Query` or `BatchWriteItem`.
+ */
+export const ConsumerTableActions = {
+  /**
+   * A business table: read by key (`GetItem`, and `BatchGetItem` for a batch's read-ahead), written
+   * only inside the batch's transaction (`Put`, `Update`, `Delete`, `ConditionCheck`).
+   */
+  business: [
+    'dynamodb:GetItem',
+    'dynamodb:BatchGetItem',
+    'dynamodb:ConditionCheckItem',
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:DeleteItem',
+  ],
+  /** The inbox table: as a business table, without `DeleteItem` (rows leave by TTL only). */
+  inbox: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  /** Powertools idempotency's persistence layer (the side-effect guard). */
+  idempotency: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+} as const;
+
+
+/**
+ * The Lambda runtime. Node.js 22 is the runtime this project builds (`target: node22`) and
+ * supports; moving to a newer one is a change here and in the bundling target.
+ */
+const functionRuntime = Runtime.NODEJS_22_X;
+
+/** SQS's longest queue name, in characters, `.fifo` suffix included. */
+const MAX_QUEUE_NAME_LENGTH = 80;
+
+const SECONDS_PER_DAY = 86_400;
+
+export { defaultBundling };
+
+/**
+ * The format libraries that `@aws-lambda-powertools/kafka` loads only to decode Avro or Protobuf
+ * values (`kafkaAvroFormat`, `kafkaProtobufFormat`): optional peer dependencies of this package.
+ * A handler's project that has not installed one gets it marked external, so its bundle builds;
+ * a handler that then asks for that format fails its records as transient, with the module's
+ * name in the error, until the library is installed and the function deployed again.
+ */
+export const optionalFormatModules: readonly string[] = ['avro-js', 'protobufjs'];
+
+/**
+ * `externalModules` plus each of {@link optionalFormatModules} that cannot be resolved from
+ * `entry`'s directory (Node's resolution, as esbuild does it).
+ *
+ * @param entry - absolute path of the handler file
+ * @param externalModules - the modules already marked external
+ */
+export function withMissingFormatModulesExternal(entry: string, externalModules: readonly string[]): string[] {
+  const require = createRequire(entry);
+  const missing = optionalFormatModules.filter((name) => {
+    if (externalModules.includes(name)) return false;
+    try {
+      require.resolve(name);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  return [...externalModules, ...missing];
+}
+
+/** Properties of an {@link IdempotentConsumer}. Give exactly one of `entry` and `existingFunction`. */
+export interface IdempotentConsumerProps {
+  /**
+   * Path of the handler file, e.g. `src/handler.ts`, relative to the current directory (where
+   * `cdk` runs) or absolute. It exports the handler built with `createIdempotentConsumer`; the
+   * construct bundles it with esbuild into a `nodejs22.x` arm64 function.
+   *
+   * @default - none: give `existingFunction` instead
+   */
+  readonly entry?: string;
+  /**
+   * Name of the handler's export in `entry`.
+   *
+   * @default 'handler'
+   */
+  readonly handler?: string;
+  /**
+   * An existing function to drive instead of building one from `entry`. The construct adds the
+   * SQS (and Kafka) event source, the grants, and, when the function is a `lambda.Function` of this
+   * app, the environment; for an imported function it warns at synth and exposes the variables
+   * the function needs in {@link IdempotentConsumer.environment}. The function's timeout must be
+   * `settings.function.timeoutSeconds` (checked when known).
+   *
+   * @default - none: give `entry` instead
+   */
+  readonly existingFunction?: IFunction;
+  /**
+   * The business tables the handler reads and writes, by logical name: the keys of the handler's
+   * `tables` option. Each gets the environment variable `TABLE_NAME_<LOGICAL NAME IN UPPER SNAKE
+   * CASE>` (`orders` → `TABLE_NAME_ORDERS`; names that it would merge keep their own spelling, see
+   * `tableEnvironmentVariable`) and the actions of {@link ConsumerTableActions}.business,
+   * plus {@link TABLE_KEY_ACTIONS} on its key when it has a customer managed one.
+   *
+   * @default {}
+   */
+  readonly tables?: Readonly<Record<string, ITable>>;
+  /**
+   * Queue, function, event source mapping, retry, idempotency and Kafka settings. They are checked
+   * against the AWS rules before anything is built (`settingsProblems`).
+   *
+   * @default defaultSettings
+   */
+  readonly settings?: ConsumerSettings;
+  /**
+   * An existing source queue. It must be FIFO exactly when `settings.queue.fifo` is, and have a
+   * redrive policy to the dead-letter queue with at least `maxReceiveCount(settings)` receives
+   * and a visibility timeout of at least 6 × function timeout + batching window. For a queue of
+   * this app (`sqs.Queue`) these are checked and its dead-letter queue is taken from its redrive
+   * policy; for an imported queue give `existingDeadLetterQueue` (the one its redrive policy
+   * names), and the construct warns that it cannot check the rest.
+   *
+   * @default - a new queue (retained with the stack, SQS-managed encryption, TLS only)
+   */
+  readonly existingQueue?: IQueue;
+  /**
+   * An existing dead-letter queue: where the consumer sends poison messages with their reasons
+   * (and Kafka's on-failure records). With a new source queue, its redrive policy points here.
+   *
+   * @default - the existing queue's redrive target, or a new queue (retained with the stack)
+   */
+  readonly existingDeadLetterQueue?: IQueue;
+  /**
+   * An Amazon MSK or self-managed Kafka event source on the same function, beside the SQS
+   * queue (see {@link KafkaSource}). Its topic, when given, replaces `settings.kafka.topic`.
+   *
+   * @default - no Kafka event source
+   */
+  readonly kafka?: KafkaSourceOptions;
+  /**
+   * The outbox relay: turns on the inbox table's DynamoDB stream (new images) and adds an
+   * {@link OutboxRelay} that publishes the messages decisions put in `Decision.outbox` to a
+   * destination (an SNS topic or an SQS queue, created or given), each at least once with a stable
+   * message id for deduplication. The consumer name, inbox and idempotency tables come from this
+   * construct; the relay's `projectRoot` and `depsLockFilePath` default to this construct's.
+   *
+   * @default - no relay (outgoing messages are written to the inbox table but nobody publishes them)
+   */
+  readonly outbox?: Omit<OutboxRelayProps, 'consumerName' | 'inboxTable' | 'idempotencyTable'>;
+  /**
+   * How long the function's log group keeps log events (`entry` only).
+   *
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: RetentionDays;
+  /**
+   * esbuild options, applied over {@link defaultBundling} key by key (`entry` only). A handler in
+   * a repository that imports this package by name from its sources needs
+   * `{ esbuildArgs: { '--conditions': '@idempotent-consumer/source' } }`; a handler that imports
+   * the installed package needs nothing.
+   *
+   * @default defaultBundling
+   */
+  readonly bundling?: BundlingOptions;
+  /**
+   * The directory esbuild bundles from (`entry` only), for a monorepo.
+   *
+   * @default - the directory of `depsLockFilePath`
+   */
+  readonly projectRoot?: string;
+  /**
+   * The lock file of the project (`entry` only).
+   *
+   * @default - the nearest `package-lock.json`, `yarn.lock`, `pnpm-lock.yaml` or `bun.lockb`
+   * above the current directory
+   */
+  readonly depsLockFilePath?: string;
+  /**
+   * Environment variables of the handler's own (an API URL for a side effect, …). Names that the
+   * library sets (see {@link IdempotentConsumer.environment}), the `TABLE_NAME_` prefix and
+   * Lambda's reserved `AWS_` prefix are refused.
+   *
+   * @default {}
+   */
+  readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Encryption at rest of the inbox and idempotency tables: `DEFAULT` (an AWS owned key, no
+   * cost), `AWS_MANAGED` (`aws/dynamodb`) or `CUSTOMER_MANAGED` (`tableEncryptionKey`, or a new
+   * key with yearly rotation that is retained with the tables). Business tables keep their own
+   * encryption.
+   *
+   * @default TableEncryption.CUSTOMER_MANAGED when `tableEncryptionKey` is given, else TableEncryption.DEFAULT
+   */
+  readonly tableEncryption?: TableEncryption;
+  /**
+   * The customer managed key of the inbox and idempotency tables. The function may use it only
+   * through DynamoDB ({@link TABLE_KEY_ACTIONS}).
+   *
+   * @default - a new key when `tableEncryption` is CUSTOMER_MANAGED
+   */
+  readonly tableEncryptionKey?: IKey;
+}
+
+/** What {@link IdempotentConsumer.addOutputs} writes of the consumer's monitoring: a `ConsumerMonitoring` has both. */
+export interface MonitoringOutputs {
+  /** The SNS topic the alarms notify. */
+  readonly topic: { readonly topicArn: string };
+  /** The CloudWatch dashboard. */
+  readonly dashboard: { readonly dashboardName: string };
+}
+
+/**
+ * An idempotent message consumer on AWS Lambda for any handler built with
+ * `createIdempotentConsumer`: a source queue (standard or FIFO) with a dead-letter queue, the
+ * DynamoDB inbox and Powertools idempotency tables, an S3 bucket for dead-letter bodies too
+ * large for the dead-letter queue, the function (built from `entry`, or an existing one), and
+ * the SQS event source mapping that drives it with batches and partial batch responses. The
+ * user's business tables come in by logical name (`tables`); with `kafka`, the same function
+ * also reads a Kafka topic (Amazon MSK or self-managed, {@link KafkaSource}).
+ *
+ * Decisions worth knowing:
+ * - **Props are checked first.** The constructor throws `InvalidSettingsError` listing every
+ *   broken rule, with the values involved, before it creates anything: the settings' AWS rules
+ *   (e.g. visibility timeout ≥ 6 × function timeout + batching window,
+ *   https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html), the Kafka options,
+ *   and these props (one of `entry`/`existingFunction`, an entry file that exists, table names,
+ *   environment names, an existing queue that matches the settings).
+ * - **Least privilege.** The function's role has no AWS managed policy. It may: write its log
+ *   group; call {@link ConsumerTableActions} on the inbox, idempotency and business tables (with
+ *   {@link TABLE_KEY_ACTIONS} on customer managed keys, through DynamoDB only); `sqs:SendMessage`
+ *   to the dead-letter queue; consume the source queue (the event source mapping's
+ *   `ReceiveMessage`, `DeleteMessage`, `GetQueueAttributes`, `GetQueueUrl`, and
+ *   `ChangeMessageVisibility`, which the consumer also calls for its retry backoff);
+ *   `s3:PutObject` into the payload bucket. With Kafka, what {@link KafkaSource} lists.
+ * - **Stateful resources outlive the stack.** The queues, tables, table key and payload bucket are
+ *   retained when the stack is deleted (`RemovalPolicy.RETAIN`); the tables also have deletion
+ *   protection and point-in-time recovery. Their construct ids come from `resourceNames`, so
+ *   their logical ids stay stable.
+ * - **The source queue has a name** generated from this construct's path (unique per stack):
+ *   the dead-letter queue's redrive-allow policy must name the source queue's ARN, and
+ *   referencing the queue's `Arn` attribute would make a cycle with the source queue's
+ *   redrive policy. Every other resource name is generated by CloudFormation.
+ * - **Bundling is local** ({@link defaultBundling}): esbuild (a dev dependency of your project)
+ *   bundles the handler into one ES module with a source map; Docker is never needed. The AWS
+ *   SDK is bundled too, so the function runs the SDK version your tests run.
+ * - **Tracing is off.** The engine does not use the Powertools Tracer; active X-Ray tracing
+ *   would also need `xray:Put*` on `*`.
+ *
+ * **Environment the engine reads** (built by `lambdaEnvironment()`): `CONSUMER_NAME`,
+ * `INBOX_TABLE_NAME`, `IDEMPOTENCY_TABLE_NAME`, `DEAD_LETTER_QUEUE_URL`, `PAYLOAD_BUCKET_NAME`,
+ * `SOURCE_QUEUE_FIFO`, `MAX_ATTEMPTS`, `INBOX_TTL_SECONDS`, `SIDE_EFFECT_TTL_SECONDS`,
+ * `SIDE_EFFECT_MIN_REMAINING_MS`, `RETRY_BACKOFF_BASE_SECONDS`, `RETRY_BACKOFF_MAX_SECONDS`,
+ * `DEAD_LETTER_MAX_MESSAGE_SIZE_BYTES`, one `TABLE_NAME_<NAME>` per business table; and for
+ * Powertools `POWERTOOLS_SERVICE_NAME` (the consumer name), `POWERTOOLS_METRICS_NAMESPACE`
+ * (`IdempotentConsumer`), `POWERTOOLS_LOG_LEVEL` (`INFO`); `NODE_OPTIONS=--enable-source-maps`.
+ *
+ * **Extension point: the outbox relay.** A later `outbox` prop turns on the inbox table's
+ * DynamoDB stream (`stream` in {@link IdempotentConsumer.inboxTableOptions}) and adds a relay
+ * function with its stream event source mapping after the consumer's own resources; the inbox
+ * table is a `Table` field so that its `tableStreamArn` is at hand.
+ *
+ * @throws InvalidSettingsError when the settings, the Kafka options or these props break a rule
+ *
+ * @example
+ * const orders = new Table(this, 'Orders', { partitionKey: { name: 'id', type: AttributeType.STRING } });
+ * const consumer = new IdempotentConsumer(this, 'Consumer', {
+ *   entry: 'src/handler.ts',
+ *   tables: { orders },
+ *   settings: withOverrides({ consumerName: 'orders', queue: { fifo: true } }),
+ * });
+ * consumer.addOutputs(); // QueueUrl, DeadLetterQueueUrl, …: what `idempotent-consumer outputs` reads
+ */
+export class IdempotentConsumer extends Construct {
+  /** The settings this consumer was built with (validated; the Kafka topic of `kafka` applied). */
+  public readonly settings: ConsumerSettings;
+  /** The source queue: producers send here; the event source mapping reads from it. */
+  public readonly queue: IQueue;
+  /** The dead-letter queue: poison messages and exhausted retries, with their reasons. */
+  public readonly deadLetterQueue: IQueue;
+  /**
+   * The inbox: one row per processed message (partition key `pk`, TTL attribute `expiresAt`);
+   * also the engine's attempt records and outbox items.
+   */
+  public readonly inboxTable: Table;
+  /** The Powertools idempotency table guarding inline side effects (`id`, TTL attribute `expiration`). */
+  public readonly idempotencyTable: Table;
+  /** The business tables, by logical name, as given. */
+  public readonly tables: Readonly<Record<string, ITable>>;
+  /** The customer managed key of the inbox and idempotency tables, when they have one. */
+  public readonly tableEncryptionKey?: IKey;
+  /** Dead-letter bodies too large for the dead-letter queue (the extended-client convention). */
+  public readonly payloadBucket: Bucket;
+  /** The consumer function (built from `entry`, or `existingFunction`). */
+  public readonly function: IFunction;
+  /** The function's execution role. */
+  public readonly role: IRole;
+  /** The function's log group, when this construct built the function. */
+  public readonly logGroup?: LogGroup;
+  /** The environment variables the function needs: the library's and `props.environment`. */
+  public readonly environment: Readonly<Record<string, string>>;
+  /** The SQS event source; its `eventSourceMappingId` and `eventSourceMappingArn` name the mapping. */
+  public readonly eventSource: SqsEventSource;
+  /** The Kafka event source mapping, when the `kafka` prop was given. */
+  public readonly kafkaSource?: KafkaSource;
+  /** The outbox relay, when the `outbox` prop was given. */
+  public readonly outboxRelay?: OutboxRelay;
+  /** Whether the inbox table needs its stream (for the outbox relay). */
+  private readonly withOutbox: boolean;
+  /** How the inbox and idempotency tables are encrypted at rest. */
+  public readonly tableEncryption: TableEncryption;
+
+  /**
+   * @throws InvalidSettingsError when `props` break a rule (see the class comment); nothing is created
+   */
+  constructor(scope: Construct, id: string, props: IdempotentConsumerProps) {
+    const base = props.settings ?? defaultSettings;
+    const topic = props.kafka?.topic;
+    const settings = topic === undefined ? base : withOverrides({ kafka: { topic } }, base);
+    const problems = [
+      ...settingsProblems(settings),
+      ...(props.kafka === undefined ? [] : kafkaSourceProblems(props.kafka, settings)),
+      ...consumerPropsProblems(props, settings),
+    ];
+    if (problems.length > 0) throw new InvalidSettingsError(problems);
+    super(scope, id);
+    this.withOutbox = props.outbox !== undefined;
+    this.settings = settings;
+    this.tables = { ...props.tables };
+
+    const queues = this.createQueues(settings, props);
+    this.queue = queues.queue;
+    this.deadLetterQueue = queues.deadLetterQueue;
+
+    this.tableEncryption =
+      props.tableEncryptionKey !== undefined ? TableEncryption.CUSTOMER_MANAGED : (props.tableEncryption ?? TableEncryption.DEFAULT);
+    this.tableEncryptionKey = this.tableKey(props);
+    this.inboxTable = this.createTable(resourceNames.inboxTable, this.inboxTableOptions());
+    this.idempotencyTable = this.createTable(resourceNames.idempotencyTable, {
+      partitionKey: tableKeys.idempotency.partitionKey,
+      timeToLiveAttribute: tableKeys.idempotency.ttlAttribute,
+    });
+    this.payloadBucket = this.createPayloadBucket(settings);
+
+    this.environment = {
+      ...lambdaEnvironment(settings, {
+        inboxTable: this.inboxTable.tableName,
+        idempotencyTable: this.idempotencyTable.tableName,
+        deadLetterQueueUrl: this.deadLetterQueue.queueUrl,
+        payloadBucket: this.payloadBucket.bucketName,
+        tables: Object.fromEntries(Object.entries(this.tables).map(([name, table]) => [name, table.tableName])),
+      }),
+      ...powertoolsEnvironment(settings),
+      ...props.environment,
+    };
+
+    if (props.existingFunction === undefined) {
+      const built = this.createFunction(settings, props);
+      this.function = built.function;
+      this.logGroup = built.logGroup;
+    } else {
+      this.function = props.existingFunction;
+      this.setEnvironment(props.existingFunction);
+    }
+    // consumerPropsProblems made sure that an existing function has a role.
+    this.role = this.function.role as IRole;
+
+    this.grantEngineAccess();
+
+    this.eventSource = new SqsEventSource(this.queue, {
+      batchSize: settings.function.batchSize,
+      maxBatchingWindow:
+        settings.function.maxBatchingWindowSeconds > 0 ? Duration.seconds(settings.function.maxBatchingWindowSeconds) : undefined,
+      maxConcurrency: settings.function.maxConcurrency,
+      reportBatchItemFailures: true,
+    });
+    this.function.addEventSource(this.eventSource);
+
+    if (props.kafka !== undefined) {
+      this.kafkaSource = new KafkaSource(this, 'KafkaSource', {
+        ...props.kafka,
+        function: this.function,
+        deadLetterQueue: this.deadLetterQueue,
+        settings,
+      });
+    }
+    if (props.outbox !== undefined) {
+      this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {
+        ...props.outbox,
+        // The relay bundles from the consumer's project root and lock file unless `outbox` names its own.
+        projectRoot: props.outbox.projectRoot ?? props.projectRoot,
+        depsLockFilePath: props.outbox.depsLockFilePath ?? props.depsLockFilePath,
+        consumerName: settings.consumerName,
+        inboxTable: this.inboxTable,
+        idempotencyTable: this.idempotencyTable,
+      });
+    }
+  }
+
+  /**
+   * Adds the consumer's resources to the stack's outputs under stable keys, so that `cdk deploy
+   * --outputs-file F` writes them where the command line (`idempotent-consumer outputs`, `send`,
+   * `dlq … --outputs-file F`) and the integration tests find them. Each key is `prefix` + the
+   * suffix of `consumerOutputKeys` (`config/outputKeys.ts`), whatever the construct's path:
+   * `ConsumerName`, `QueueUrl`, `DeadLetterQueueUrl`, `InboxTableName`, `IdempotencyTableName`,
+   * `PayloadBucketName`, `FunctionName`, `LogGroupName` (when this construct made the function),
+   * one `<Name>TableName` per business table (`orders` → `OrdersTableName`), with the outbox
+   * `OutboxTopicArn` or `OutboxQueueUrl` and `OutboxRelayFunctionName`, with Kafka
+   * `KafkaConsumerGroupId` and `KafkaEventSourceMappingId`, and with `monitoring`
+   * `AlarmTopicArn`, `DashboardName` and `DashboardUrl` (the CloudWatch console page of the
+   * dashboard). No output is exported (`exportName`): nothing ties another stack to them.
+   *
+   * @param options.prefix - put before every key, for a second consumer in the same stack:
+   *   a letter, then letters and digits (CloudFormation's rule for output keys). @default ''
+   * @param options.monitoring - the consumer's {@link ConsumerMonitoring}, for its alarm topic and dashboard
+   * @returns the outputs, by key
+   * @throws InvalidSettingsError when the prefix is not letters and digits, a business table's key
+   *   would be the inbox's or the idempotency table's, or outputs were added already
+   *
+   * @example
+   * const consumer = new IdempotentConsumer(this, 'Consumer', { entry: 'src/handler.ts', tables: { orders } });
+   * consumer.addOutputs({ monitoring: new ConsumerMonitoring(this, 'Monitoring', { consumer }) });
+   * // cdk deploy --outputs-file cdk-outputs.json; eval "$(npx idempotent-consumer outputs --shell --outputs-file cdk-outputs.json)"
+   */
+  public addOutputs(options: { readonly prefix?: string; readonly monitoring?: MonitoringOutputs } = {}): Readonly<Record<string, CfnOutput>> {
+    const prefix = options.prefix ?? '';
+    const problems: string[] = [];
+    if (!OUTPUT_PREFIX_PATTERN.test(prefix)) problems.push(`output prefix "${prefix}" must be a letter followed by letters and digits (CloudFormation's rule for output keys)`);
+    if (this.node.tryFindChild('Outputs') !== undefined) problems.push(`addOutputs was called already on ${this.node.path}: call it once per consumer`);
+    const tableKeys: [string, string][] = [];
+    for (const name of Object.keys(this.tables)) {
+      try {
+        tableKeys.push([name, businessTableOutputKey(name, prefix)]);
+      } catch (error) {
+        problems.push((error as Error).message);
+      }
+    }
+    if (problems.length > 0) throw new InvalidSettingsError(problems);
+
+    const consumer = this.settings.consumerName;
+    const values: [ConsumerOutput, string, string][] = [
+      ['consumerName', consumer, 'Name of the idempotent consumer (settings.consumerName)'],
+      ['queueUrl', this.queue.queueUrl, `URL of the ${consumer} source queue: producers send here`],
+      ['deadLetterQueueUrl', this.deadLetterQueue.queueUrl, `URL of the ${consumer} dead-letter queue (messages with their failure reasons)`],
+      ['inboxTable', this.inboxTable.tableName, `Name of the ${consumer} inbox table`],
+      ['idempotencyTable', this.idempotencyTable.tableName, `Name of the ${consumer} Powertools idempotency table (side-effect guard)`],
+      ['payloadBucket', this.payloadBucket.bucketName, `Name of the S3 bucket of ${consumer} dead-letter bodies too large for the dead-letter queue`],
+      ['functionName', this.function.functionName, `Name of the ${consumer} consumer function`],
+    ];
+    if (this.logGroup !== undefined) values.push(['logGroupName', this.logGroup.logGroupName, `Log group of the ${consumer} consumer function (aws logs tail <name> --follow)`]);
+    const relay = this.outboxRelay;
+    if (relay !== undefined) {
+      const destination = relay.destinations.default;
+      if (destination !== undefined && 'topicArn' in destination) values.push(['outboxTopicArn', destination.topicArn, `ARN of the SNS topic the ${consumer} outbox relay publishes to`]);
+      else if (destination !== undefined && 'queueUrl' in destination) values.push(['outboxQueueUrl', destination.queueUrl, `URL of the SQS queue the ${consumer} outbox relay sends to`]);
+      values.push(['outboxRelayFunctionName', relay.function.functionName, `Name of the ${consumer} outbox relay function`]);
+    }
+    const kafka = this.kafkaSource;
+    if (kafka !== undefined) {
+      values.push(['kafkaConsumerGroupId', kafka.consumerGroupId, `Kafka consumer group of the ${consumer} event source mapping (topic ${kafka.topic})`]);
+      values.push(['kafkaEventSourceMappingId', kafka.mapping.eventSourceMappingId, `UUID of the ${consumer} Kafka event source mapping`]);
+    }
+    const monitoring = options.monitoring;
+    if (monitoring !== undefined) {
+      const dashboard = monitoring.dashboard.dashboardName;
+      values.push(['alarmTopicArn', monitoring.topic.topicArn, `ARN of the SNS topic the ${consumer} alarms notify (subscribe on-call here)`]);
+      values.push(['dashboardName', dashboard, `Name of the ${consumer} CloudWatch dashboard`]);
+      values.push([
+        'dashboardUrl',
+        `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards/dashboard/${dashboard}`,
+        `CloudWatch console page of the ${consumer} dashboard`,
+      ]);
+    }
+
+    const scope = new Construct(this, 'Outputs');
+    const outputs: Record<string, CfnOutput> = {};
+    const add = (key: string, value: string, description: string): void => {
+      const output = new CfnOutput(scope, key, { value, description });
+      output.overrideLogicalId(key);
+      outputs[key] = output;
+    };
+    for (const [what, value, description] of values) add(`${prefix}${consumerOutputKeys[what]}`, value, description);
+    for (const [name, key] of tableKeys) add(key, this.tables[name]!.tableName, `Name of the ${consumer} business table "${name}"`);
+    return outputs;
+  }
+
+  /**
+   * Key schema, TTL and stream of the inbox table. The outbox relay (a later `outbox` prop) sets
+   * `stream: StreamViewType.NEW_IMAGE` here: a table's stream is set when the table is created.
+   */
+  protected inboxTableOptions(): TableOptions {
+    return {
+      partitionKey: tableKeys.inbox.partitionKey,
+      timeToLiveAttribute: tableKeys.inbox.ttlAttribute,
+      ...(this.withOutbox ? { stream: StreamViewType.NEW_IMAGE } : {}),
+    };
+  }
+
+  /** The library's grants to the function's role (see the class comment). */
+  private grantEngineAccess(): void {
+    const grantee: IGrantable = this.function;
+    this.grantTable(grantee, this.inboxTable, ConsumerTableActions.inbox);
+    this.grantTable(grantee, this.idempotencyTable, ConsumerTableActions.idempotency);
+    for (const table of Object.values(this.tables)) this.grantTable(grantee, table, ConsumerTableActions.business);
+
+    this.deadLetterQueue.grant(grantee, 'sqs:SendMessage');
+    const deadLetterKey = this.deadLetterQueue.encryptionMasterKey;
+    // SendMessage to a queue with a customer managed key needs these two
+    // (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-key-management.html).
+    deadLetterKey?.grant(grantee, 'kms:GenerateDataKey', 'kms:Decrypt');
+    // The consumer delays the redelivery of a retryable failure with ChangeMessageVisibility
+    // (backoff by attempt). The event source mapping grants it too; this keeps the need explicit.
+    this.queue.grant(grantee, 'sqs:ChangeMessageVisibility');
+
+    Grant.addToPrincipal({ grantee, actions: ['s3:PutObject'], resourceArns: [this.payloadBucket.arnForObjects('*')] });
+    const bucket = Stack.of(this).getLogicalId(this.payloadBucket.node.defaultChild as CfnElement);
+    Validations.of(this.role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucket}.Arn>/*]`,
+      reason:
+        's3:PutObject into the payload bucket: each dead-letter body too large for the dead-letter queue is a new object whose ' +
+        'key the consumer derives from the message, so no fixed object ARN exists; the bucket holds nothing else.',
+    });
+  }
+
+  /** `actions` on `table`, and {@link TABLE_KEY_ACTIONS} on its customer managed key through DynamoDB. */
+  private grantTable(grantee: IGrantable, table: ITable, actions: readonly string[]): void {
+    Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns: [table.tableArn] });
+    grantTableKey(grantee, table);
+  }
+
+  /** Sets {@link environment} on a function of this app, or warns that the user must. */
+  private setEnvironment(fn: IFunction): void {
+    if (fn instanceof LambdaFunction) {
+      for (const [name, value] of Object.entries(this.environment)) fn.addEnvironment(name, value);
+      return;
+    }
+    Annotations.of(this).addWarningV2(
+      'idempotent-consumer:imported-function-environment',
+      `existingFunction is imported: set its environment to IdempotentConsumer.environment yourself ` +
+        `(${Object.keys(this.environment).join(', ')}); the consumer reads its tables and queues from it`,
+    );
+  }
+
+  /**
+   * The source queue and its dead-letter queue: the given ones, or new ones. A new dead-letter
+   * queue is created first (the source's redrive policy points at it) and allows only the source
+   * queue to use it.
+   */
+  private createQueues(settings: ConsumerSettings, props: IdempotentConsumerProps): { queue: IQueue; deadLetterQueue: IQueue } {
+    if (props.existingQueue !== undefined) {
+      const existing = props.existingQueue;
+      const redriveTarget = existing instanceof Queue ? existing.deadLetterQueue?.queue : undefined;
+      if (!(existing instanceof Queue)) {
+        Annotations.of(this).addWarningV2(
+          'idempotent-consumer:imported-queue',
+          `existingQueue is imported: make sure its visibility timeout is at least ` +
+            `${6 * settings.function.timeoutSeconds + settings.function.maxBatchingWindowSeconds} s and its redrive policy ` +
+            `sends to the dead-letter queue after at least ${maxReceiveCount(settings)} receives (the construct cannot check either)`,
+        );
+      }
+      // consumerPropsProblems made sure that one of them is given.
+      return { queue: existing, deadLetterQueue: (props.existingDeadLetterQueue ?? redriveTarget) as IQueue };
+    }
+
+    const { queue: q } = settings;
+    const fifoProps = q.fifo ? { fifo: true, contentBasedDeduplication: false } : {};
+    const queueName = this.sourceQueueName(q.fifo);
+    const sourceQueueArn = Stack.of(this).formatArn({ service: 'sqs', resource: queueName, arnFormat: ArnFormat.NO_RESOURCE_NAME });
+
+    const deadLetterQueue =
+      props.existingDeadLetterQueue ??
+      new Queue(this, resourceNames.deadLetterQueue, {
+        ...fifoProps,
+        retentionPeriod: Duration.seconds(q.deadLetterRetentionPeriodSeconds),
+        maxMessageSizeBytes: q.deadLetterMaxMessageSizeBytes,
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        // Stateful: it holds the messages nobody could process.
+        removalPolicy: RemovalPolicy.RETAIN,
+        redriveAllowPolicy: {
+          sourceQueues: [Queue.fromQueueAttributes(this, 'SourceQueueReference', { queueArn: sourceQueueArn, queueName })],
+        },
+      });
+
+    const queue = new Queue(this, resourceNames.queue, {
+      ...fifoProps,
+      queueName,
+      visibilityTimeout: Duration.seconds(q.visibilityTimeoutSeconds),
+      retentionPeriod: Duration.seconds(q.retentionPeriodSeconds),
+      maxMessageSizeBytes: q.maxMessageSizeBytes,
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // Stateful: messages not consumed yet survive a stack deletion or replacement.
+      removalPolicy: RemovalPolicy.RETAIN,
+      deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: maxReceiveCount(settings) },
+    });
+    return { queue, deadLetterQueue };
+  }
+
+  /**
+   * The source queue's name: this construct's path made unique with a hash, then
+   * `-<resourceNames.queue>`, then `.fifo` for a FIFO queue; at most 80 characters.
+   */
+  private sourceQueueName(fifo: boolean): string {
+    const suffix = `-${resourceNames.queue}${fifo ? '.fifo' : ''}`;
+    const unique = Names.uniqueResourceName(this, { maxLength: MAX_QUEUE_NAME_LENGTH - suffix.length, separator: '-' });
+    return `${unique}${suffix}`;
+  }
+
+  /** The customer managed key of the library's tables: the given one, a new one, or none. */
+  private tableKey(props: IdempotentConsumerProps): IKey | undefined {
+    if (props.tableEncryptionKey !== undefined) return props.tableEncryptionKey;
+    if (this.tableEncryption !== TableEncryption.CUSTOMER_MANAGED) return undefined;
+    return new Key(this, 'TableKey', {
+      description: `Encrypts the inbox and idempotency tables of the ${this.settings.consumerName} consumer`,
+      enableKeyRotation: true,
+      // The retained tables stay readable only as long as their key exists.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+  }
+
+  /** An on-demand table with point-in-time recovery and deletion protection that outlives the stack. */
+  private createTable(id: string, options: TableOptions): Table {
+    const key = this.tableEncryptionKey;
+    return new Table(this, id, {
+      ...options,
+      partitionKey: { name: options.partitionKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+      ...(this.tableEncryption === TableEncryption.DEFAULT ? {} : { encryption: this.tableEncryption, encryptionKey: key }),
+    });
+  }
+
+  /**
+   * The bucket of dead-letter bodies too large for the dead-letter queue: SSE-S3, TLS only, no
+   * public access, retained with the stack. Objects expire after source retention + dead-letter
+   * retention + 1 day, rounded up to days: at least as long as a dead-letter message (or the
+   * same message redriven to the source queue) can point at them.
+   */
+  private createPayloadBucket(settings: ConsumerSettings): Bucket {
+    const { retentionPeriodSeconds, deadLetterRetentionPeriodSeconds } = settings.queue;
+    const days = Math.ceil((retentionPeriodSeconds + deadLetterRetentionPeriodSeconds) / SECONDS_PER_DAY) + 1;
+    const bucket = new Bucket(this, resourceNames.payloadBucket, {
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      versioned: false,
+      removalPolicy: RemovalPolicy.RETAIN,
+      lifecycleRules: [{ id: 'ExpireDeadLetterPayloads', expiration: Duration.days(days), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+    });
+    Validations.of(bucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason:
+        'The payload bucket holds only dead-letter bodies that the consumer function writes (s3:PutObject) and operators read ' +
+        'with the DLQ tool; object-level access is auditable with CloudTrail data events, which a team turns on account-wide ' +
+        'rather than with a second, log-only bucket per consumer.',
+    });
+    return bucket;
+  }
+
+  /** {@link defaultBundling} under `props.bundling`, the missing optional format modules external. */
+  private bundlingFor(props: IdempotentConsumerProps): BundlingOptions {
+    const bundling = { ...defaultBundling, ...props.bundling };
+    if (props.entry === undefined) return bundling;
+    const entry = isAbsolute(props.entry) ? props.entry : resolve(props.entry);
+    return { ...bundling, externalModules: withMissingFormatModulesExternal(entry, bundling.externalModules ?? []) };
+  }
+
+  /** The function built from `entry`, its role (no AWS managed policy) and log group. */
+  private createFunction(settings: ConsumerSettings, props: IdempotentConsumerProps): { function: NodejsFunction; logGroup: LogGroup } {
+    const logGroup = new LogGroup(this, 'FunctionLogGroup', { retention: props.logRetention ?? RetentionDays.ONE_MONTH });
+    const role = new Role(this, 'FunctionRole', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Runs the ${settings.consumerName} idempotent consumer`,
+    });
+    logGroup.grantWrite(role);
+    const fn = new NodejsFunction(this, 'Function', {
+      entry: props.entry,
+      handler: props.handler ?? 'handler',
+      projectRoot: props.projectRoot,
+      depsLockFilePath: props.depsLockFilePath,
+      runtime: functionRuntime,
+      architecture: Architecture.ARM_64,
+      timeout: Duration.seconds(settings.function.timeoutSeconds),
+      memorySize: settings.function.memorySizeMb,
+      role,
+      logGroup,
+      tracing: Tracing.DISABLED,
+      description:
+        `Idempotent consumer ${settings.consumerName} (SQS ${settings.queue.fifo ? 'FIFO' : 'standard'}` +
+        `${props.kafka === undefined ? '' : `, Kafka topic ${settings.kafka.topic}`})`,
+      environment: { ...this.environment },
+      bundling: this.bundlingFor(props),
+    });
+    Validations.of(fn).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason:
+        'Node.js 22 (nodejs22.x) is the runtime this library targets, bundles for (esbuild target node22) and supports; it ' +
+        'is an LTS runtime that Lambda supports. Moving to a newer Node.js is a deliberate upgrade of the runtime and ' +
+        'bundling target in lib/IdempotentConsumer.ts.',
+    });
+    return { function: fn, logGroup };
+  }
+}
+
+/** Key schema, TTL and stream of a table the library creates (see {@link IdempotentConsumer.inboxTableOptions}). */
+export interface TableOptions {
+  readonly partitionKey: string;
+  readonly timeToLiveAttribute?: string;
+  readonly stream?: StreamViewType;
+}
+
+/** The Powertools variables: service name (the consumer's), metrics namespace, log level. */
+function powertoolsEnvironment(settings: ConsumerSettings): Record<string, string> {
+  return {
+    POWERTOOLS_SERVICE_NAME: settings.consumerName,
+    POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+    POWERTOOLS_LOG_LEVEL: 'INFO',
+    NODE_OPTIONS: '--enable-source-maps',
+  };
+}
+
+/** Names that only `entry` may use. */
+const ENTRY_ONLY_PROPS = ['handler', 'logRetention', 'bundling', 'projectRoot', 'depsLockFilePath'] as const;
+
+/**
+ * Checks the props of an {@link IdempotentConsumer} (the settings are checked by
+ * `settingsProblems`, the Kafka options by `kafkaSourceProblems`) and returns one sentence per
+ * broken rule: exactly one of `entry` and `existingFunction`, an entry file that exists, options
+ * that apply to `entry` only, table names that make distinct environment variables, environment
+ * names that do not collide with the library's, existing queues that match the settings (FIFO,
+ * redrive policy, visibility timeout), an existing function with a role and the settings' timeout,
+ * and the table encryption.
+ *
+ * @param props - the props as given
+ * @param settings - the settings the consumer is built with
+ */
+export function consumerPropsProblems(props: IdempotentConsumerProps, settings: ConsumerSettings): string[] {
+  const problems: string[] = [];
+  const { entry, existingFunction } = props;
+  if ((entry === undefined) === (existingFunction === undefined)) {
+    problems.push(
+      `give exactly one of entry (the handler file to bundle) or existingFunction, got ${entry === undefined ? 'neither' : 'both'}`,
+    );
+  }
+  if (entry !== undefined && !existsSync(resolve(entry))) {
+    const resolved = isAbsolute(entry) ? '' : ` (resolved to ${resolve(entry)}: a relative path is relative to the directory cdk runs in)`;
+    problems.push(`entry "${entry}" does not exist${resolved}`);
+  }
+  if (existingFunction !== undefined) {
+    const given = ENTRY_ONLY_PROPS.filter((name) => props[name] !== undefined);
+    if (given.length > 0) problems.push(`${given.join(', ')} apply only with entry, not with existingFunction`);
+    if (existingFunction instanceof LambdaFunction) {
+      const timeout = existingFunction.timeout?.toSeconds() ?? 3;
+      if (timeout !== settings.function.timeoutSeconds) {
+        problems.push(
+          `existingFunction's timeout ${timeout} s differs from settings.function.timeoutSeconds ${settings.function.timeoutSeconds} s: ` +
+            'the queue and side-effect rules are checked against the settings, so make them equal',
+        );
+      }
+    }
+    if (existingFunction.role === undefined) {
+      problems.push(
+        'existingFunction has no execution role, so nothing can be granted to it: import it with its role ' +
+          '(lambda.Function.fromFunctionAttributes(scope, id, { functionArn, role: iam.Role.fromRoleArn(...) }))',
+      );
+    }
+  }
+  problems.push(...tableProblems(props), ...environmentProblems(props, settings), ...queueProblems(props, settings));
+  return problems;
+}
+
+/** Business table names and table encryption (see {@link consumerPropsProblems}). */
+function tableProblems(props: IdempotentConsumerProps): string[] {
+  const problems: string[] = [];
+  for (const name of Object.keys(props.tables ?? {})) {
+    try {
+      tableEnvironmentVariable(name);
+    } catch (error) {
+      problems.push(`tables: ${(error as Error).message}`);
+    }
+  }
+  if (props.tableEncryptionKey !== undefined && props.tableEncryption !== undefined && props.tableEncryption !== TableEncryption.CUSTOMER_MANAGED) {
+    problems.push(`tableEncryptionKey needs tableEncryption CUSTOMER_MANAGED (or unset), got ${props.tableEncryption}`);
+  }
+  return problems;
+}
+
+/** The user's environment variables (see {@link consumerPropsProblems}). */
+function environmentProblems(props: IdempotentConsumerProps, settings: ConsumerSettings): string[] {
+  const problems: string[] = [];
+  const library = new Set([
+    ...Object.values(environmentVariables).filter((name) => name !== environmentVariables.tablePrefix),
+    ...Object.keys(powertoolsEnvironment(settings)),
+  ]);
+  for (const name of Object.keys(props.environment ?? {})) {
+    if (library.has(name) || name.startsWith(environmentVariables.tablePrefix) || name.startsWith('AWS_')) {
+      problems.push(
+        `environment variable ${name} is reserved (set by the library, the ${environmentVariables.tablePrefix} prefix, or Lambda's AWS_ prefix): choose another name`,
+      );
+    } else if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) {
+      problems.push(`environment variable name "${name}" must start with a letter and contain only letters, digits and '_' (Lambda's rule)`);
+    }
+  }
+  return problems;
+}
+
+/** Existing queues against the settings (see {@link consumerPropsProblems}). */
+function queueProblems(props: IdempotentConsumerProps, settings: ConsumerSettings): string[] {
+  const problems: string[] = [];
+  const { existingQueue: queue, existingDeadLetterQueue: given } = props;
+  const kind = (fifo: boolean) => (fifo ? 'FIFO' : 'standard');
+  const expected = kind(settings.queue.fifo);
+  if (queue !== undefined && queue.fifo !== settings.queue.fifo) {
+    problems.push(`existingQueue is a ${kind(queue.fifo)} queue but settings.queue.fifo says ${expected}`);
+  }
+  if (given !== undefined && given.fifo !== settings.queue.fifo) {
+    problems.push(`existingDeadLetterQueue is a ${kind(given.fifo)} queue but settings.queue.fifo says ${expected} (a dead-letter queue is of its source's kind)`);
+  }
+  if (queue === undefined) return problems;
+
+  const redrive = queue instanceof Queue ? queue.deadLetterQueue : undefined;
+  if (queue instanceof Queue && redrive === undefined) {
+    problems.push(
+      `existingQueue has no redrive policy: give it deadLetterQueue: { queue, maxReceiveCount: ${maxReceiveCount(settings)} } ` +
+        '(the safety net for crashes and timeouts; AWS rule: a Lambda SQS consumer needs a dead-letter queue)',
+    );
+  }
+  if (!(queue instanceof Queue) && given === undefined) {
+    problems.push('existingQueue is imported: give existingDeadLetterQueue, the queue its redrive policy sends to');
+  }
+  if (redrive !== undefined && given !== undefined && redrive.queue !== given) {
+    problems.push("existingDeadLetterQueue is not the queue existingQueue's redrive policy sends to: give that one, or leave it out");
+  }
+  if (redrive !== undefined && redrive.maxReceiveCount < maxReceiveCount(settings)) {
+    problems.push(
+      `existingQueue's redrive policy maxReceiveCount ${redrive.maxReceiveCount} is below ${maxReceiveCount(settings)} = maxReceiveCount(settings) ` +
+        '(rule: the redrive policy must never move a message that still has attempts left)',
+    );
+  }
+  if (queue instanceof Queue) {
+    const cfn = queue.node.defaultChild as CfnQueue;
+    const visibility = Token.isUnresolved(cfn.visibilityTimeout) ? undefined : (cfn.visibilityTimeout ?? 30);
+    const minimum = 6 * settings.function.timeoutSeconds + settings.function.maxBatchingWindowSeconds;
+    if (visibility !== undefined && visibility < minimum) {
+      problems.push(
+        `existingQueue's visibility timeout ${visibility} s is below 6 × function timeout ${settings.function.timeoutSeconds} s + ` +
+          `batching window ${settings.function.maxBatchingWindowSeconds} s = ${minimum} s ` +
+          '(AWS rule: visibility timeout ≥ 6 × function timeout + maximum batching window)',
+      );
+    }
+  }
+  return problems;
+}

@@ -1,0 +1,38 @@
+/**
+ * The CDK entry point of the package (`@idempotent-consumer/cdk`): the constructs that deploy a
+ * consumer built with `createIdempotentConsumer`, its monitoring and an optional Kafka event
+ * source, plus helpers for a consumer's CDK app.
+ *
+ * @module
+ */
+export {
+  ConsumerTableActions,
+  consumerPropsProblems,
+  defaultBundling,
+  IdempotentConsumer,
+  type IdempotentConsumerProps,
+  type TableOptions,
+} from './IdempotentConsumer.js';
+export { grantTableKey, TABLE_KEY_ACTIONS } from './tableKey.js';
+export {
+  ConsumerMonitoring,
+  monitoringOptionsProblems,
+  validateMonitoringOptions,
+  type ConsumerAlarms,
+  type ConsumerMonitoringOptions,
+  type ConsumerMonitoringProps,
+} from './ConsumerMonitoring.js';
+export {
+  KafkaAuthentication,
+  kafkaMappingMetrics,
+  KafkaSource,
+  kafkaSourceProblems,
+  MSK_SCRAM_SECRET_PREFIX,
+  mskResourceArns,
+  type KafkaSourceOptions,
+  type KafkaSourceProps,
+  type KafkaVpcPlacement,
+} from './KafkaSource.js';
+export { consumerContext, consumerContextKeys, type ConsumerContext } from './consumerContext.js';
+export { isInputError, runCdkApp, type RunCdkAppIo } from './runCdkApp.js';
+export { OutboxRelay, type OutboxRelayAlarms, type OutboxRelayDestination, type OutboxRelayProps } from './OutboxRelay.js';

@@ -1,0 +1,296 @@
+/**
+ * The `dlq` command and its subcommands: commander wiring only. Each action parses its flags,
+ * loads its command module (lazily: `--help` and `--version` load no AWS SDK), creates the SQS
+ * client, calls the command's function (`listDeadLetters`, ...), and prints the result as text
+ * or, with `--json`, as JSON.
+ *
+ * @module
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { builtInFailureReasons } from 'idempotent-consumer/dlq';
+import type { Confirm, DlqContext } from './context.js';
+import { parseDuration } from './duration.js';
+import { UsageError } from './errors.js';
+import type { CliIo, CliOutcome } from '../cliIo.js';
+import { outputsFileFlags } from '../outputs/commands.js';
+import type { OutputsFileFlags } from '../stackOutputs.js';
+import { deadLetterQueueUrlFrom, parseQueueUrl } from './queueUrl.js';
+import { parseReasons, type MessageSelection } from './selection.js';
+
+export type { CliIo, CliOutcome } from '../cliIo.js';
+
+interface CommonFlags extends OutputsFileFlags {
+  queueUrl?: string;
+  endpoint?: string;
+  region?: string;
+  json?: boolean;
+  dlqCheck: boolean;
+  visibilityTimeout: number;
+  max?: number;
+}
+
+interface SelectionFlags {
+  reason?: string[];
+  id?: string[];
+  olderThan?: string;
+}
+
+const SAFETY_NOTE = `
+Nothing is lost: a message is deleted from a queue only after it was sent to its destination
+(redrive) or written and flushed to the archive file (archive --delete). A command interrupted
+between the two (Ctrl-C, a crash) can leave a duplicate in the destination, never a loss; the
+consumer's inbox makes a redriven duplicate harmless. Messages a command only looks at are made
+visible again when it ends (after a hard kill: when --visibility-timeout runs out).`;
+
+const EXIT_CODES = `
+Exit codes: 0 done; 1 an error, or nothing that was asked for moved (the last line says why);
+2 a bad flag; 130 interrupted.`;
+
+/**
+ * Adds `dlq` with `list`, `show`, `redrive`, `archive` and `replay` to `program`.
+ *
+ * @param io - where output goes and answers come from
+ * @param outcome - receives the exit code the result calls for
+ */
+export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome): void {
+  const dlq = program
+    .command('dlq')
+    .description('inspect, redrive, archive and replay the dead-letter queue of any consumer built with the library (SQS)')
+    .addHelpText('after', SAFETY_NOTE + EXIT_CODES);
+
+  const print = (flags: CommonFlags, result: unknown, text: string): void => {
+    io.stdout.write(`${flags.json === true ? JSON.stringify(result, null, 2) : text}\n`);
+  };
+  /** Exit 1 when nothing that was asked for moved; with --json the sentence goes to stderr too. */
+  const nothingMoved = (flags: CommonFlags, sentence: string | undefined): void => {
+    if (sentence === undefined) return;
+    outcome.exitCode = 1;
+    if (flags.json === true) io.stderr.write(`${sentence}\n`);
+  };
+
+  selectionFlags(common(dlq.command('list')))
+    .description(
+      'list the messages grouped by failure reason (those the queue\'s redrive policy moved under "none"), with error, ' +
+        'source, age, attempts and the producer\'s attributes; consumes nothing',
+    )
+    .action(async (flags: CommonFlags & SelectionFlags) => {
+      const [{ listDeadLetters }, { formatList }] = await Promise.all([import('./list.js'), import('./output.js')]);
+      const { context, queueUrl } = await setUp(flags);
+      const result = await listDeadLetters(context, { queueUrl, selection: selection(flags), ...receive(flags), dlqCheck: flags.dlqCheck });
+      print(flags, result, formatList(result));
+      if (io.signal?.aborted === true) outcome.exitCode = 130;
+    });
+
+  common(dlq.command('show'))
+    .description('print one message in full: body (read back from S3 when the consumer offloaded it) and every attribute')
+    .argument('<id>', 'the dead-letter message id, or the consumer\'s original message id')
+    .action(async (id: string, flags: CommonFlags) => {
+      const [{ showDeadLetter }, { formatShow }] = await Promise.all([import('./show.js'), import('./output.js')]);
+      const { context, queueUrl } = await setUp(flags);
+      const result = await showDeadLetter(context, { queueUrl, id, ...receive(flags), dlqCheck: flags.dlqCheck });
+      print(flags, result, formatShow(result));
+      if (result.message.offloaded?.error !== undefined) outcome.exitCode = 1;
+    });
+
+  const redrive = common(dlq.command('redrive'))
+    .addHelpText('after', SAFETY_NOTE + EXIT_CODES)
+    .description(
+      'move messages back to their source queue by receive → send → delete: the original body (read back from S3 ' +
+        'when offloaded), the producer\'s attributes restored exactly, every ic.* attribute removed, the FIFO group kept. ' +
+        'A message that cannot go back as it was stays in the DLQ, with the reason.',
+    )
+    .option('--to <url>', 'send to this queue instead of each message\'s source queue')
+    .option('--rate <n>', 'messages per second (move task: 1 to 500)', positiveInteger)
+    .option(
+      '--move-task',
+      'move every message with one SQS message move task (StartMessageMoveTask) instead: fast, server side, but SQS ' +
+        'moves each message as it is (ic.* attributes kept, offloaded bodies stay S3 pointers); no selection',
+    )
+    .option('--no-wait', 'with --move-task: start the task and return without waiting for it')
+    .option('--poll-interval <seconds>', 'seconds between progress reports of the move task', positiveInteger, 5)
+    .option('--dry-run', 'show what would move; change nothing')
+    .option('-y, --yes', 'do not ask for confirmation');
+  selectionFlags(redrive).action(
+    async (
+      flags: CommonFlags &
+        SelectionFlags & { to?: string; rate?: number; moveTask?: boolean; wait: boolean; pollInterval: number; dryRun?: boolean; yes?: boolean },
+    ) => {
+      if (flags.to !== undefined) parseQueueUrl(flags.to, '--to');
+      const sel = selection(flags);
+      const [{ redriveDeadLetters }, { formatRedrive }] = await Promise.all([import('./redrive.js'), import('./output.js')]);
+      const { context, queueUrl } = await setUp(flags);
+      const result = await redriveDeadLetters(context, {
+        queueUrl,
+        selection: sel,
+        ...(flags.to !== undefined ? { to: flags.to } : {}),
+        ...(flags.rate !== undefined ? { ratePerSecond: flags.rate } : {}),
+        useMoveTask: flags.moveTask === true,
+        wait: flags.wait,
+        pollIntervalSeconds: flags.pollInterval,
+        dryRun: flags.dryRun === true,
+        yes: flags.yes === true,
+        confirm: await confirmer(),
+        ...receive(flags),
+        dlqCheck: flags.dlqCheck,
+      });
+      print(flags, result, formatRedrive(result));
+      if (result.failed.length > 0 || result.notDeleted.length > 0 || result.cancelled) outcome.exitCode = 1;
+      nothingMoved(flags, result.nothingMoved);
+      if (result.interrupted) outcome.exitCode = 130;
+    },
+  );
+
+  const archive = common(dlq.command('archive'))
+    .addHelpText('after', SAFETY_NOTE + EXIT_CODES)
+    .description(
+      'write messages to a JSON Lines file (one message per line, all it takes to replay it, offloaded bodies included), ' +
+        'ending with a trailer line (count and SHA-256) that replay checks; optionally delete them',
+    )
+    .requiredOption('--out <file>', 'the file to write (must not exist, unless --force)')
+    .option('--delete', 'delete the archived messages from the queue once the file is on disk')
+    .option('--force', 'overwrite --out if it exists')
+    .option('--dry-run', 'count what would be archived; write and delete nothing')
+    .option('-y, --yes', 'do not ask before deleting');
+  selectionFlags(archive).action(
+    async (flags: CommonFlags & SelectionFlags & { out: string; delete?: boolean; force?: boolean; dryRun?: boolean; yes?: boolean }) => {
+      const sel = selection(flags);
+      const [{ archiveDeadLetters }, { formatArchive }] = await Promise.all([import('./archive.js'), import('./output.js')]);
+      const { context, queueUrl } = await setUp(flags);
+      const result = await archiveDeadLetters(context, {
+        queueUrl,
+        out: flags.out,
+        delete: flags.delete === true,
+        force: flags.force === true,
+        selection: sel,
+        dryRun: flags.dryRun === true,
+        yes: flags.yes === true,
+        confirm: await confirmer(),
+        ...receive(flags),
+        dlqCheck: flags.dlqCheck,
+      });
+      print(flags, result, formatArchive(result));
+      if (result.notDeleted.length > 0 || result.notArchived.length > 0 || result.cancelled || result.incomplete) outcome.exitCode = 1;
+      if (result.interrupted) outcome.exitCode = 130;
+    },
+  );
+
+  common(dlq.command('replay'))
+    .description(
+      'send the messages of an archive back to the dead-letter queue (or --to), body and attributes as archived. ' +
+        'A file that does not end with its trailer (cut, or its archive stopped) or has a bad line sends nothing.',
+    )
+    .requiredOption('--in <file>', 'the archive to send')
+    .option('--to <url>', 'send to this queue instead of --queue-url (no dead-letter queue check)')
+    .option('--from-line <n>', 'start at this line (resume an interrupted replay)', positiveInteger)
+    .option('--skip-invalid', 'send the good lines of a file with bad ones')
+    .option('--no-trailer-check', 'send a file without a valid final trailer (written by hand, or its archive stopped)')
+    .option('--rate <n>', 'messages per second', positiveInteger)
+    .option('--dry-run', 'check the file and the queue; send nothing')
+    .addHelpText('after', EXIT_CODES)
+    .action(
+      async (
+        flags: CommonFlags & { in: string; to?: string; fromLine?: number; skipInvalid?: boolean; trailerCheck: boolean; rate?: number; dryRun?: boolean },
+      ) => {
+        const target = flags.to ?? (await deadLetterQueueUrlFrom(flags, io.env));
+        if (target === undefined || target === '') throw new UsageError('replay needs --queue-url, --outputs-file (or DLQ_URL) or --to');
+        parseQueueUrl(target, flags.to !== undefined ? '--to' : flags.queueUrl === undefined && flags.outputsFile !== undefined ? 'the DeadLetterQueueUrl output' : '--queue-url');
+        const [{ replayArchive }, { formatReplay }] = await Promise.all([import('./replay.js'), import('./output.js')]);
+        const { context } = await setUp({ ...flags, queueUrl: target, outputsFile: undefined, stack: undefined, consumer: undefined });
+        const result = await replayArchive(context, {
+          in: flags.in,
+          queueUrl: target,
+          dlqCheck: flags.to === undefined && flags.dlqCheck,
+          ...(flags.fromLine !== undefined ? { fromLine: flags.fromLine } : {}),
+          skipInvalid: flags.skipInvalid === true,
+          noTrailerCheck: !flags.trailerCheck,
+          dryRun: flags.dryRun === true,
+          ...(flags.rate !== undefined ? { ratePerSecond: flags.rate } : {}),
+        });
+        print(flags, result, formatReplay(result));
+        if (result.failed !== undefined || result.invalid.length > 0) outcome.exitCode = 1;
+        nothingMoved(flags, result.nothingMoved);
+        if (result.interrupted) outcome.exitCode = 130;
+      },
+    );
+
+  async function setUp(flags: CommonFlags): Promise<{ context: DlqContext; queueUrl: string }> {
+    const queueUrl = await deadLetterQueueUrlFrom(flags, io.env);
+    if (queueUrl === undefined) throw new UsageError('--queue-url (or the DLQ_URL environment variable) is required, or --outputs-file FILE (the file `cdk deploy --outputs-file` wrote)');
+    parseQueueUrl(queueUrl, flags.queueUrl === undefined && flags.outputsFile !== undefined ? 'the DeadLetterQueueUrl output' : '--queue-url');
+    const [{ createSqsClient }, { createPayloadStore }] = await Promise.all([import('./sqsClient.js'), import('./payloadStore.js')]);
+    const { sqs, connection } = createSqsClient({
+      queueUrl,
+      env: io.env,
+      ...(flags.endpoint !== undefined ? { endpoint: flags.endpoint } : {}),
+      ...(flags.region !== undefined ? { region: flags.region } : {}),
+    });
+    outcome.queueUrl = queueUrl;
+    if (connection.endpoint !== undefined) outcome.endpoint = connection.endpoint;
+    const context: DlqContext = {
+      sqs,
+      payloads: createPayloadStore({ connection, env: io.env }),
+      log: (line) => io.stderr.write(`${line}\n`),
+      ...(io.signal !== undefined ? { signal: io.signal } : {}),
+    };
+    return { context, queueUrl };
+  }
+
+  async function confirmer(): Promise<Confirm> {
+    const { terminalConfirm } = await import('./confirm.js');
+    return terminalConfirm({ input: io.stdin, output: io.stderr, ...(io.signal !== undefined ? { signal: io.signal } : {}) });
+  }
+}
+
+function common(command: Command): Command {
+  command.option('--queue-url <url>', "the dead-letter queue's URL (default: the DeadLetterQueueUrl of --outputs-file, else the DLQ_URL environment variable)");
+  return outputsFileFlags(command, "the dead-letter queue's URL (its DeadLetterQueueUrl output)")
+    .option(
+      '--endpoint <url>',
+      'SQS endpoint, e.g. http://localhost:4566 for the local emulator (default: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, else AWS); ' +
+        'offloaded bodies are read from AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else an emulator endpoint, else S3',
+    )
+    .option('--region <region>', 'AWS region (default: the region in the queue URL, else AWS_REGION / the profile)')
+    .option('--json', 'print the result as JSON')
+    .option('--no-dlq-check', 'do not check that the queue is a dead-letter queue')
+    .option('--visibility-timeout <seconds>', 'seconds a message stays hidden while the tool holds it (1 to 43200)', visibilitySeconds, 120)
+    .option('--max <count>', 'read at most this many messages', positiveInteger);
+}
+
+function selectionFlags(command: Command): Command {
+  return command
+    .option(
+      '--reason <reason>',
+      `only this failure reason (repeatable): any reason name, e.g. ${builtInFailureReasons.join(', ')}, your own, ` +
+        'or none (moved by the redrive policy); a reason that matches nothing is warned about',
+      collect,
+    )
+    .option('--id <id>', 'only this message id or original message id (repeatable)', collect)
+    .option('--older-than <duration>', 'only messages that failed longer ago than this: 30m, 2h, 7d (units s, m, h, d, w)');
+}
+
+function selection(flags: Partial<SelectionFlags>): MessageSelection {
+  return {
+    reasons: parseReasons(flags.reason ?? []),
+    ids: flags.id ?? [],
+    ...(flags.olderThan !== undefined ? { olderThanMs: parseDuration(flags.olderThan) } : {}),
+  };
+}
+
+function receive(flags: CommonFlags): { visibilityTimeoutSeconds: number; maxMessages?: number } {
+  return { visibilityTimeoutSeconds: flags.visibilityTimeout, ...(flags.max !== undefined ? { maxMessages: flags.max } : {}) };
+}
+
+function visibilitySeconds(value: string): number {
+  const seconds = positiveInteger(value);
+  if (seconds > 43_200) throw new InvalidArgumentError('SQS allows at most 43200 seconds (12 hours).');
+  return seconds;
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+function positiveInteger(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('expected a whole number of at least 1.');
+  return Number(value);
+}

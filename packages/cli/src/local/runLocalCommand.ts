@@ -1,0 +1,308 @@
+/**
+ * The `local` command's action: loads the user's handler, settings and check, runs them with
+ * `runLocal` and prints progress (standard error) and the report (standard output).
+ *
+ * @module
+ */
+import { isAbsolute, relative } from 'node:path';
+import { defaultSettings, withOverrides } from 'idempotent-consumer/settings';
+import { InvalidSettingsError } from 'idempotent-consumer/settings';
+import type { LocalCheck } from '@idempotent-consumer/local';
+import { DataDirError, LocalRuntimeError } from '@idempotent-consumer/local';
+import { FaultFlagError, faultRatesFromFlags, parseSeedFlag } from '@idempotent-consumer/local';
+import { toHtmlReportInput } from '@idempotent-consumer/local';
+import { InputFileError, readInputFile } from '@idempotent-consumer/local';
+import { eventTimeField } from '@idempotent-consumer/local';
+import { formatReport } from '@idempotent-consumer/local';
+import type { LocalRunResult, Progress, RunningLocalRuntime } from '@idempotent-consumer/local';
+import type { OutcomeRecord } from 'idempotent-consumer/observability';
+import type { CliIo } from '../cliIo.js';
+import { DlqToolError, UsageError } from '../dlq/errors.js';
+import { loadExport, loadHandler, loadSettings, parseModuleSpec } from './loadExport.js';
+
+/** The `local` command's flags, as commander parsed them. */
+export interface LocalFlags {
+  readonly handler: string;
+  readonly input: string;
+  readonly settings?: string;
+  readonly check?: string;
+  readonly eventTime?: string;
+  readonly source: 'sqs' | 'kafka';
+  readonly fifo?: boolean;
+  readonly fault: readonly string[];
+  readonly seed?: string;
+  readonly transientFailureRate: number;
+  readonly partitions?: number;
+  readonly kafkaRetryReading?: 'resume-from-lowest-offset' | 'retry-reported-records';
+  readonly relay: boolean;
+  readonly dataDir?: string;
+  readonly json?: boolean;
+  readonly report?: string;
+  readonly screenshot?: string;
+  readonly keepRunning?: boolean;
+  readonly logLevel?: string;
+  readonly timeout?: number;
+}
+
+/**
+ * The flags of `local` that npm takes for its own configuration when they are given to
+ * `npm start` without `--` (it sets `npm_config_<name>` and does not pass them on).
+ */
+const flagsNpmSwallows = ['fifo', 'json', 'keep-running', 'input', 'source', 'data-dir', 'report', 'screenshot', 'fault', 'seed', 'event-time', 'transient-failure-rate', 'log-level', 'partitions', 'handler', 'settings', 'check'];
+
+/**
+ * The flags given to an npm script without `--`: npm keeps them as `npm_config_<name>` (dashes
+ * become underscores) and the script never sees them. Only under an npm script
+ * (`npm_lifecycle_event` set); `json` counts only when npm's own `json` setting is not also a flag.
+ */
+export function flagsGivenToNpm(env: NodeJS.ProcessEnv): string[] {
+  if (env.npm_lifecycle_event === undefined) return [];
+  return flagsNpmSwallows.filter((flag) => {
+    const value = env[`npm_config_${flag.replaceAll('-', '_')}`];
+    return value !== undefined && value !== '' && !(flag === 'log-level' && env.npm_config_loglevel === value);
+  });
+}
+
+/**
+ * Runs the `local` command.
+ *
+ * @returns the exit code: 0 when the exactly-once check passed, 1 when it failed (also when the
+ *   run hit its `--timeout`: the report is printed all the same)
+ * @throws UsageError (exit 2) for a bad flag, input file, settings or data directory
+ */
+export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<number> {
+  const swallowed = flagsGivenToNpm(io.env);
+  if (swallowed.length > 0) {
+    const written = swallowed.map((flag) => `--${flag}`).join(' ');
+    throw new UsageError(
+      `npm kept ${written} for itself: flags of an npm script go after \`--\`, e.g. \`npm start -- ${written}\` ` +
+        `(npm start ${written} runs without them)`,
+    );
+  }
+  if (flags.screenshot !== undefined && flags.report === undefined) throw new UsageError('--screenshot needs --report FILE.html (it is a picture of that page)');
+  if (flags.source === 'kafka' && flags.fifo === true) {
+    throw new UsageError('--source kafka cannot run with --fifo: a Kafka event source needs a standard dead-letter queue (its on-failure destination)');
+  }
+  const faults = (() => {
+    try {
+      const seed = flags.seed === undefined ? 1 : parseSeedFlag(flags.seed);
+      return { rates: faultRatesFromFlags(flags.fault), seed };
+    } catch (error) {
+      if (error instanceof FaultFlagError) throw new UsageError(error.message);
+      throw error;
+    }
+  })();
+
+  const handler = await loadHandler(flags.handler);
+  const baseSettings = flags.settings === undefined ? defaultSettings : await loadSettings(flags.settings);
+  const check =
+    flags.check === undefined
+      ? undefined
+      : await loadExport<LocalCheck>('--check', parseModuleSpec('--check', flags.check), 'check', (value) =>
+          typeof value === 'function' ? undefined : 'is not a function (export const check: LocalCheck = async ({ documentClient, tables }) => [])',
+        );
+  const settings = flags.fifo === true ? withOverrides({ queue: { fifo: true } }, baseSettings) : baseSettings;
+
+  let input;
+  try {
+    input = await readInputFile(flags.input, settings.queue.maxMessageSizeBytes);
+  } catch (error) {
+    if (error instanceof InputFileError) throw new UsageError(error.message);
+    throw error;
+  }
+
+  // The run captures the process's standard output and error (the consumer's metrics and logs):
+  // what this command prints goes through the real `write` functions, taken now.
+  const realWrite = (stream: NodeJS.WritableStream) => (stream === process.stdout || stream === process.stderr ? (stream as typeof process.stdout).write.bind(stream) : stream.write.bind(stream));
+  const stdoutWrite = realWrite(io.stdout);
+  const stderrWrite = realWrite(io.stderr);
+  const progress = new ProgressLine(stderrWrite, (io.stderr as { isTTY?: boolean }).isTTY === true);
+  const sourceName = flags.source === 'kafka' ? 'Kafka' : settings.queue.fifo ? 'SQS FIFO' : 'SQS';
+  progress.say(`Running ${input.length} messages from ${shortPath(flags.input)} through ${settings.consumerName} (${sourceName} event source)…`);
+
+  let printed = false;
+  const print = async (result: LocalRunResult): Promise<void> => {
+    if (printed) return;
+    printed = true;
+    progress.done();
+    const text = formatReport(result.report);
+    if (flags.json === true) {
+      stderrWrite(text);
+      stdoutWrite(`${JSON.stringify(result.report)}\n`);
+    } else {
+      stdoutWrite(text);
+    }
+    if (flags.report !== undefined) {
+      const { writeHtmlReport } = await import('@idempotent-consumer/local');
+      const page = toHtmlReportInput(result.report, result.deliveries, {
+        startedAt: result.startedAt,
+        fifo: result.source === 'sqs-fifo',
+        title: `${settings.consumerName}: local run (${result.source})`,
+        ...(result.report.outbox === undefined ? {} : { outbox: result.report.outbox }),
+      });
+      const { bytes } = await writeHtmlReport(flags.report, page, flags.screenshot === undefined ? {} : { screenshot: flags.screenshot });
+      stderrWrite(`Report page: ${flags.report} (${Math.round(bytes / 1024)} KB)${flags.screenshot === undefined ? '' : `, screenshot: ${flags.screenshot}`}\n`);
+    }
+  };
+  const onReport = async (result: LocalRunResult, running: RunningLocalRuntime): Promise<void> => {
+    await print(result);
+    if (flags.keepRunning !== true) return;
+    stderrWrite(
+      [
+        '',
+        'The consumer keeps consuming (a redriven message is processed) until Ctrl-C. In another terminal:',
+        `  export AWS_ENDPOINT_URL=${running.sqsEndpoint} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local`,
+        `  export QUEUE_URL=${running.resources.queueUrl} DLQ_URL=${running.resources.deadLetterQueueUrl}`,
+        '  npx idempotent-consumer dlq list',
+        '  npx idempotent-consumer dlq redrive --reason RetriesExhausted --dry-run',
+        `DynamoDB Local: ${running.dynamoDbEndpoint} (inbox ${running.resources.inboxTable}` +
+          `${Object.values(running.resources.tables).length > 0 ? `, tables ${Object.values(running.resources.tables).join(', ')}` : ''})`,
+        '',
+      ].join('\n'),
+    );
+  };
+
+  const { runLocal } = await import('@idempotent-consumer/local');
+  let result: LocalRunResult;
+  try {
+    result = await runLocal({
+      handler,
+      input,
+      settings,
+      source: flags.source,
+      ...(check === undefined ? {} : { check }),
+      ...(flags.eventTime === undefined ? {} : { eventTime: eventTimeField(flags.eventTime) }),
+      ...(flags.dataDir === undefined ? {} : { dataDir: flags.dataDir }),
+      ...(flags.logLevel === undefined ? {} : { logLevel: flags.logLevel }),
+      ...(Object.keys(faults.rates).length === 0 ? {} : { faults }),
+      transientFailureRate: flags.transientFailureRate,
+      seed: faults.seed,
+      ...(flags.partitions === undefined ? {} : { partitions: flags.partitions }),
+      ...(flags.kafkaRetryReading === undefined ? {} : { kafkaRetryReading: flags.kafkaRetryReading }),
+      relay: flags.relay,
+      ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
+      onProgress: (p) => progress.update(p),
+      onLogLine: (line) => progress.log(line),
+      onReport,
+      ...(flags.keepRunning === true && io.signal !== undefined ? { keepRunning: io.signal, onOutcomeAfterReport: (record: OutcomeRecord) => stderrWrite(`${formatLateOutcome(record)}\n`) } : {}),
+    });
+    if (flags.keepRunning === true && io.signal !== undefined) stderrWrite('Stopped: the event source, the relay and the emulators are shut down.\n');
+  } catch (error) {
+    progress.done();
+    if (error instanceof InvalidSettingsError || error instanceof DataDirError) throw new UsageError(error.message);
+    if (error instanceof RangeError) throw new UsageError(error.message);
+    if (error instanceof LocalRuntimeError) throw new LocalRunFailed(error.message, { cause: error });
+    throw error;
+  }
+  await print(result);
+  return result.report.check.ok ? 0 : 1;
+}
+
+/** One line for an outcome after the report (`--keep-running`): `applied  <message id>  key=… reason=…`. */
+export function formatLateOutcome(record: OutcomeRecord): string {
+  const parts = [record.outcome.padEnd(13), record.messageId];
+  if (record.idempotencyKey !== undefined) parts.push(`key=${record.idempotencyKey}`);
+  if (record.reason !== undefined) parts.push(`reason=${record.reason}`);
+  else if (record.errorType !== undefined) parts.push(`error=${record.errorType}`);
+  return parts.join('  ');
+}
+
+/** The local run could not finish (an emulator did not start, provisioning failed). Exit code 1. A run that hits its time limit is reported instead. */
+export class LocalRunFailed extends DlqToolError {}
+
+/** Powertools Logger's keys that say nothing on a local run (the same on every line). */
+const quietLogKeys = new Set(['level', 'message', 'timestamp', 'service', 'cold_start', 'function_arn', 'function_memory_size', 'function_name', 'function_request_id', 'sampling_rate', 'xray_trace_id']);
+
+/**
+ * A consumer's log line for a terminal: `LEVEL message  key=value …` from a Powertools JSON line
+ * (the keys that are the same on every line left out); any other line as it is.
+ */
+export function formatLogLine(line: string): string {
+  let entry: Record<string, unknown>;
+  try {
+    entry = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return line;
+  }
+  if (typeof entry !== 'object' || entry === null || typeof entry.message !== 'string') return line;
+  const fields = Object.entries(entry)
+    .filter(([key, value]) => !quietLogKeys.has(key) && value !== undefined)
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? (/[\s"=]/.test(value) ? JSON.stringify(value) : value) : JSON.stringify(value)}`);
+  return `${String(entry.level ?? 'LOG').padEnd(5)} ${entry.message}${fields.length === 0 ? '' : `  ${fields.join(' ')}`}`;
+}
+
+function shortPath(file: string): string {
+  const rel = relative(process.cwd(), file);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file;
+}
+
+/**
+ * One progress line on standard error: on a terminal it updates in place and log lines are
+ * written above it (never glued to it); elsewhere a plain line is written when the figures change,
+ * at most every 5 seconds, and every 20 seconds while they do not change (retries waiting out their backoff).
+ */
+/** Without a terminal, how often unchanged progress figures are written again, in milliseconds. */
+const QUIET_PROGRESS_MS = 20_000;
+
+class ProgressLine {
+  #shown = '';
+  #lastPlain = '';
+  #lastPlainAt = 0;
+
+  constructor(
+    private readonly write: (text: string) => unknown,
+    private readonly tty: boolean,
+  ) {}
+
+  /** A line of its own. */
+  say(text: string): void {
+    const shown = this.#shown;
+    this.#clear();
+    this.write(`${text}\n`);
+    if (shown !== '') {
+      this.#shown = shown;
+      this.write(`\r${shown}\u001b[K`);
+    }
+  }
+
+  /** A log line of the consumer: a structured (JSON) line is shortened to what a person reads. */
+  log(line: string): void {
+    this.say(formatLogLine(line));
+  }
+
+  update(p: Progress): void {
+    const seconds = `${(p.elapsedMs / 1000).toFixed(0).padStart(4)} s`;
+    const line =
+      p.phase === 'starting'
+        ? `${seconds}  ${p.step}…`
+        : p.phase === 'checking'
+          ? `${seconds}  checking what is stored…`
+          : `${seconds}  applied ${p.applied}, duplicates ${p.duplicates}, retried ${p.retried}, dead-lettered ${p.deadLettered} of ${p.sent} (${p.invocations} invocations)`;
+    if (this.tty) {
+      this.#shown = line;
+      this.write(`\r${line}\u001b[K`);
+      return;
+    }
+    const figures = line.slice(seconds.length);
+    const now = Date.now();
+    // Figures that do not move (retries waiting out their backoff) are still said every 20 s, so a quiet run does not look hung.
+    const unchanged = figures === this.#lastPlain;
+    if (unchanged && (p.phase !== 'running' || now - this.#lastPlainAt < QUIET_PROGRESS_MS)) return;
+    if (!unchanged && p.phase === 'running' && now - this.#lastPlainAt < 5000) return;
+    this.#lastPlain = figures;
+    this.#lastPlainAt = now;
+    this.write(`${line}${unchanged ? '  (waiting: retried messages come back after their backoff)' : ''}\n`);
+  }
+
+  /** Ends the progress line (the report follows). */
+  done(): void {
+    this.#clear();
+  }
+
+  #clear(): void {
+    if (this.tty && this.#shown !== '') {
+      this.write('\r\u001b[K');
+      this.#shown = '';
+    }
+  }
+}

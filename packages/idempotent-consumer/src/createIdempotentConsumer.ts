@@ -1,0 +1,329 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { METRICS_NAMESPACE } from './settings/settings.js';
+import type { KafkaBatchResponse } from './batch/kafkaBatchResponse.js';
+import type { KafkaEvent } from './batch/kafkaEvent.js';
+import { backoffSeconds } from './batch/backoffSeconds.js';
+import { checkKafkaDecodingOptions } from './batch/kafkaRecordDecoding.js';
+import type { RetryBackoff } from './batch/retryBackoff.js';
+import { sqsDeliveries } from './batch/sqsDeliveries.js';
+import { type RuntimeConfig, readRuntimeConfig } from './config/runtimeConfig.js';
+import { BatchEngine } from './engine/BatchEngine.js';
+import { describeError } from './engine/describeError.js';
+import type { InvocationClock, SideEffectExecutor } from './engine/Unit.js';
+import { MARSHALL_OPTIONS, UNMARSHALL_OPTIONS } from './engine/values.js';
+import { type ConsumerDefinition, defineConsumer } from './engine/ConsumerDefinition.js';
+import type { Delivery, DeliveryResult } from './engine/Delivery.js';
+import { ItemCache } from './engine/ItemCache.js';
+import { type DeadLetterSink, processDeliveries, type ProcessDeliveriesDeps } from './engine/processDeliveries.js';
+import { AttemptLog } from './inbox/AttemptLog.js';
+import { LogObserver } from './observability/LogObserver.js';
+import { MetricName, MetricsObserver } from './observability/MetricsObserver.js';
+import { combineObservers, type OutcomeObserver } from './observability/outcomes.js';
+import type { IdempotentConsumerOptions } from './types.js';
+
+/**
+ * What a handler runs with, beside the environment: for tests and the local runtime. In Lambda
+ * leave it out: the clients are created once per execution environment from the defaults.
+ */
+export interface ConsumerRuntimeOptions {
+  /** Where the configuration is read from. @default process.env */
+  readonly environment?: Readonly<Record<string, string | undefined>>;
+  /** The AWS clients. @default new clients with the default configuration (region and credentials from the environment) */
+  readonly clients?: { readonly dynamoDb?: DynamoDBClient; readonly sqs?: SQSClient; readonly s3?: S3Client };
+  /** Receives every outcome, beside the logs and metrics. */
+  readonly observer?: OutcomeObserver;
+  /** @default a Powertools Logger named after the consumer (level from `POWERTOOLS_LOG_LEVEL`) */
+  readonly logger?: Logger;
+  /** @default Powertools Metrics, namespace `POWERTOOLS_METRICS_NAMESPACE` or `IdempotentConsumer`, service = consumer name */
+  readonly metrics?: Metrics;
+  /** The clock. @default () => new Date() */
+  readonly now?: () => Date;
+  /**
+   * Waits `ms` milliseconds: the engine's pauses (a Kafka record waiting for a side-effect lock
+   * to expire, a short back-off after contention). A simulated clock advances itself here.
+   * @default setTimeout
+   */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** A Lambda handler for SQS (standard and FIFO) and Kafka (Amazon MSK and self-managed) events, built by {@link createIdempotentConsumer}. */
+export interface IdempotentConsumerHandler {
+  (event: SQSEvent | KafkaEvent, context: Context): Promise<SQSBatchResponse | KafkaBatchResponse>;
+  /** The SQS handler alone. */
+  readonly sqs: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+  /** The Kafka handler alone. */
+  readonly kafka: (event: KafkaEvent, context: Context) => Promise<KafkaBatchResponse>;
+  /** The options it was built from (tools such as the local runtime read `tables`). */
+  readonly options: IdempotentConsumerOptions<never>;
+  /**
+   * A new execution environment of the same consumer: the same options with other runtime
+   * options (clients, environment, observer), and its own caches. For tests and the local
+   * runtime, which run several environments side by side.
+   */
+  withRuntime(runtime: ConsumerRuntimeOptions): IdempotentConsumerHandler;
+}
+
+/** Everything one execution environment builds at its first invocation. */
+interface ConsumerEnvironment<Event> {
+  readonly config: RuntimeConfig;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly deps: ProcessDeliveriesDeps<Event>;
+  readonly backoff: () => Promise<RetryBackoff>;
+  /** Registers each invocation's context with the side-effect guard once it is loaded. */
+  registerContext(context: Context): void;
+}
+
+/**
+ * Builds the Lambda handler of an idempotent consumer from the user's pure pieces (see
+ * {@link IdempotentConsumerOptions}): a schema, the idempotency and ordering keys, the items a
+ * decision reads, a pure `decide`, optional inline side effects, the user's own errors.
+ *
+ * The handler serves an SQS event source mapping (standard or FIFO queue; `ReportBatchItemFailures`
+ * on) and an Amazon MSK or self-managed Kafka one; the event's shape says which. For each batch it
+ * commits the state changes of every message with their inbox rows and outbox items in as few
+ * DynamoDB transactions as the limits allow (one on the happy path), dead-letters poison with its
+ * reason, and returns the partial batch response AWS documents:
+ * `{"batchItemFailures":[{"itemIdentifier":"<messageId>"}]}` for SQS
+ * (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html),
+ * `{"batchItemFailures":[{"itemIdentifier":{"partition":"<topic>-<partition>","offset":<n>}}]}`
+ * for Kafka (https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html). It
+ * never throws for a failed message, also when all of them fail.
+ *
+ * Configuration (table names, the DLQ, attempt budget, windows) comes from the environment that
+ * the `IdempotentConsumer` construct sets (`lambdaEnvironment()` in `idempotent-consumer/settings`),
+ * read at the first invocation, when the clients are created too.
+ *
+ * @throws ConsumerDefinitionError at once, when the options are malformed (no schema, a bad table name, …)
+ * @example
+ * export const handler = createIdempotentConsumer({
+ *   schema: ReservationSchema,
+ *   idempotencyKey: 'reservationId',
+ *   orderingKey: 'sku',
+ *   tables: { stock: { partitionKey: 'sku' } },
+ *   read: (event) => [{ table: 'stock', key: { sku: event.sku } }],
+ *   decide: (event, state) => {
+ *     const stock = state.get('stock', { sku: event.sku });
+ *     if ((stock?.available ?? 0) < event.quantity) throw new OutOfStock(`${event.sku}: not enough left`);
+ *     return { writes: [{ Put: { TableName: 'stock', Item: { sku: event.sku, available: stock.available - event.quantity } } }] };
+ *   },
+ * });
+ */
+export function createIdempotentConsumer<Event>(options: IdempotentConsumerOptions<Event>, runtime: ConsumerRuntimeOptions = {}): IdempotentConsumerHandler {
+  const definition = defineConsumer(options);
+  checkKafkaDecodingOptions(options.kafka);
+  let environment: Promise<ConsumerEnvironment<Event>> | undefined;
+  const ready = (): Promise<ConsumerEnvironment<Event>> => {
+    environment ??= buildEnvironment(definition, runtime).catch((error: unknown) => {
+      environment = undefined;
+      throw error;
+    });
+    return environment;
+  };
+
+  const sqs = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
+    const env = await ready();
+    return handleSqsEvent(event, context, env);
+  };
+  const kafka = async (event: KafkaEvent, context: Context): Promise<KafkaBatchResponse> => {
+    const env = await ready();
+    const { handleKafkaEvent } = await import('./batch/handleKafkaEvent.js');
+    env.registerContext(context);
+    env.logger.addContext(context);
+    return handleKafkaEvent(event, context, env.deps, env.metrics, options.kafka);
+  };
+  const handler = (async (event: SQSEvent | KafkaEvent, context: Context) => {
+    if (event !== null && typeof event === 'object' && 'Records' in event && Array.isArray(event.Records)) return sqs(event, context);
+    if (event !== null && typeof event === 'object' && 'eventSource' in event && (event.eventSource === 'aws:kafka' || event.eventSource === 'SelfManagedKafka')) {
+      return kafka(event, context);
+    }
+    throw new Error('unsupported event: expected an SQS event (Records) or a Kafka event (eventSource aws:kafka or SelfManagedKafka)');
+  }) as IdempotentConsumerHandler;
+  Object.defineProperties(handler, {
+    sqs: { value: sqs },
+    kafka: { value: kafka },
+    options: { value: options },
+    withRuntime: { value: (next: ConsumerRuntimeOptions) => createIdempotentConsumer(options, next) },
+  });
+  return handler;
+}
+
+/**
+ * A record handler for teams that keep their own Powertools `processPartialResponse` (with
+ * `BatchProcessor` or `SqsFifoPartialProcessorAsync`): it processes one SQS record as a batch of
+ * one (its own transaction; no folding across records) and throws when the record must be
+ * retried, so Powertools reports it as a batch item failure. Pass the Lambda context to
+ * `processPartialResponse` (`{ context }`): without it, inline side effects are not started.
+ *
+ * @example
+ * const recordHandler = createRecordHandler(options);
+ * export const handler = (event, context) =>
+ *   processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context });
+ */
+export function createRecordHandler<Event>(options: IdempotentConsumerOptions<Event>, runtime: ConsumerRuntimeOptions = {}): (record: SQSRecord, context?: Context) => Promise<void> {
+  const definition = defineConsumer(options);
+  let environment: Promise<ConsumerEnvironment<Event>> | undefined;
+  return async (record, context) => {
+    environment ??= buildEnvironment(definition, runtime);
+    const env = await environment;
+    if (context !== undefined) env.registerContext(context);
+    const clock: InvocationClock = { remainingTimeMs: () => (context === undefined ? 0 : context.getRemainingTimeInMillis()) };
+    const [result] = await processDeliveries(sqsDeliveries([record], env.config.fifo), env.deps, context === undefined ? { remainingTimeMs: () => Number.MAX_SAFE_INTEGER } : clock);
+    env.metrics.publishStoredMetrics();
+    if (result?.reported) {
+      const failure = result.verdict.kind === 'retry' ? result.verdict.failure : undefined;
+      throw new Error(`message ${record.messageId} must be retried${failure === undefined ? '' : `: ${failure.errorType}`}`);
+    }
+  };
+}
+
+async function buildEnvironment<Event>(definition: ConsumerDefinition<Event>, runtime: ConsumerRuntimeOptions): Promise<ConsumerEnvironment<Event>> {
+  const variables = runtime.environment ?? process.env;
+  const config = readRuntimeConfig(variables, Object.keys(definition.tables));
+  const dynamoDb = runtime.clients?.dynamoDb ?? new DynamoDBClient({});
+  const client = DynamoDBDocumentClient.from(dynamoDb, { marshallOptions: { ...MARSHALL_OPTIONS }, unmarshallOptions: { ...UNMARSHALL_OPTIONS } });
+  const logger = runtime.logger ?? new Logger({ serviceName: config.consumerName });
+  const metrics = runtime.metrics ?? new Metrics({ namespace: variables.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE, serviceName: config.consumerName });
+  const now = runtime.now ?? (() => new Date());
+  let sqsClient: Promise<SQSClient> | undefined;
+  const sqs = (): Promise<SQSClient> =>
+    (sqsClient ??= runtime.clients?.sqs !== undefined ? Promise.resolve(runtime.clients.sqs) : import('@aws-sdk/client-sqs').then(({ SQSClient: Client }) => new Client({})));
+
+  let context: Context | undefined;
+  let sideEffects: Promise<SideEffectExecutor & { registerLambdaContext(context: Context): void }> | undefined;
+  const loadSideEffects = () =>
+    (sideEffects ??= (async () => {
+      const [{ SideEffectRunner }, { DynamoDBPersistenceLayer }] = await Promise.all([
+        import('./sideEffects/SideEffectRunner.js'),
+        import('@aws-lambda-powertools/idempotency/dynamodb'),
+      ]);
+      const runner = new SideEffectRunner({
+        handlers: definition.sideEffects,
+        persistenceStore: new DynamoDBPersistenceLayer({ tableName: config.idempotencyTable, awsSdkV3Client: dynamoDb }),
+        keyPrefix: config.consumerName,
+        expiresAfterSeconds: config.sideEffectTtlSeconds,
+        minRemainingMs: config.sideEffectMinRemainingMs,
+        documentClient: client,
+        tables: config.tables,
+      });
+      if (context !== undefined) runner.registerLambdaContext(context);
+      return runner;
+    })());
+
+  let deadLetterSink: Promise<DeadLetterSink> | undefined;
+  const deadLetters = () =>
+    (deadLetterSink ??= (async () => {
+      const { DeadLetterQueue } = await import('./dlq/DeadLetterQueue.js');
+      const s3 = runtime.clients?.s3;
+      return new DeadLetterQueue({
+        sqs: await sqs(),
+        // Loaded only when a body is too large for the dead-letter queue.
+        s3: s3 !== undefined ? s3 : () => import('@aws-sdk/client-s3').then(({ S3Client }) => new S3Client({})),
+        queueUrl: config.deadLetterQueueUrl,
+        maxMessageSizeBytes: config.deadLetterMaxMessageSizeBytes,
+        ...(config.payloadBucket !== undefined ? { payloadBucket: config.payloadBucket } : {}),
+      });
+    })());
+
+  const engine = new BatchEngine<Event>({ definition, config, client, cache: new ItemCache(), sideEffects: loadSideEffects, logger, now, ...(runtime.sleep === undefined ? {} : { sleep: runtime.sleep }) });
+  const deps: ProcessDeliveriesDeps<Event> = {
+    definition,
+    config,
+    client,
+    engine,
+    attempts: new AttemptLog({ client, tableName: config.inboxTable, consumerName: config.consumerName, ttlSeconds: config.inboxTtlSeconds, now }),
+    deadLetters,
+    observer: combineObservers(new LogObserver(logger), new MetricsObserver(metrics), runtime.observer),
+    logger,
+    now,
+  };
+  let backoff: Promise<RetryBackoff> | undefined;
+  return {
+    config,
+    logger,
+    metrics,
+    deps,
+    // Loaded at the first retry, with the SQS client: an invocation that retries nothing never loads either.
+    backoff: () =>
+      (backoff ??= Promise.all([sqs(), import('./batch/retryBackoff.js')]).then(([client, { RetryBackoff: Backoff }]) => new Backoff({ sqs: client }))),
+    registerContext(next: Context) {
+      context = next;
+      void sideEffects?.then((runner) => runner.registerLambdaContext(next));
+    },
+  };
+}
+
+/**
+ * The SQS path: deliveries → engine → the partial batch response through Powertools'
+ * `processPartialResponse` (`BatchProcessor`, or `SqsFifoPartialProcessorAsync` with
+ * `skipGroupOnError` on a FIFO queue, so Powertools itself checks that nothing after a failed
+ * message of a group is acknowledged), then the retries' visibility delays.
+ */
+async function handleSqsEvent<Event>(event: SQSEvent, context: Context, env: ConsumerEnvironment<Event>): Promise<SQSBatchResponse> {
+  env.registerContext(context);
+  env.logger.addContext(context);
+  const { config, deps, logger, metrics } = env;
+  const deliveries = sqsDeliveries(event.Records, config.fifo);
+  const results = await processDeliveries(deliveries, deps, { remainingTimeMs: () => context.getRemainingTimeInMillis() });
+  const reported = new Set(results.filter((result) => result.reported).map((result) => result.delivery.messageId));
+
+  const { BatchProcessor, EventType, SqsFifoPartialProcessorAsync, processPartialResponse } = await import('@aws-lambda-powertools/batch');
+  const recordHandler = async (record: SQSRecord): Promise<void> => {
+    if (reported.has(record.messageId)) throw new Error(`message ${record.messageId} must be retried`);
+  };
+  const response = config.fifo
+    ? await processPartialResponse(event, recordHandler, new SqsFifoPartialProcessorAsync(), { context, skipGroupOnError: true, throwOnFullBatchFailure: false })
+    : await processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
+
+  try {
+    await delayRetries(event.Records, results, env);
+  } catch (error) {
+    logger.warn('could not delay the retries; they return after the visibility timeout', { error: describeError(error) });
+  }
+  metrics.addMetric(MetricName.BatchSize, MetricUnit.Count, event.Records.length);
+  metrics.publishStoredMetrics();
+  return { batchItemFailures: response.batchItemFailures.map(({ itemIdentifier }) => ({ itemIdentifier })) };
+}
+
+/**
+ * Delays each reported message with `ChangeMessageVisibility`: until a side-effect lock expires;
+ * else by the backoff of its attempt, `min(base × 2^(attempt − 1), max)` seconds. On a FIFO queue
+ * every reported message of a group gets its first one's delay (a group is blocked while any of its
+ * messages is in flight, so a later message must not come back after the first).
+ */
+async function delayRetries<Event>(records: readonly SQSRecord[], results: readonly DeliveryResult[], env: ConsumerEnvironment<Event>): Promise<void> {
+  const { config, deps } = env;
+  const nowMs = deps.now().getTime();
+  const byGroup = new Map<string, number>();
+  const delayed: { receiptHandle: string; eventSourceARN: string; delaySeconds: number }[] = [];
+  results.forEach((result, index) => {
+    if (!result.reported) return;
+    const record = records[index]!;
+    const verdict = result.verdict;
+    const attempt = verdict.kind === 'retry' || verdict.kind === 'dead-lettered' ? verdict.attempt : undefined;
+    const retryAt = verdict.kind === 'retry' ? verdict.retryAt : undefined;
+    let delay =
+      retryAt !== undefined
+        ? Math.max(1, Math.ceil((retryAt - nowMs) / 1000) + 1)
+        : backoffSeconds(attempt ?? receiveCountOf(result.delivery), config.retryBackoffBaseSeconds, config.retryBackoffMaxSeconds);
+    const group = config.fifo ? record.attributes?.MessageGroupId : undefined;
+    if (group !== undefined) {
+      const first = byGroup.get(group);
+      if (first === undefined) byGroup.set(group, delay);
+      else delay = first;
+    }
+    if (delay > 0) delayed.push({ receiptHandle: record.receiptHandle, eventSourceARN: record.eventSourceARN, delaySeconds: delay });
+  });
+  if (delayed.length === 0) return;
+  await (await env.backoff()).delay(delayed);
+}
+
+function receiveCountOf(delivery: Delivery): number {
+  return delivery.attempts.kind === 'receive-count' ? delivery.attempts.receiveCount : 1;
+}

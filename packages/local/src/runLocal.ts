@@ -1,0 +1,478 @@
+/**
+ * The local runtime: runs any handler built with `createIdempotentConsumer` on embedded emulators
+ * (DynamoDB Local, and fauxqs for SQS, SNS and S3), with the event source Lambda would put in
+ * front of it (an SQS event source mapping, or a Kafka one on an in-process partitioned log), the
+ * outbox relay on the inbox table's stream, and an exactly-once check of what is really stored.
+ *
+ * @module
+ */
+import { GetQueueAttributesCommand, CreateQueueCommand } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { type ConsumerSettings, METRICS_NAMESPACE } from 'idempotent-consumer/settings';
+import { assertValidSettings } from 'idempotent-consumer/settings';
+import { createIdempotentConsumer, type IdempotentConsumerHandler } from 'idempotent-consumer';
+import { RetryableError } from 'idempotent-consumer';
+import { readDeadLetterAttributes, EMPTY_BODY_PLACEHOLDER } from 'idempotent-consumer/dlq';
+import { defineConsumer } from 'idempotent-consumer/internal';
+import { combineObservers, type OutcomeRecord } from 'idempotent-consumer/observability';
+import { kafkaMessageId } from 'idempotent-consumer/kafka';
+import { MessageHold } from './messageHold.js';
+import type { LocalClients } from './aws/localClients.js';
+import type { LocalCheck } from './check.js';
+import { INJECTED_TRANSIENT_FAILURE } from './deadLetterCause.js';
+import { PollerIdleTimeoutError } from './errors.js';
+import type { FaultOptions } from './faultInjection.js';
+import { createDeliveryRecorder } from './htmlReportInput.js';
+import type { HtmlReportInput } from './htmlReportInput.js';
+import type { InputMessage } from './inputFile.js';
+import { KafkaEventSourcePoller, type KafkaOnFailureRecord, type KafkaRetryReading, kafkaPollerOptionsFromSettings } from './kafka/KafkaEventSourcePoller.js';
+import { PartitionedLog } from './kafka/PartitionedLog.js';
+import { MetricsCapture, type MetricTotals } from './metricsCapture.js';
+import { countOutboxItems } from './outbox/countOutboxItems.js';
+import { startLocalRelay, type LocalRelay } from './outbox/startLocalRelay.js';
+import { inProducerOrder } from './producerOrder.js';
+import type { LocalResources } from './provision.js';
+import { buildReport, type DeadLetterSnapshot, type RunReport, type SentMessage } from './report.js';
+import { sendInput } from './sendInput.js';
+import { startLocalConsumer } from './startLocalConsumer.js';
+import { pollerOptionsFromSettings, SqsEventSourcePoller } from './sqsEventSourcePoller.js';
+
+/** Progress of a run, reported about once a second. */
+export interface Progress {
+  readonly phase: 'starting' | 'running' | 'checking';
+  /** What is happening, in a few words (start-up steps). */
+  readonly step: string;
+  readonly sent: number;
+  readonly applied: number;
+  readonly duplicates: number;
+  readonly retried: number;
+  readonly deadLettered: number;
+  readonly invocations: number;
+  /** Milliseconds since the run started. */
+  readonly elapsedMs: number;
+}
+
+/** Options of {@link runLocal}. */
+export interface LocalRunOptions {
+  /** The handler to run: what `createIdempotentConsumer` returned (each execution environment is `handler.withRuntime(…)`). */
+  readonly handler: IdempotentConsumerHandler;
+  /** The message bodies to send, from `readInputFile`. */
+  readonly input: readonly InputMessage[];
+  /** The consumer's settings (the same object its CDK stack uses). */
+  readonly settings: ConsumerSettings;
+  /** The event source. @default 'sqs' */
+  readonly source?: 'sqs' | 'kafka';
+  /** The consumer's own invariants, checked after the run (its `--check` module). */
+  readonly check?: LocalCheck;
+  /**
+   * The event time of a message, to send a FIFO group or a Kafka key in the order the events
+   * happened (as a producer that emitted them in order); `undefined`: the file's order.
+   */
+  readonly eventTime?: (message: InputMessage) => number | undefined;
+  /** Keep DynamoDB Local's data in this directory between runs. @default in memory */
+  readonly dataDir?: string;
+  /** The consumer's log level (Powertools Logger). @default POWERTOOLS_LOG_LEVEL, else 'ERROR' */
+  readonly logLevel?: string;
+  /** Fault injection on the consumer's DynamoDB and SQS clients (`--fault`, `--seed`). */
+  readonly faults?: FaultOptions;
+  /**
+   * The share (0 to 1) of idempotency keys whose first decision fails with a retryable
+   * {@link InjectedTransientFailure}, to watch retries end in one application. Which keys is
+   * drawn from `seed`. @default 0
+   */
+  readonly transientFailureRate?: number;
+  /** Seed of the transient failures' draw (and of `faults`, which carry their own). @default 1 */
+  readonly seed?: number;
+  /** Kafka: partitions of the local topic. @default 3 */
+  readonly partitions?: number;
+  /** Kafka: which reading of AWS's retry rule the local event source follows. @default 'resume-from-lowest-offset' */
+  readonly kafkaRetryReading?: KafkaRetryReading;
+  /** Run the outbox relay on the inbox table's stream (to a local FIFO queue). @default true */
+  readonly relay?: boolean;
+  /** Use these running emulators instead of starting new ones (tests); `prefix` keeps names apart. */
+  readonly endpoints?: { readonly dynamoDb: string; readonly sqs: string; readonly s3?: string; readonly prefix?: string };
+  /**
+   * The run's time limit: stop consuming when the source has not drained after this long, in
+   * milliseconds (counted from the first poll), then check what is stored as usual: the report
+   * says the run hit its limit, and the check fails (the messages left are unaccounted for).
+   * @default 600000
+   */
+  readonly timeoutMs?: number;
+  readonly onProgress?: (progress: Progress) => void;
+  /** Receives each line the consumer logs (standard error by default), e.g. to keep a progress line apart. */
+  readonly onLogLine?: (line: string) => void;
+  /**
+   * Called with the report, while everything still runs. With `keepRunning` the consumer then
+   * keeps consuming (and the relay relaying) until the signal aborts: a message redriven from the
+   * DLQ is processed.
+   */
+  readonly onReport?: (result: LocalRunResult, running: RunningLocalRuntime) => void | Promise<void>;
+  /** After the report, keep the emulators, the event source and the relay running until this aborts. */
+  readonly keepRunning?: AbortSignal;
+  /** Receives each outcome that comes after the report (with `keepRunning`: a redriven message, one sent meanwhile). */
+  readonly onOutcomeAfterReport?: (record: OutcomeRecord) => void;
+}
+
+/** Where a local run's emulators and resources are, while they run. */
+export interface RunningLocalRuntime {
+  readonly dynamoDbEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly resources: LocalResources;
+  /** The outbox relay's destination queue, when the relay runs. */
+  readonly outboxQueueUrl: string | undefined;
+}
+
+/** What a local run found. */
+export interface LocalRunResult {
+  readonly report: RunReport;
+  /** Every delivery's outcome, stamped with its time in the run: the HTML report's input. */
+  readonly deliveries: HtmlReportInput['deliveries'];
+  readonly startedAt: Date;
+  readonly source: 'sqs' | 'sqs-fifo' | 'kafka';
+}
+
+/**
+ * Runs a consumer locally: starts DynamoDB Local and the SQS/SNS/S3 server on 127.0.0.1 (unless
+ * `endpoints` are given), creates the tables, queues and bucket from the settings and the
+ * consumer's `tables` with the provisioner the tests use, starts the outbox relay, sends the input
+ * through the event source (SQS: the queue and a local event source mapping with Lambda's
+ * semantics; Kafka: an in-process partitioned log and a local Kafka event source mapping), and
+ * waits until it drains, or until its time limit (`timeoutMs`). Then it checks exactly-once
+ * against what is stored (see `buildReport`), with the consumer's own invariants (`check`) and
+ * what the run injects on purpose (`faults`, `transientFailureRate`: the dead letters those
+ * produce are excused, see `judgeDeadLetter`). A run that hits its time limit, or whose outbox
+ * relay does not drain, is reported all the same, its check failed. Everything is stopped at the
+ * end, also on errors.
+ *
+ * @throws InvalidSettingsError when the settings break an AWS rule
+ * @throws DataDirError when `dataDir` is not a directory or another run holds it
+ * @throws RangeError when `transientFailureRate` is not a number from 0 to 1
+ * @throws the emulators' start errors (e.g. no Java, `EmulatorStartError`) and `ProvisioningError`
+ */
+export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
+  const settings = assertValidSettings(options.settings);
+  const source = options.source ?? 'sqs';
+  if (source === 'kafka' && settings.queue.fifo) {
+    throw new Error('a Kafka event source needs a standard dead-letter queue (its on-failure destination): run Kafka without a FIFO queue');
+  }
+  const started = performance.now();
+  const startedAt = new Date();
+  const say = (step: string, phase: Progress['phase'] = 'starting') =>
+    options.onProgress?.({ phase, step, sent: 0, applied: 0, duplicates: 0, retried: 0, deadLettered: 0, invocations: 0, elapsedMs: performance.now() - started });
+
+  const stops: (() => Promise<void> | void)[] = [];
+  try {
+    const local = await startLocalConsumer({
+      handler: options.handler,
+      settings,
+      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+      ...(options.endpoints === undefined ? {} : { endpoints: options.endpoints }),
+      ...(options.faults ? { faults: options.faults } : {}),
+      inboxStream: options.relay !== false,
+      onStep: (step) => say(step),
+      // With keepRunning the caller's signal stops the run: the pollers first, then the emulators.
+      ...(options.keepRunning === undefined ? {} : { stopOnSignal: false }),
+    });
+    stops.unshift(() => local.stop());
+    const { endpoints, admin, consumer, resources } = local;
+
+    const outcomes: OutcomeRecord[] = [];
+    const recorder = createDeliveryRecorder();
+    // Powertools reads POWERTOOLS_METRICS_DISABLED whenever it makes a Metrics (a dead letter's
+    // reason is a single metric of its own): the run's report is built from them, so they are on
+    // while it runs, whatever the caller's environment says.
+    const metricsDisabled = process.env.POWERTOOLS_METRICS_DISABLED;
+    process.env.POWERTOOLS_METRICS_DISABLED = 'false';
+    stops.unshift(() => {
+      if (metricsDisabled === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED;
+      else process.env.POWERTOOLS_METRICS_DISABLED = metricsDisabled;
+    });
+    const capture = new MetricsCapture(options.onLogLine);
+    const logLevel = (options.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR').toUpperCase();
+    const handler = withTransientFailures(options.handler, options.transientFailureRate ?? 0, options.seed ?? 1);
+    let reported = false;
+    const observer = {
+      onOutcome: (record: OutcomeRecord) => {
+        if (!reported) outcomes.push(record);
+        else options.onOutcomeAfterReport?.(record);
+      },
+    };
+    const newEnvironment = () => handler.withRuntime(local.runtime({ observer: combineObservers(observer, recorder), logLevel }));
+
+    let relay: LocalRelay | undefined;
+    let outboxQueueUrl: string | undefined;
+    if (options.relay !== false) {
+      say('starting the outbox relay');
+      const queue = await admin.sqs.send(new CreateQueueCommand({ QueueName: `${options.endpoints?.prefix ?? ''}Outbox.fifo`, Attributes: { FifoQueue: 'true' } }));
+      outboxQueueUrl = queue.QueueUrl!;
+      relay = await startLocalRelay({
+        dynamoDb: admin.dynamoDb,
+        consumerName: settings.consumerName,
+        inboxTableName: resources.inboxTable,
+        idempotencyTableName: resources.idempotencyTable,
+        destinations: { default: outboxQueueUrl },
+        clients: { sqs: admin.sqs },
+        logger: new Logger({ serviceName: `${settings.consumerName}-relay`, logLevel: logLevel as 'ERROR' }),
+        metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: `${settings.consumerName}-relay` }),
+      });
+      stops.unshift(() => relay?.stop());
+    }
+
+    const definition = defineConsumer(options.handler.options);
+    const keyOf = (message: InputMessage): string | undefined => {
+      try {
+        const event = definition.parseEvent(JSON.parse(message.body));
+        const key = definition.orderingKeyOf(event);
+        return typeof key === 'string' && key !== '' ? key : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const ordered = (settings.queue.fifo || source === 'kafka') && options.eventTime !== undefined ? inProducerOrder(options.input, keyOf, options.eventTime) : [...options.input];
+
+    capture.start();
+    stops.unshift(() => capture.stop());
+    let invocations = 0;
+    const progressOf = (phase: Progress['phase'], totals: MetricTotals = capture.totals()): Progress => ({
+      phase,
+      step: phase === 'running' ? 'consuming' : 'checking',
+      sent: options.input.length,
+      applied: totals.applied,
+      duplicates: totals.duplicates,
+      retried: totals.retried,
+      deadLettered: totals.deadLettered,
+      invocations,
+      elapsedMs: performance.now() - started,
+    });
+    const progressTimer = setInterval(() => options.onProgress?.(progressOf('running')), 1000);
+    stops.unshift(() => clearInterval(progressTimer));
+
+    let sent: SentMessage[];
+    let remaining: () => Promise<number>;
+    let onFailureRecords: KafkaOnFailureRecord[] = [];
+    let keepConsuming: (signal: AbortSignal) => Promise<void>;
+    // The run's time limit: past it, consuming stops and the report says so (the check fails).
+    const limitMs = options.timeoutMs ?? 600_000;
+    let timedOut: { limitMs: number; detail: string } | undefined;
+    say(`sending ${options.input.length} messages`, 'running');
+    if (source === 'sqs') {
+      sent = await sendInput(admin.sqs, resources.queueUrl, ordered, {
+        fifo: settings.queue.fifo,
+        messageGroupId: (message) => groupIdOf(keyOf(message)),
+      });
+      const newPoller = () =>
+        new SqsEventSourcePoller({
+          sqs: consumer.eventSourceSqs,
+          queueUrl: resources.queueUrl,
+          queueArn: resources.queueArn,
+          ...pollerOptionsFromSettings(settings),
+          createHandler: () => newEnvironment().sqs,
+          guardedClients: consumer.guarded,
+          onInvocation: () => {
+            invocations += 1;
+          },
+        });
+      const poller = newPoller();
+      try {
+        await poller.runUntilIdle({ idleMs: 1500, timeoutMs: limitMs });
+      } catch (error) {
+        if (!(error instanceof PollerIdleTimeoutError)) throw error;
+        timedOut = { limitMs, detail: error.message };
+      } finally {
+        await poller.stop();
+      }
+      remaining = () => queueDepth(admin, resources.queueUrl);
+      keepConsuming = (signal) => newPoller().run(signal);
+    } else {
+      const log = new PartitionedLog({ topic: settings.kafka.topic, partitions: options.partitions ?? 3 });
+      sent = ordered.map((message) => {
+        const { partition, offset } = log.append({ key: keyOf(message) ?? null, value: message.body });
+        return { messageId: kafkaMessageId({ topic: log.topic, partition, offset }), line: message.line, body: message.body };
+      });
+      onFailureRecords = [];
+      const poller = new KafkaEventSourcePoller({
+        log,
+        ...kafkaPollerOptionsFromSettings(settings),
+        createHandler: () => newEnvironment().kafka,
+        guardedClients: consumer.guarded,
+        ...(options.kafkaRetryReading ? { retryReading: options.kafkaRetryReading } : {}),
+        onFailure: (record) => {
+          onFailureRecords.push(record);
+        },
+        onInvocation: () => {
+          invocations += 1;
+        },
+      });
+      try {
+        await poller.runUntilIdle({ timeoutMs: limitMs });
+      } catch (error) {
+        if (!(error instanceof PollerIdleTimeoutError)) throw error;
+        timedOut = { limitMs, detail: error.message };
+      }
+      remaining = async () => poller.lag();
+      keepConsuming = async (signal) => {
+        while (!signal.aborted) {
+          await poller.runUntilIdle({ timeoutMs: 24 * 3600_000 }).catch(() => undefined);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      };
+    }
+    clearInterval(progressTimer);
+    options.onProgress?.(progressOf('checking'));
+
+    let relayProblem: string | undefined;
+    try {
+      await relay?.drain({ timeoutMs: 60_000 });
+    } catch (error) {
+      if (!(error instanceof PollerIdleTimeoutError)) throw error;
+      relayProblem = `the outbox relay did not drain within 60 s: ${error.message}`;
+    }
+    const documentClient = DynamoDBDocumentClient.from(admin.dynamoDb);
+    const [deadLetters, left, outbox, domainProblems] = await Promise.all([
+      readDeadLetterQueue(admin, endpoints.sqs, resources.deadLetterQueueUrl, startedAt),
+      remaining(),
+      relay === undefined ? Promise.resolve(undefined) : countOutboxItems(admin.dynamoDb, resources.inboxTable, settings.consumerName),
+      options.check === undefined ? Promise.resolve([]) : options.check({ documentClient, tables: resources.tables, inboxTable: resources.inboxTable, outcomes }),
+    ]);
+    const report = buildReport({
+      source,
+      fifo: settings.queue.fifo,
+      sent,
+      outcomes,
+      deadLetters,
+      domainProblems: [
+        ...domainProblems,
+        ...(onFailureRecords.length === 0 ? [] : [`${onFailureRecords.length} Kafka batch(es) went to the on-failure destination (metadata only, records not processed)`]),
+        ...(relay !== undefined && relay.gaveUp().length > 0 ? [`the outbox relay gave up on ${relay.gaveUp().length} batch(es)`] : []),
+        ...(relayProblem === undefined ? [] : [relayProblem]),
+      ],
+      ...(outbox === undefined ? {} : { outbox: { written: outbox.written, published: outbox.published } }),
+      metrics: capture.totals(),
+      remainingInSource: left,
+      injected: { faults: options.faults?.rates ?? {}, transientFailureRate: options.transientFailureRate ?? 0 },
+      ...(timedOut === undefined ? {} : { timedOut }),
+      durationMs: performance.now() - started,
+    });
+    const result: LocalRunResult = { report, deliveries: recorder.deliveries(), startedAt, source: source === 'kafka' ? 'kafka' : settings.queue.fifo ? 'sqs-fifo' : 'sqs' };
+    await options.onReport?.(result, { dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, resources, outboxQueueUrl });
+    reported = true;
+    if (options.keepRunning !== undefined && !options.keepRunning.aborted) await keepConsuming(options.keepRunning);
+    return result;
+  } finally {
+    for (const stop of stops) {
+      try {
+        await stop();
+      } catch {
+        // stopping what is left goes on
+      }
+    }
+  }
+}
+
+/**
+ * The error a local run's `transientFailureRate` throws from `decide` on the first decision of a
+ * chosen idempotency key: retryable, so the message is retried and then applied once.
+ */
+export class InjectedTransientFailure extends RetryableError {
+  constructor(idempotencyKey: string) {
+    super(`injected transient failure (first decision of ${idempotencyKey}); the retry applies it`);
+    this.name = INJECTED_TRANSIENT_FAILURE;
+  }
+}
+
+/**
+ * The handler with its `decide` failing once, retryably, for a `rate` share of idempotency keys
+ * (chosen by a hash of the key and the seed, so a run repeats). The same handler when `rate` is 0.
+ *
+ * @throws RangeError when `rate` is not a number from 0 to 1
+ */
+function withTransientFailures(handler: IdempotentConsumerHandler, rate: number, seed: number): IdempotentConsumerHandler {
+  if (!(rate >= 0 && rate <= 1)) throw new RangeError(`transientFailureRate must be a number from 0 to 1, got ${rate}`);
+  if (rate === 0) return handler;
+  const options = handler.options;
+  const definition = defineConsumer(options);
+  const failed = new Set<string>();
+  const chosen = (key: string): boolean => {
+    let hash = 2166136261 ^ seed;
+    for (const char of key) hash = Math.imul(hash ^ (char.codePointAt(0) ?? 0), 16777619);
+    return (hash >>> 0) / 2 ** 32 < rate;
+  };
+  return createIdempotentConsumer({
+    ...options,
+    decide: (event, state) => {
+      const key = definition.idempotencyKeyOf(event);
+      if (!failed.has(key) && chosen(key)) {
+        failed.add(key);
+        throw new InjectedTransientFailure(key);
+      }
+      return options.decide(event, state);
+    },
+  });
+}
+
+/** An SQS message group id from an ordering key: itself when SQS accepts it, else a hash of it. */
+function groupIdOf(key: string | undefined): string {
+  if (key === undefined) return 'no-ordering-key';
+  if (/^[\x21-\x7e]{1,128}$/.test(key)) return key;
+  let hash = 0;
+  for (const char of key) hash = (Math.imul(hash, 31) + (char.codePointAt(0) ?? 0)) | 0;
+  return `key-${(hash >>> 0).toString(16)}`;
+}
+
+async function queueDepth(clients: LocalClients, queueUrl: string): Promise<number> {
+  const output = await clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+  );
+  const a = output.Attributes ?? {};
+  return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+}
+
+interface InspectedMessage {
+  readonly messageId: string;
+  readonly body: string;
+  readonly sentTimestamp?: number;
+  readonly messageAttributes?: Readonly<Record<string, { readonly StringValue?: string }>>;
+}
+
+/**
+ * The dead-letter messages of this run, without consuming them. SQS shows a FIFO queue's messages
+ * only one group head at a time, so the run asks the embedded server's inspection endpoint
+ * (fauxqs: `GET /_fauxqs/queues/<name>`, read-only), which lists every message; on another server
+ * it receives them and makes them visible again (the DLQ tool's `MessageHold`).
+ */
+export async function readDeadLetterQueue(clients: LocalClients, sqsEndpoint: string, queueUrl: string, since: Date): Promise<DeadLetterSnapshot[]> {
+  const toSnapshot = (messageId: string, body: string, attributes: Readonly<Record<string, { readonly StringValue?: string }>>, sentAt: number | undefined): DeadLetterSnapshot | undefined => {
+    const dead = readDeadLetterAttributes(attributes);
+    if ((dead?.failedAt?.getTime() ?? sentAt ?? 0) < since.getTime()) return undefined;
+    const empty = dead?.context.bodyEncoding === 'empty' && body === EMPTY_BODY_PLACEHOLDER;
+    return {
+      messageId,
+      body: empty ? '' : body,
+      failureReason: dead?.failureReason,
+      errorType: dead?.errorType,
+      errorMessage: dead?.errorMessage,
+      originalMessageId: dead?.context.originalMessageId ?? messageId,
+    };
+  };
+  const name = queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
+  try {
+    const response = await fetch(`${sqsEndpoint}/_fauxqs/queues/${encodeURIComponent(name)}`);
+    if (response.ok) {
+      const state = (await response.json()) as { messages: Record<'ready' | 'delayed' | 'inflight', unknown[]> };
+      const { ready, delayed, inflight } = state.messages;
+      const messages = [...ready, ...delayed, ...inflight.map((entry) => (entry as { message: unknown }).message)] as InspectedMessage[];
+      return messages.flatMap((m) => toSnapshot(m.messageId, m.body, m.messageAttributes ?? {}, m.sentTimestamp) ?? []);
+    }
+  } catch {
+    // not the embedded server: read it through the SQS API
+  }
+  const hold = new MessageHold(clients.sqs, queueUrl);
+  try {
+    const records = await hold.scan({ visibilityTimeoutSeconds: 30, waitTimeSeconds: 0 });
+    return records.flatMap((record) => toSnapshot(record.messageId, record.body, record.messageAttributes ?? {}, record.sentAt?.getTime()) ?? []);
+  } finally {
+    await hold.release();
+  }
+}

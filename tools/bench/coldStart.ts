@@ -1,0 +1,220 @@
+/**
+ * Cold start: the café handler (`examples/cafe/handler.ts`) and the baseline
+ * (`scripts/bench/baselineLambda.ts`) bundled exactly as the stack bundles a consumer
+ * (`lib/IdempotentConsumer.ts`: esbuild, ESM, `target: node22`, `platform: node`, minified, with
+ * a source map and no sources content, main fields `module,main`, the AWS SDK bundled, the
+ * `createRequire` banner), plus the `@idempotent-consumer/source` condition so the in-repo
+ * package resolves to its sources (and esbuild's default `module` condition, kept); then each imported in fresh Node.js processes, interleaved
+ * (engine, baseline, …), with `--enable-source-maps` as the stack's `NODE_OPTIONS` sets it.
+ *
+ * The init figure is the time `import()` of the bundle takes inside the process (what Lambda's
+ * init phase spends on the handler module; Node.js's own start is the same for both and left
+ * out). esbuild's metafile tells what each bundle carries, by package.
+ *
+ * @module
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build, type Metafile } from 'esbuild';
+
+/** The median (the mean of the middle two of an even count). */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** The bundling options of `lib/IdempotentConsumer.ts`, in esbuild's terms. */
+const STACK_BUNDLING = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node22',
+  minify: true,
+  sourcemap: true,
+  sourcesContent: false,
+  mainFields: ['module', 'main'],
+  banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+  // As the stack: the S3 client (dead letters offloaded to S3 only) comes from the Lambda runtime.
+  external: ['@aws-sdk/client-s3'],
+  // The stack's esbuild resolves with its default custom condition, `module` (the AWS SDK's ES
+  // modules). Naming any condition replaces that default, so `module` is named again beside the
+  // source condition; without it the SDK resolves to its CommonJS builds (about 135 KiB more).
+  conditions: ['@idempotent-consumer/source', 'module'],
+  metafile: true,
+  logLevel: 'warning',
+} as const;
+
+/** One part of a bundle: an npm package, or a folder of the repository. */
+export interface BundlePart {
+  readonly name: string;
+  /** Bytes it takes in the minified output. */
+  readonly bytes: number;
+}
+
+/** What {@link measureColdStart} reports. */
+export interface ColdStart {
+  /** The café handler's bundle (`index.mjs`, without its source map), in bytes. */
+  readonly bundleBytes: number;
+  /** Median wall time to import it in a fresh process, in milliseconds. */
+  readonly initMs: number;
+  readonly baselineBundleBytes: number;
+  readonly baselineInitMs: number;
+  /** Median CPU time (user + system) of the import, in milliseconds: steadier than wall time on a busy machine. */
+  readonly initCpuMs: number;
+  readonly baselineInitCpuMs: number;
+  /** Imports per side. */
+  readonly runs: number;
+  /** Fastest and slowest wall times. */
+  readonly initMsRange: readonly [number, number];
+  readonly baselineInitMsRange: readonly [number, number];
+  /** The source maps' sizes, in bytes (Node.js reads them at import with `--enable-source-maps`). */
+  readonly sourceMapBytes: number;
+  readonly baselineSourceMapBytes: number;
+  /** The engine bundle's largest parts. */
+  readonly largestInputs: readonly BundlePart[];
+  readonly baselineLargestInputs: readonly BundlePart[];
+}
+
+/** Options of {@link measureColdStart}. */
+export interface ColdStartOptions {
+  /** Fresh-process imports per side (at least 1). */
+  readonly runs: number;
+  /** The repository's root. @default process.cwd() */
+  readonly root?: string;
+  readonly log?: (line: string) => void;
+}
+
+/** An npm package (`@scope/name` or `name`) or, for the repository's own files, their folder. */
+function partOf(input: string): string {
+  const at = input.lastIndexOf('node_modules/');
+  if (at >= 0) {
+    const rest = input.slice(at + 'node_modules/'.length).split('/');
+    const name = rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
+    // zod's locales are a part of their own: the question is whether a bundle needs them.
+    if (name === 'zod' && input.includes('/locales/')) return 'zod (locales)';
+    return name;
+  }
+  const parts = input.split('/');
+  return parts.length > 1 ? parts.slice(0, -1).join('/') : input;
+}
+
+/** The parts of the bundle's output, largest first. */
+export function bundleParts(metafile: Metafile): BundlePart[] {
+  const totals = new Map<string, number>();
+  for (const output of Object.values(metafile.outputs)) {
+    for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
+      const part = partOf(input);
+      totals.set(part, (totals.get(part) ?? 0) + bytesInOutput);
+    }
+  }
+  return [...totals].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes);
+}
+
+/** Bundles `entry` into `dir/index.mjs` as the stack does; its size and parts. */
+export async function bundleLikeTheStack(entry: string, dir: string, root: string): Promise<{ file: string; bytes: number; parts: BundlePart[] }> {
+  const file = join(dir, 'index.mjs');
+  const result = await build({ ...STACK_BUNDLING, entryPoints: [resolve(root, entry)], outfile: file, absWorkingDir: root, mainFields: [...STACK_BUNDLING.mainFields], conditions: [...STACK_BUNDLING.conditions], external: [...STACK_BUNDLING.external] });
+  return { file, bytes: (await stat(file)).size, parts: bundleParts(result.metafile!) };
+}
+
+/** The import timer run in each fresh process: prints the wall and CPU milliseconds `import()` took. */
+const TIMER = `const started = performance.now();
+const cpu = process.cpuUsage();
+await import(process.argv[2]);
+const used = process.cpuUsage(cpu);
+process.stdout.write(JSON.stringify({ wallMs: performance.now() - started, cpuMs: (used.user + used.system) / 1000 }));
+`;
+
+interface ImportTime {
+  readonly wallMs: number;
+  readonly cpuMs: number;
+}
+
+function importOnce(timer: string, bundle: string): Promise<ImportTime> {
+  return new Promise((resolvePromise, reject) => {
+    execFile(
+      process.execPath,
+      ['--enable-source-maps', timer, pathToFileURL(bundle).href],
+      {
+        // What a Lambda environment has at init; the handlers read nothing else at import. The AWS
+        // SDK's warning about Node.js 20 is turned off: Lambda runs Node.js 22, where it is not
+        // emitted, and a warning's stack trace costs a source-mapped stack under --enable-source-maps.
+        env: {
+          PATH: process.env.PATH ?? '',
+          AWS_REGION: 'us-east-1',
+          AWS_LAMBDA_FUNCTION_NAME: 'benchmark',
+          TABLE_NAME_ORDERS: 'orders',
+          IDEMPOTENCY_TABLE_NAME: 'idempotency',
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+          NODE_OPTIONS: '',
+        },
+        timeout: 60_000,
+      },
+      (error, stdout, stderr) => {
+        let time: ImportTime | undefined;
+        try {
+          time = JSON.parse(stdout) as ImportTime;
+        } catch {
+          time = undefined;
+        }
+        if (error !== null || time === undefined || !Number.isFinite(time.wallMs)) reject(new Error(`importing ${bundle} failed: ${error?.message ?? ''} ${stderr.slice(0, 500)}`));
+        else resolvePromise(time);
+      },
+    );
+  });
+}
+
+/**
+ * Bundles both handlers and imports each `runs` times in fresh processes, interleaved.
+ *
+ * @throws Error when a bundle cannot be built or imported
+ */
+export async function measureColdStart(options: ColdStartOptions): Promise<ColdStart> {
+  const root = options.root ?? process.cwd();
+  const dir = await mkdtemp(join(tmpdir(), 'bench-cold-start-'));
+  try {
+    const engineDir = join(dir, 'engine');
+    const baselineDir = join(dir, 'baseline');
+    const [engine, baseline] = await Promise.all([
+      bundleLikeTheStack('examples/cafe/handler.ts', engineDir, root),
+      bundleLikeTheStack('tools/bench/baselineLambda.ts', baselineDir, root),
+    ]);
+    const timer = join(dir, 'timer.mjs');
+    await writeFile(timer, TIMER);
+    options.log?.(`Cold start: engine bundle ${engine.bytes} B, baseline ${baseline.bytes} B; ${options.runs} imports each, interleaved…`);
+    // One import each first, not counted: the operating system's file cache.
+    await importOnce(timer, engine.file);
+    await importOnce(timer, baseline.file);
+    const engineTimes: ImportTime[] = [];
+    const baselineTimes: ImportTime[] = [];
+    for (let i = 0; i < options.runs; i += 1) {
+      engineTimes.push(await importOnce(timer, engine.file));
+      baselineTimes.push(await importOnce(timer, baseline.file));
+    }
+    const ms = (n: number) => Number(n.toFixed(1));
+    const wall = (times: ImportTime[]) => times.map((t) => t.wallMs);
+    const cpu = (times: ImportTime[]) => times.map((t) => t.cpuMs);
+    return {
+      bundleBytes: engine.bytes,
+      initMs: ms(median(wall(engineTimes))),
+      baselineBundleBytes: baseline.bytes,
+      baselineInitMs: ms(median(wall(baselineTimes))),
+      initCpuMs: ms(median(cpu(engineTimes))),
+      baselineInitCpuMs: ms(median(cpu(baselineTimes))),
+      runs: options.runs,
+      initMsRange: [ms(Math.min(...wall(engineTimes))), ms(Math.max(...wall(engineTimes)))],
+      baselineInitMsRange: [ms(Math.min(...wall(baselineTimes))), ms(Math.max(...wall(baselineTimes)))],
+      sourceMapBytes: (await stat(`${engine.file}.map`)).size,
+      baselineSourceMapBytes: (await stat(`${baseline.file}.map`)).size,
+      largestInputs: engine.parts.slice(0, 15),
+      baselineLargestInputs: baseline.parts.slice(0, 15),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The baseline the benchmark measures the engine against: the café consumer written the typical
+ * Powertools way, around the same business code (`parseOrderEvent`, `decideOrder`,
+ * `notifyCustomer`) and the same items.
+ *
+ * - `BatchProcessor` + `processPartialResponse` report partial batch failures;
+ * - each record runs inside `makeIdempotent` (Powertools idempotency, DynamoDB persistence layer),
+ *   keyed on the body's `eventId` (`powertools_json(body).eventId`), so a producer's retry of an
+ *   event is caught as well as a redelivery: a lock `PutItem`, the record's work, a completion
+ *   `UpdateItem`; a duplicate costs the one refused `PutItem` (it returns the stored record);
+ * - the record's work: a consistent `GetItem` of the order, `decideOrder`, the notification
+ *   guarded by its own `makeIdempotent` (lock, send, completion) *before* the writes (so a retry
+ *   of a record whose writes failed does not notify twice), then the business writes: one
+ *   conditional `PutItem` for one item, a `TransactWriteItems` for several (the order and its
+ *   ledger entry). The order carries a version for optimistic concurrency, as the engine's does;
+ * - every error is thrown: the record is reported as a batch item failure and comes back until
+ *   the queue's redrive policy moves it to the dead-letter queue (no reasons attached), the way a
+ *   Powertools consumer without a classifier of its own behaves.
+ *
+ * It publishes no outbox message (the engine also writes a `PaymentReceived` outbox item for
+ * each payment): its figures are those of doing less.
+ *
+ * @module
+ */
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { LEDGER_SK_PREFIX, NOTIFY_CUSTOMER, notifyCustomer, ORDER_SK } from '@idempotent-consumer/example-cafe/consumer';
+import { parseOrderEvent } from '@idempotent-consumer/example-cafe/domain/events';
+import { decideOrder, type LedgerEntry, type Order, type PaymentReceived } from '@idempotent-consumer/example-cafe/domain/order';
+
+/** The attribute holding the order item's version (the engine's default name, so the items match). */
+const VERSION = '_version';
+
+/** What became of one record in one invocation. */
+export type BaselineOutcome = 'applied' | 'duplicate' | 'failed';
+
+/** Options of {@link createPowertoolsBaseline}. */
+export interface PowertoolsBaselineOptions {
+  /** The DynamoDB client of everything the handler sends (business writes and Powertools' records). */
+  readonly dynamoDb: DynamoDBClient;
+  /** Physical name of the café's `orders` table (partition key `orderId`, sort key `sk`). */
+  readonly ordersTable: string;
+  /** Physical name of the Powertools idempotency table (partition key `id`). */
+  readonly idempotencyTable: string;
+  /** Told what became of each record of each invocation (for the benchmark's counts). */
+  readonly onOutcome?: (messageId: string, outcome: BaselineOutcome) => void;
+}
+
+/** An SQS handler. */
+export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+/**
+ * Builds the baseline's SQS handler (see the module comment). Clients and Powertools objects are
+ * created here, once per execution environment, as such code does at module scope.
+ *
+ * @throws FullBatchFailureError (from Powertools) when every record of the event failed: Lambda
+ *   then retries the whole batch
+ */
+export function createPowertoolsBaseline(options: PowertoolsBaselineOptions): SqsHandler {
+  const { dynamoDb, ordersTable, idempotencyTable } = options;
+  const documentClient = DynamoDBDocumentClient.from(dynamoDb, { marshallOptions: { removeUndefinedValues: true } });
+  const recordConfig = new IdempotencyConfig({ eventKeyJmesPath: 'powertools_json(body).eventId' });
+  const notificationConfig = new IdempotencyConfig({ eventKeyJmesPath: 'eventId' });
+  const store = () => new DynamoDBPersistenceLayer({ tableName: idempotencyTable, awsSdkV3Client: dynamoDb });
+  let context: Context | undefined;
+  const completed = new Set<string>();
+
+  const notify = makeIdempotent(
+    async (payment: PaymentReceived): Promise<void> => {
+      const effectKey = `${payment.eventId}#${NOTIFY_CUSTOMER}#0`;
+      await notifyCustomer(payment, {
+        idempotencyKey: payment.eventId,
+        effectKey,
+        remainingTimeMs: () => context?.getRemainingTimeInMillis() ?? 0,
+        documentClient,
+        tableName: () => ordersTable,
+      });
+    },
+    { persistenceStore: store(), config: notificationConfig, keyPrefix: 'baseline.notifyCustomer' },
+  );
+
+  const processRecord = async (record: SQSRecord): Promise<void> => {
+    const event = parseOrderEvent(JSON.parse(record.body) as unknown);
+    const key = { orderId: event.orderId, sk: ORDER_SK };
+    const { Item } = await documentClient.send(new GetCommand({ TableName: ordersTable, Key: key, ConsistentRead: true }));
+    const change = decideOrder(toOrder(Item), event);
+    if (change.paymentReceived !== undefined) await notify(change.paymentReceived);
+
+    const version = typeof Item?.[VERSION] === 'number' ? (Item[VERSION] as number) : undefined;
+    const orderPut = {
+      TableName: ordersTable,
+      Item: { ...key, status: change.next.status, history: change.next.history, pointsAwarded: change.next.pointsAwarded, [VERSION]: (version ?? 0) + 1 },
+      ...(Item === undefined
+        ? { ConditionExpression: 'attribute_not_exists(orderId)' }
+        : { ConditionExpression: '#v = :v', ExpressionAttributeNames: { '#v': VERSION }, ExpressionAttributeValues: { ':v': version ?? 0 } }),
+    };
+    if (change.ledger.length === 0) {
+      await documentClient.send(new PutCommand(orderPut));
+    } else {
+      const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [{ Put: orderPut }, ...change.ledger.map((entry) => ({ Put: ledgerPut(ordersTable, entry) }))];
+      await documentClient.send(new TransactWriteCommand({ TransactItems: items }));
+    }
+    completed.add(record.messageId);
+  };
+  const processIdempotently = makeIdempotent(processRecord, { persistenceStore: store(), config: recordConfig, keyPrefix: 'baseline.processRecord' });
+
+  return async (event, invocationContext) => {
+    context = invocationContext;
+    recordConfig.registerLambdaContext(invocationContext);
+    notificationConfig.registerLambdaContext(invocationContext);
+    completed.clear();
+    let response: SQSBatchResponse;
+    try {
+      response = await processPartialResponse(event, processIdempotently, new BatchProcessor(EventType.SQS), { context: invocationContext });
+    } catch (error) {
+      for (const record of event.Records) options.onOutcome?.(record.messageId, 'failed');
+      throw error;
+    }
+    const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
+    for (const record of event.Records) {
+      options.onOutcome?.(record.messageId, failed.has(record.messageId) ? 'failed' : completed.has(record.messageId) ? 'applied' : 'duplicate');
+    }
+    return response;
+  };
+}
+
+function toOrder(item: Record<string, unknown> | undefined): Order | undefined {
+  if (item === undefined) return undefined;
+  return { orderId: String(item.orderId), status: item.status as Order['status'], history: item.history as Order['history'], pointsAwarded: Number(item.pointsAwarded) };
+}
+
+function ledgerPut(tableName: string, entry: LedgerEntry) {
+  return {
+    TableName: tableName,
+    Item: { orderId: entry.orderId, sk: `${LEDGER_SK_PREFIX}${entry.rule}`, rule: entry.rule, points: entry.points, eventId: entry.eventId },
+    ConditionExpression: 'attribute_not_exists(sk)',
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * The two sides of the benchmark on one DynamoDB Local and one SQS server: the engine (the café
+ * handler built with `createIdempotentConsumer(cafeConsumerOptions, runtime)`) and the
+ * Powertools baseline, each with its own tables and metered clients, a measured execution
+ * environment and a second one for setups.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, DeleteQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { createIdempotentConsumer, type OutcomeRecord } from 'idempotent-consumer';
+import { lambdaEnvironment, maxReceiveCount, tableKeys } from 'idempotent-consumer/settings';
+import { cafeConsumerOptions } from '@idempotent-consumer/example-cafe/consumer';
+import { cafeSettings, cafeTables } from '@idempotent-consumer/example-cafe/settings';
+import { localClientConfig } from '@idempotent-consumer/local/internal';
+import { createPowertoolsBaseline } from './powertoolsBaseline.js';
+import { ItemSizes, RequestMeter } from './RequestMeter.js';
+
+/** Which side. */
+export const SideName = { Engine: 'engine', Baseline: 'baseline' } as const;
+export type SideName = (typeof SideName)[keyof typeof SideName];
+
+/** Deliveries of one run by what became of them. */
+export interface DeliveryCounts {
+  applied: number;
+  duplicate: number;
+  /** Dead-lettered by the consumer itself (the engine, with a reason). */
+  deadLettered: number;
+  /** Reported as a batch item failure (it comes back). */
+  retried: number;
+}
+
+/** One side: the handler measured, another for setups, and where its requests and outcomes are counted. */
+export interface Side {
+  readonly name: SideName;
+  /** The measured execution environment: one for the whole benchmark, as a warm Lambda. */
+  readonly handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+  /** Another execution environment (its own caches), for setups. */
+  readonly setupHandler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+  /** A new execution environment, as after a cold start (empty caches), counted like `handler`. */
+  readonly newHandler: () => (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+  readonly meter: RequestMeter;
+  /** The redrive policy of this side's queue. */
+  readonly maxReceiveCount: number;
+  /** Where outcomes are counted now; replaced by the benchmark for each run. */
+  counts: DeliveryCounts;
+}
+
+/** The benchmark's resources and both sides. */
+export interface Sides {
+  readonly engine: Side;
+  readonly baseline: Side;
+  /** The source queue's ARN (records carry it; the engine's retry backoff looks the queue up by it). */
+  readonly queueArn: string;
+  /** Deletes the tables and queues and destroys the clients. */
+  dispose(): Promise<void>;
+}
+
+export const emptyCounts = (): DeliveryCounts => ({ applied: 0, duplicate: 0, deadLettered: 0, retried: 0 });
+
+/**
+ * The maxReceiveCount of the baseline's queue: 5, AWS's recommended least value
+ * (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html), which gives
+ * each message the same 5 attempts the engine's retry budget (`retry.maxAttempts`) gives it.
+ */
+export const BASELINE_MAX_RECEIVE_COUNT = 5;
+
+/**
+ * Creates both sides' tables (on demand) and the engine's queues, under a unique prefix.
+ *
+ * @param endpoints - DynamoDB and SQS endpoints (the embedded emulators, or others)
+ */
+export async function createSides(endpoints: { readonly dynamoDb: string; readonly sqs: string }): Promise<Sides> {
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  const prefix = `bench-${randomUUID().slice(0, 8)}-`;
+  const sizes = new ItemSizes();
+  const clients: { destroy(): void }[] = [];
+  const dynamoDbClient = () => {
+    const client = new DynamoDBClient(localClientConfig(endpoints.dynamoDb));
+    clients.push(client);
+    return client;
+  };
+  const sqsClient = () => {
+    const client = new SQSClient(localClientConfig(endpoints.sqs));
+    clients.push(client);
+    return client;
+  };
+  const admin = { dynamoDb: dynamoDbClient(), sqs: sqsClient() };
+
+  const names = {
+    inbox: `${prefix}engine-Inbox`,
+    engineIdempotency: `${prefix}engine-Idempotency`,
+    engineOrders: `${prefix}engine-orders`,
+    baselineIdempotency: `${prefix}baseline-Idempotency`,
+    baselineOrders: `${prefix}baseline-orders`,
+  };
+  const orderKeys = [cafeTables.orders.partitionKey, cafeTables.orders.sortKey];
+  const tables: [string, readonly string[]][] = [
+    [names.inbox, [tableKeys.inbox.partitionKey]],
+    [names.engineIdempotency, [tableKeys.idempotency.partitionKey]],
+    [names.engineOrders, orderKeys],
+    [names.baselineIdempotency, [tableKeys.idempotency.partitionKey]],
+    [names.baselineOrders, orderKeys],
+  ];
+  await Promise.all(tables.map(([name, keys]) => createTable(admin.dynamoDb, name, keys)));
+  for (const [name, keys] of tables) sizes.registerTable(name, keys);
+  const dlq = await admin.sqs.send(new CreateQueueCommand({ QueueName: `${prefix}DeadLetterQueue`, Attributes: { MaximumMessageSize: String(cafeSettings.queue.deadLetterMaxMessageSizeBytes) } }));
+  const queue = await admin.sqs.send(new CreateQueueCommand({ QueueName: `${prefix}Queue` }));
+  const queueArn = (await admin.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queue.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+
+  // The engine: the café handler on the public API, with metered clients.
+  const engineMeter = new RequestMeter(sizes);
+  const engineClients = { dynamoDb: dynamoDbClient(), sqs: sqsClient() };
+  engineMeter.instrumentDynamoDb(engineClients.dynamoDb);
+  engineMeter.instrumentSqs(engineClients.sqs);
+  const environment = lambdaEnvironment(cafeSettings, {
+    inboxTable: names.inbox,
+    idempotencyTable: names.engineIdempotency,
+    deadLetterQueueUrl: dlq.QueueUrl!,
+    tables: { orders: names.engineOrders },
+  });
+  const engineRuntime = (side: () => Side) => ({
+    environment,
+    clients: engineClients,
+    logger: new Logger({ serviceName: cafeSettings.consumerName, logLevel: 'SILENT' }),
+    metrics: new Metrics({ namespace: 'Benchmark', serviceName: cafeSettings.consumerName }),
+    observer: { onOutcome: (record: OutcomeRecord) => countEngineOutcome(side().counts, record) },
+  });
+  const engineHandler = createIdempotentConsumer(cafeConsumerOptions, engineRuntime(() => engine));
+  const engine: Side = {
+    name: SideName.Engine,
+    handler: engineHandler.sqs,
+    setupHandler: engineHandler.withRuntime(engineRuntime(() => engine)).sqs,
+    newHandler: () => engineHandler.withRuntime(engineRuntime(() => engine)).sqs,
+    meter: engineMeter,
+    maxReceiveCount: maxReceiveCount(cafeSettings),
+    counts: emptyCounts(),
+  };
+
+  // The baseline: the same business code the typical Powertools way.
+  const baselineMeter = new RequestMeter(sizes);
+  const baselineDynamoDb = dynamoDbClient();
+  baselineMeter.instrumentDynamoDb(baselineDynamoDb);
+  const baselineHandler = () =>
+    createPowertoolsBaseline({
+      dynamoDb: baselineDynamoDb,
+      ordersTable: names.baselineOrders,
+      idempotencyTable: names.baselineIdempotency,
+      onOutcome: (_messageId, outcome) => {
+        const counts = baseline.counts;
+        if (outcome === 'applied') counts.applied += 1;
+        else if (outcome === 'duplicate') counts.duplicate += 1;
+        else counts.retried += 1;
+      },
+    });
+  const baseline: Side = {
+    name: SideName.Baseline,
+    handler: baselineHandler(),
+    setupHandler: baselineHandler(),
+    newHandler: baselineHandler,
+    meter: baselineMeter,
+    maxReceiveCount: BASELINE_MAX_RECEIVE_COUNT,
+    counts: emptyCounts(),
+  };
+
+  return {
+    engine,
+    baseline,
+    queueArn,
+    dispose: async () => {
+      try {
+        await Promise.allSettled([
+          ...tables.map(([TableName]) => admin.dynamoDb.send(new DeleteTableCommand({ TableName }))),
+          ...[queue.QueueUrl, dlq.QueueUrl].map((QueueUrl) => admin.sqs.send(new DeleteQueueCommand({ QueueUrl }))),
+        ]);
+      } finally {
+        for (const client of clients) client.destroy();
+      }
+    },
+  };
+}
+
+function countEngineOutcome(counts: DeliveryCounts, record: OutcomeRecord): void {
+  switch (record.outcome) {
+    case 'applied':
+      counts.applied += 1;
+      return;
+    case 'duplicate':
+      counts.duplicate += 1;
+      return;
+    case 'dead-lettered':
+      counts.deadLettered += 1;
+      return;
+    case 'retried':
+      counts.retried += 1;
+      return;
+  }
+}
+
+async function createTable(dynamoDb: DynamoDBClient, name: string, keys: readonly string[]): Promise<void> {
+  const schema: KeySchemaElement[] = keys.map((AttributeName, i) => ({ AttributeName, KeyType: i === 0 ? 'HASH' : 'RANGE' }));
+  await dynamoDb.send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: schema,
+      AttributeDefinitions: keys.map((AttributeName) => ({ AttributeName, AttributeType: 'S' })),
+    }),
+  );
+}

@@ -1,0 +1,711 @@
+/**
+ * Runs one fault schedule against the real handler, DynamoDB Local and the real dead-letter
+ * queue, with the event source simulated in memory on the suite's clock:
+ *
+ * 1. **set-up**: the workload's set-up messages are applied without faults;
+ * 2. **chaos**: the producer sends the run's messages in the schedule's order, and each planned
+ *    invocation receives a batch as the event source would and runs with its faults (kills,
+ *    deadlines, throttling, conflicts, 5xx, concurrent deliveries, lost acknowledgements);
+ * 3. **heal**: invocations without faults until the source drains (the clock jumps over
+ *    visibility timeouts and backoff delays);
+ * 4. **redrive**: a dead letter `RetriesExhausted` of an event that applies (or fails for a
+ *    reason of its own) in producer order — its predecessor came back too late, or faults used
+ *    up its attempts — is redriven, as an operator would (marked `ic.redrive` with the dead
+ *    letter's original message id, as `dlq redrive` marks it), and the source drained again
+ *    (counted in the report); an event whose successors went on without it is not redriven
+ *    (`Workload.redrivable`): the model takes it as dead-lettered where it stood;
+ * 5. **checks** of every invariant against what is stored (`invariants.ts`);
+ * 6. **replay**: every applied event is delivered again: nothing may change.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import { canonicalJson, FailureReason } from 'idempotent-consumer';
+import { kafkaRetryAttempts, lambdaEnvironment, maxReceiveCount, RECEIVE_ALLOWANCE, withOverrides } from 'idempotent-consumer/settings';
+import type { KafkaEvent } from 'idempotent-consumer/kafka';
+import { createInvocationGuard } from '@idempotent-consumer/local/internal';
+import type { RawResponse } from '@idempotent-consumer/local/internal';
+import { judgeBatchResponse } from '@idempotent-consumer/local/internal';
+import { createLambdaContext } from '@idempotent-consumer/local/internal';
+import { cafeWorkload } from './cafeWorkload.js';
+import { type CallInterceptor, controlInvocation, EnvironmentPool, type InvocationControl } from './executionEnvironments.js';
+import { generatedWorkload } from './generated/workload.js';
+import { inventoryWorkload } from './inventoryWorkload.js';
+import { checkInvariants, Invariant, type SentMessage, type Violation } from './invariants.js';
+import { checkInvocation } from './invocationChecks.js';
+import { KillPoint } from './killPoints.js';
+import type { ProveResources } from './ProveResources.js';
+import type { InvocationPlan, Overlap, Schedule } from './schedule.js';
+import { SimulatedKafkaTopic, type KafkaBatch } from './SimulatedKafkaTopic.js';
+import { SimulatedSqsQueue } from './SimulatedSqsQueue.js';
+import { type DeadLetter, drainDeadLetters, print, readAttemptSkips, readInboxRows, readOutboxItems } from './storedState.js';
+import type { VirtualClock } from './virtualClock.js';
+import { type InputMessage, MessageRole, type ModelResult, type Workload } from './workload.js';
+
+/** What every schedule of a run shares. */
+export interface ProveEnvironment {
+  readonly dynamoDbEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly clock: VirtualClock;
+  readonly resources: ProveResources;
+  /** Clients of the checks (no faults, no guard). */
+  readonly documentClient: DynamoDBDocumentClient;
+  /** The plain client of the checks (reads values the document client cannot unmarshall). */
+  readonly dynamoDb: DynamoDBClient;
+  readonly sqs: SQSClient;
+  /** Short tag of the run, in every id. */
+  readonly runTag: string;
+  /** A new number for each schedule (its ids). */
+  nextScheduleNumber(): number;
+  /** Receives a line per invocation (what it got, met and answered), when set. */
+  readonly trace?: (line: string) => void;
+}
+
+/** Counts of one schedule. */
+export interface ScheduleStats {
+  invocations: number;
+  /** Invocations stopped: killed at an await point, past their deadline, or their response lost. */
+  stopped: number;
+  faults: number;
+  overlaps: number;
+  acknowledgementsLost: number;
+  coldStarts: number;
+  deliveries: number;
+  deadLetters: number;
+  /** Dead letters of a message beyond its first (the DLQ is written at least once). */
+  duplicateDeadLetters: number;
+  /** Messages redriven to converge: dead letters `RetriesExhausted` of events that apply in producer order, and what the safety net took. */
+  redriven: number;
+  /** Messages the source's safety net took after crashes (the redrive policy moved them; the Kafka mapping gave up on them). */
+  safetyNet: number;
+  /** Runs of a side effect beyond the first, per effect key (absorbed downstream by its key). */
+  repeatedEffectRuns: number;
+}
+
+/** Counts all at zero. */
+export function emptyStats(): ScheduleStats {
+  return {
+    invocations: 0,
+    stopped: 0,
+    faults: 0,
+    overlaps: 0,
+    acknowledgementsLost: 0,
+    coldStarts: 0,
+    deliveries: 0,
+    deadLetters: 0,
+    duplicateDeadLetters: 0,
+    redriven: 0,
+    safetyNet: 0,
+    repeatedEffectRuns: 0,
+  };
+}
+
+/** What one schedule did and found. */
+export interface ScheduleResult {
+  readonly violations: readonly Violation[];
+  /** Input messages (set-up, events, duplicates, poison). */
+  readonly messages: number;
+  readonly stats: ScheduleStats;
+  /** Await points the schedule's invocations met. */
+  readonly seen: ReadonlySet<string>;
+  /** Await points at which an invocation was stopped. */
+  readonly killed: ReadonlySet<string>;
+}
+
+/** Most fault-free invocations to drain the source before it counts as not draining. */
+const HEAL_LIMIT = 400;
+/** Rounds of redriving exhausted events that apply in order. */
+const REDRIVE_ROUNDS = 3;
+/**
+ * The SQS message attribute and Kafka record header that mark a redriven dead letter, with the
+ * source id of the dead-lettered message as its value (what `dlq redrive` adds): only a redrive
+ * applies a key the inbox holds as dead-lettered.
+ */
+export const REDRIVE_MARK = 'ic.redrive';
+/** The clock between two invocations (the event source's poll and Lambda's invoke), in milliseconds. */
+const BETWEEN_INVOCATIONS_MS = 20;
+
+const clean = (environment: number): InvocationPlan => ({ environment, remainingMs: 30_000, callCostMs: 0, faults: [] });
+
+/** Runs `schedule`; never throws for a violation (it is in the result). */
+export async function runSchedule(schedule: Schedule, env: ProveEnvironment): Promise<ScheduleResult> {
+  const number = env.nextScheduleNumber();
+  const prefix = `${env.runTag}-${number}`;
+  const spec = schedule.workload;
+  const workload = spec.kind === 'cafe' ? cafeWorkload(spec, prefix) : spec.kind === 'inventory' ? inventoryWorkload(spec, prefix) : generatedWorkload(spec, prefix, number);
+  const run = new ScheduleRun(schedule, env, workload, `prove-${prefix}`);
+  try {
+    return await run.execute();
+  } finally {
+    run.dispose();
+  }
+}
+
+/** A batch in flight, from either source. */
+interface Batch {
+  readonly event: SQSEvent | KafkaEvent;
+  readonly ids: readonly string[];
+  /** Per record: its FIFO message group or Kafka partition (`undefined` on a standard queue). */
+  readonly scopes: readonly (string | undefined)[];
+  readonly kafka?: KafkaBatch;
+  readonly records?: readonly SQSRecord[];
+}
+
+/** The event source of a schedule. */
+interface Source {
+  /** Sends a message; `redriveOf`: it redrives the dead letter of that source id (marked `ic.redrive`, as `dlq redrive` marks it). */
+  send(message: InputMessage, id: string, redriveOf?: string): string;
+  readonly drained: boolean;
+  readonly remaining: number;
+  readonly deliveries: number;
+  /** The next batch; with `wait`, the clock jumps to the next message in flight when nothing is receivable now. */
+  take(batchSize: number, wait: boolean): Batch | undefined;
+  redeliver(batch: Batch): void;
+  /** Acknowledges after a returned response; returns a contract problem of the response, if any, and the ids reported failed. */
+  settle(batch: Batch, outcome: { kind: 'returned'; response: unknown } | { kind: 'failed' }, acknowledgementLost: boolean): { problem: string | undefined; failed: readonly string[] };
+  readonly policyMoves: readonly string[];
+  readonly gaveUp: readonly string[];
+  readonly intercept?: CallInterceptor;
+}
+
+class ScheduleRun {
+  readonly #schedule: Schedule;
+  readonly #env: ProveEnvironment;
+  readonly #workload: Workload;
+  readonly #consumerName: string;
+  readonly #violations: Violation[] = [];
+  readonly #sent: SentMessage[] = [];
+  readonly #chaos: InvocationPlan[];
+  readonly #background: Promise<unknown>[] = [];
+  readonly #seen = new Set<string>();
+  readonly #killed = new Set<string>();
+  readonly #stats: ScheduleStats = emptyStats();
+  #source!: Source;
+  #pool!: EnvironmentPool;
+  #replaying = false;
+  /** By source id: deliveries that may have been attempts. */
+  readonly #possibleAttempts = new Map<string, number>();
+  /** By source id: deliveries to an invocation that was stopped (killed, timed out, response lost). */
+  readonly #crashed = new Map<string, number>();
+  /** By source id: receives the consumer recorded as not attempts (its attempt log's skips, SQS). */
+  #recordedSkips = new Map<string, number>();
+  #maxAttempts = 0;
+  #resources!: Awaited<ReturnType<ProveResources['get']>>;
+
+  constructor(schedule: Schedule, env: ProveEnvironment, workload: Workload, consumerName: string) {
+    this.#schedule = schedule;
+    this.#env = env;
+    this.#workload = workload;
+    this.#consumerName = consumerName;
+    this.#chaos = [...schedule.invocations];
+  }
+
+  dispose(): void {
+    this.#pool?.destroy();
+  }
+
+  async execute(): Promise<ScheduleResult> {
+    const schedule = this.#schedule;
+    const workload = this.#workload;
+    let model: ModelResult = workload.model(schedule.source);
+    const shared = await this.#env.resources.get(schedule.source, workload.consumer, schedule.workload.kind === 'generated' ? {} : workload.tables);
+    const tables = schedule.workload.kind === 'generated' ? await this.#env.resources.generatedTables(schedule.workload.tables) : shared.tables;
+    this.#resources = { ...shared, tables };
+    const resources = this.#resources;
+    const settings = withOverrides({
+      consumerName: this.#consumerName,
+      queue: { fifo: schedule.source === 'fifo' },
+      function: { batchSize: schedule.batchSize },
+      kafka: { batchSize: schedule.batchSize, topic: workload.consumer },
+    });
+    this.#maxAttempts = settings.retry.maxAttempts;
+    this.#source = schedule.source === 'kafka' ? this.#kafkaSource(kafkaRetryAttempts(settings)) : this.#sqsSource(maxReceiveCount(settings), settings.queue.visibilityTimeoutSeconds);
+    this.#pool = new EnvironmentPool({
+      dynamoDbEndpoint: this.#env.dynamoDbEndpoint,
+      sqsEndpoint: this.#env.sqsEndpoint,
+      consumer: workload.options,
+      environment: lambdaEnvironment(settings, resources),
+      targets: {
+        inboxTable: resources.inboxTable,
+        idempotencyTable: resources.idempotencyTable,
+        businessTables: new Set(Object.values(resources.tables)),
+        deadLetterQueueUrl: resources.deadLetterQueueUrl,
+      },
+      clock: this.#env.clock,
+      ...(this.#source.intercept === undefined ? {} : { intercept: this.#source.intercept }),
+    });
+
+    // 1. Set-up, without faults.
+    for (const message of workload.messages.filter((m) => m.role === MessageRole.Setup)) this.#send(message, message.id);
+    await this.#heal();
+    // 2. Chaos.
+    for (const message of this.#sendOrder(workload.messages.filter((m) => m.role !== MessageRole.Setup))) this.#send(message, message.id);
+    while (this.#chaos.length > 0) {
+      const plan = this.#chaos.shift()!;
+      if (!(await this.#invoke(plan, false))) break;
+    }
+    // 3. Heal.
+    await this.#heal();
+    let deadLetters = await this.#drainDeadLetters();
+    // A key whose successors went on without it (no gate, on a source that keeps its order) is not
+    // redriven when faults used up its attempts: the model takes it as dead-lettered where it stood.
+    const forced = new Set(
+      deadLetters.flatMap((letter) => {
+        const key = this.#sent.find((s) => s.sourceId === letter.originalMessageId)?.input.key;
+        return letter.reason === FailureReason.RetriesExhausted && key !== undefined && !workload.redrivable(key) && !exhaustedInOrder(model, key) ? [key] : [];
+      }),
+    );
+    if (forced.size > 0) model = workload.model(schedule.source, forced);
+    // 4. Redrive what applies in order but ran out of attempts, and what the source's safety net
+    // took after crashes (the redrive policy's moves; records the Kafka mapping gave up on).
+    const excused = (sourceId: string) => (this.#crashed.get(sourceId) ?? 0) + (this.#recordedSkips.get(sourceId) ?? 0) > RECEIVE_ALLOWANCE;
+    for (let round = 1; round <= REDRIVE_ROUNDS; round += 1) {
+      await this.#readRecordedSkips();
+      const redrive = deadLetters.filter((letter) => {
+        if (letter.reason !== FailureReason.RetriesExhausted) return false;
+        const sent = this.#sent.find((s) => s.sourceId === letter.originalMessageId);
+        return sent?.input.key !== undefined && !exhaustedInOrder(model, sent.input.key) && workload.redrivable(sent.input.key);
+      });
+      const safetyNet = [...this.#source.policyMoves, ...this.#source.gaveUp].filter((id) => excused(id) && !this.#sent.find((s) => s.sourceId === id)?.redriven);
+      if (redrive.length === 0 && safetyNet.length === 0) break;
+      deadLetters = deadLetters.filter((letter) => !redrive.includes(letter));
+      const again = [...redrive.map((letter) => letter.originalMessageId!), ...safetyNet];
+      this.#stats.safetyNet += safetyNet.length;
+      for (const id of again) {
+        const sent = this.#sent.find((s) => s.sourceId === id)!;
+        sent.redriven = true;
+        this.#stats.redriven += 1;
+        // Marked as a redrive of its dead letter (the original message's id), as `dlq redrive` marks it.
+        this.#send(sent.input, `${sent.input.id}-r${round}-${this.#stats.redriven}`, id);
+      }
+      await this.#heal();
+      deadLetters = [...deadLetters, ...(await this.#drainDeadLetters())];
+    }
+
+    // 5. Checks.
+    await this.#readRecordedSkips();
+    const keys = [...new Set(workload.messages.flatMap((m) => (m.key === undefined ? [] : [m.key])))];
+    const read = async () => ({
+      inbox: await readInboxRows(this.#env.documentClient, resources.inboxTable, this.#consumerName, keys),
+      outbox: await readOutboxItems(this.#env.documentClient, resources.inboxTable, this.#consumerName, keys, workload.outboxPositions),
+      business: await workload.readStored({ document: this.#env.documentClient, dynamoDb: this.#env.dynamoDb }, resources.tables),
+    });
+    const stored = await read();
+    const checked = checkInvariants({
+      workload,
+      model,
+      sent: this.#sent,
+      ...stored,
+      deadLetters,
+      policyMoves: this.#source.policyMoves,
+      gaveUp: this.#source.gaveUp,
+      remaining: this.#source.remaining,
+      possibleAttempts: this.#possibleAttempts,
+      excused,
+      crashes: (sourceId) => (this.#crashed.get(sourceId) ?? 0) + (this.#recordedSkips.get(sourceId) ?? 0),
+      maxAttempts: this.#maxAttempts,
+    });
+    const byOriginal = new Map<string, number>();
+    for (const letter of deadLetters) byOriginal.set(letter.originalMessageId ?? '', (byOriginal.get(letter.originalMessageId ?? '') ?? 0) + 1);
+    this.#stats.deadLetters = deadLetters.length;
+    this.#stats.duplicateDeadLetters = [...byOriginal.values()].reduce((sum, n) => sum + n - 1, 0);
+    this.#stats.repeatedEffectRuns = [...workload.effectRuns.values()].reduce((sum, n) => sum + Math.max(0, n - 1), 0);
+
+    // 6. Replay every applied event: nothing may change.
+    const applied = keys.filter((key) => stored.inbox.get(key)?.status === 'applied');
+    if (applied.length > 0 && this.#source.drained) {
+      this.#replaying = true;
+      const before = snapshot(stored);
+      for (const key of applied) {
+        const message = workload.messages.find((m) => m.key === key && m.role !== MessageRole.Poison)!;
+        this.#send(message, `${message.id}-again`);
+      }
+      await this.#heal();
+      const letters = await this.#drainDeadLetters();
+      for (const letter of letters) this.#violate(Invariant.replayUnchanged, `delivering ${String(letter.originalMessageId)} again put it in the dead-letter queue as ${String(letter.reason)}`);
+      const after = snapshot(await read());
+      for (const [id, value] of before) {
+        if (after.get(id) !== value) this.#violate(Invariant.replayUnchanged, `delivering the applied events again changed ${id}: ${value.slice(0, 200)} → ${(after.get(id) ?? '(absent)').slice(0, 200)}`);
+      }
+      for (const id of after.keys()) if (!before.has(id)) this.#violate(Invariant.replayUnchanged, `delivering the applied events again created ${id}`);
+      if (!this.#source.drained) this.#violate(Invariant.replayUnchanged, 'the source did not drain after the applied events were delivered again');
+    }
+    await Promise.allSettled(this.#background);
+    this.#stats.coldStarts = this.#pool.created;
+    this.#stats.deliveries = this.#source.deliveries;
+    return { violations: dedupe([...this.#violations, ...checked]), messages: workload.messages.length, stats: this.#stats, seen: this.#seen, killed: this.#killed };
+  }
+
+  #violate(invariant: Invariant, detail: string): void {
+    this.#violations.push({ invariant, detail });
+  }
+
+  #send(message: InputMessage, id: string, redriveOf?: string): void {
+    const sourceId = this.#source.send(message, id, redriveOf);
+    this.#sent.push({ sourceId, input: message, redriven: false });
+  }
+
+  /** The producer's order: the schedule's priorities; FIFO and Kafka keep each group's own order. */
+  #sendOrder(messages: readonly InputMessage[]): InputMessage[] {
+    const priorities = this.#schedule.sendOrder;
+    const sorted = messages.map((message, i) => ({ message, priority: priorities[i] ?? 0, i })).sort((a, b) => a.priority - b.priority || a.i - b.i);
+    if (this.#schedule.source === 'sqs') return sorted.map(({ message }) => message);
+    const queues = new Map<string, InputMessage[]>();
+    for (const message of messages) queues.set(message.group, [...(queues.get(message.group) ?? []), message]);
+    return sorted.map(({ message }) => queues.get(message.group)!.shift()!);
+  }
+
+  async #heal(): Promise<void> {
+    const environments = Math.max(1, this.#schedule.environments);
+    for (let i = 0; i < HEAL_LIMIT && !this.#source.drained; i += 1) {
+      if (!(await this.#invoke(clean(i % environments), false))) break;
+    }
+  }
+
+  /**
+   * The receives each SQS message had that were not attempts, as the consumer recorded them (its
+   * attempt log's skips: behind a failed message of its FIFO group, a side-effect lock held
+   * elsewhere, too little time left). With the crashed deliveries the suite saw, they say whether
+   * the source's safety net may take a message without a reason: the settings leave room for
+   * `RECEIVE_ALLOWANCE` receives that are not attempts (`config/settings.ts`). The Kafka mapping
+   * counts failing invocations per offset, which the consumer does not record: only crashes count.
+   */
+  async #readRecordedSkips(): Promise<void> {
+    if (this.#schedule.source === 'kafka') return;
+    const ids = [...new Set(this.#sent.map((s) => s.sourceId))];
+    this.#recordedSkips = await readAttemptSkips(this.#env.documentClient, this.#resources.inboxTable, this.#consumerName, ids);
+  }
+
+  async #drainDeadLetters(): Promise<DeadLetter[]> {
+    return drainDeadLetters(this.#env.sqs, this.#resources.deadLetterQueueUrl);
+  }
+
+  /** Runs one invocation with `plan` on the next batch; `false` when there was nothing to deliver. */
+  async #invoke(plan: InvocationPlan, nested: boolean): Promise<boolean> {
+    // A concurrent invocation takes what is there now; it does not wait for the first one's messages.
+    const batch = this.#source.take(this.#schedule.batchSize, !nested);
+    if (batch === undefined) return false;
+    const clock = this.#env.clock;
+    const environments = Math.max(1, this.#schedule.environments);
+    const { index, environment } = this.#pool.acquire(plan.environment % environments);
+    environment.busy = true;
+    this.#stats.invocations += 1;
+    const deadline = clock.now() + plan.remainingMs;
+    const guard = createInvocationGuard({ deadlineMs: deadline, now: clock.now });
+    const kill = plan.kill !== undefined && !('afterReturn' in plan.kill) ? plan.kill : undefined;
+    const control: InvocationControl = {
+      kill,
+      faults: new Map(plan.faults.flatMap((fault) => (fault.call === undefined ? [] : [[fault.call, fault.kind] as const]))),
+      faultsAt: new Map(plan.faults.flatMap((fault) => (fault.at === undefined ? [] : [[fault.at, fault.kind] as const]))),
+      callCostMs: plan.callCostMs,
+      pause: undefined,
+      calls: 0,
+      seen: [],
+      stoppedAt: undefined,
+      injected: 0,
+    };
+    const overlap = plan.overlap;
+    if (overlap !== undefined && !nested) control.pause = { call: overlap.atCall, run: () => this.#overlap(overlap, batch) };
+    controlInvocation(guard, control);
+
+    let outcome: { kind: 'returned'; response: unknown } | { kind: 'threw'; error: unknown };
+    environment.records.outcomes.length = 0;
+    environment.records.metrics.length = 0;
+    try {
+      const response = await guard.run(() => environment.handler(batch.event as never, lambdaContext(plan.remainingMs, this.#consumerName, clock)));
+      const json = JSON.stringify(response);
+      outcome = { kind: 'returned', response: json === undefined ? null : (JSON.parse(json) as unknown) };
+    } catch (error) {
+      outcome = { kind: 'threw', error };
+    }
+    environment.busy = false;
+    for (const point of control.seen) this.#seen.add(point);
+    this.#stats.faults += control.injected;
+    const stopped = guard.stopped;
+    if (control.stoppedAt !== undefined) {
+      this.#seen.add(control.stoppedAt);
+      this.#killed.add(control.stoppedAt);
+    }
+    const responseLost = plan.kill !== undefined && 'afterReturn' in plan.kill && outcome.kind === 'returned' && !stopped;
+    if (outcome.kind === 'returned' && !stopped) this.#seen.add(KillPoint.response);
+    if (responseLost) this.#killed.add(KillPoint.response);
+    if (outcome.kind === 'threw' && !stopped) {
+      this.#violate(Invariant.validResponse, `the handler threw: ${outcome.error instanceof Error ? `${outcome.error.name}: ${outcome.error.message}` : String(outcome.error)}`);
+    }
+    this.#env.trace?.(
+      `${this.#replaying ? 'replay ' : ''}invocation ${this.#stats.invocations} env ${index}${nested ? ' (concurrent)' : ''} t=${clock.now() - deadline + plan.remainingMs}ms ` +
+        `[${batch.ids.join(' ')}] plan ${JSON.stringify(plan)} → ${stopped ? `stopped at ${String(control.stoppedAt)}` : responseLost ? 'response lost' : outcome.kind === 'returned' ? JSON.stringify(outcome.response) : 'threw'}; met ${control.seen.join(', ')}`,
+    );
+    let reported: ReadonlySet<string> = new Set();
+    if (stopped || responseLost || outcome.kind === 'threw') {
+      this.#stats.stopped += 1;
+      this.#pool.replace(index);
+      this.#source.settle(batch, { kind: 'failed' }, false);
+    } else {
+      if (plan.acknowledgementLost === true) this.#stats.acknowledgementsLost += 1;
+      const { problem, failed } = this.#source.settle(batch, outcome, plan.acknowledgementLost === true);
+      reported = new Set(failed);
+      if (problem !== undefined) this.#violate(Invariant.validResponse, problem);
+      for (const violation of checkInvocation({
+        batchIds: batch.ids,
+        failed: reported,
+        outcomes: environment.records.outcomes,
+        metrics: environment.records.metrics,
+        keyOf: (messageId) => this.#sent.find((s) => s.sourceId === messageId)?.input.key,
+        attributable: this.#workload.attributableErrors,
+        ownErrors: (key) => this.#workload.ownErrors(key),
+      })) {
+        this.#violate(violation.invariant, violation.detail);
+      }
+      if (this.#replaying && failed.length > 0) this.#violate(Invariant.replayUnchanged, `delivered again, ${failed.join(', ')} was reported as a batch item failure`);
+    }
+    // A delivery behind a reported message of its FIFO group or Kafka partition was not an attempt.
+    const stoppedScopes = new Set<string>();
+    const lost = stopped || responseLost || outcome.kind === 'threw';
+    batch.ids.forEach((id, i) => {
+      const scope = batch.scopes[i];
+      const skipped = scope !== undefined && stoppedScopes.has(scope);
+      if (lost) this.#crashed.set(id, (this.#crashed.get(id) ?? 0) + 1);
+      if (skipped) return;
+      this.#possibleAttempts.set(id, (this.#possibleAttempts.get(id) ?? 0) + 1);
+      if (scope !== undefined && reported.has(id)) stoppedScopes.add(scope);
+    });
+    clock.advance(BETWEEN_INVOCATIONS_MS);
+    if (!nested) {
+      await Promise.allSettled(this.#background.splice(0));
+    }
+    return true;
+  }
+
+  /** A second invocation while `batch` is in flight (see `Overlap`). */
+  async #overlap(overlap: Overlap, batch: Batch): Promise<void> {
+    this.#stats.overlaps += 1;
+    if (overlap.redeliver) this.#source.redeliver(batch);
+    const plan = this.#chaos.shift() ?? clean(0);
+    const other = this.#invoke(plan, true);
+    if (overlap.resume === 'after') await other;
+    else this.#background.push(other);
+  }
+
+  #sqsSource(maxReceives: number, visibilityTimeoutSeconds: number): Source {
+    const fifo = this.#schedule.source === 'fifo';
+    const queue = new SimulatedSqsQueue({
+      fifo,
+      queueArn: this.#resources.queueArn,
+      visibilityTimeoutSeconds,
+      maxReceiveCount: maxReceives,
+      clock: this.#env.clock,
+      seed: this.#schedule.receiveSeed,
+      staleReceiptDeletes: this.#schedule.staleReceiptDeletes,
+    });
+    const queueUrl = this.#resources.queueUrl;
+    const clock = this.#env.clock;
+    return {
+      send: (message, id, redriveOf) => {
+        queue.send(id, message.body, message.group, redriveOf === undefined ? {} : { [REDRIVE_MARK]: redriveOf });
+        return id;
+      },
+      get drained() {
+        return queue.drained;
+      },
+      get remaining() {
+        return queue.size;
+      },
+      get deliveries() {
+        return queue.deliveries;
+      },
+      take: (batchSize, wait) => {
+        let records = queue.receive(batchSize);
+        // Nothing receivable now: wait (on the clock) for the next message in flight to come back.
+        while (records.length === 0 && wait) {
+          const next = queue.nextVisibleAt();
+          if (next === undefined) return undefined;
+          clock.advanceTo(next);
+          records = queue.receive(batchSize);
+        }
+        if (records.length === 0) return undefined;
+        return { event: { Records: records }, ids: records.map((record) => record.messageId), scopes: records.map((record) => (fifo ? record.attributes.MessageGroupId : undefined)), records };
+      },
+      redeliver: (batch) => queue.expireVisibility(batch.ids),
+      settle: (batch, outcome, acknowledgementLost) => {
+        if (outcome.kind === 'failed') return { problem: undefined, failed: batch.ids };
+        const problem = sqsResponseProblem(outcome.response, batch.records!, fifo);
+        const judgement = judgeBatchResponse({ kind: 'returned', response: outcome.response }, batch.ids);
+        queue.acknowledge(batch.records!, new Set(judgement.failedIds), acknowledgementLost);
+        return { problem, failed: judgement.failedIds };
+      },
+      get policyMoves() {
+        return queue.moved.map((move) => move.messageId);
+      },
+      gaveUp: [],
+      intercept: (operation, input) => {
+        if (operation !== 'ChangeMessageVisibilityBatch' || input.QueueUrl !== queueUrl) return undefined;
+        return () => {
+          const entries = (input.Entries as { Id: string; ReceiptHandle: string; VisibilityTimeout: number }[] | undefined) ?? [];
+          const successful: { Id: string }[] = [];
+          const failedEntries: { Id: string; SenderFault: boolean; Code: string; Message: string }[] = [];
+          for (const entry of entries) {
+            if (queue.changeVisibility(entry.ReceiptHandle, entry.VisibilityTimeout)) successful.push({ Id: entry.Id });
+            else failedEntries.push({ Id: entry.Id, SenderFault: true, Code: 'ReceiptHandleIsInvalid', Message: 'The receipt handle is not the latest one of a message in flight' });
+          }
+          return jsonResponse({ Successful: successful, Failed: failedEntries });
+        };
+      },
+    };
+  }
+
+  #kafkaSource(retryAttempts: number): Source {
+    const topic = new SimulatedKafkaTopic({
+      topic: this.#workload.consumer,
+      partitions: this.#schedule.kafka.partitions,
+      batchSize: this.#schedule.batchSize,
+      retryAttempts,
+      retryReading: this.#schedule.kafka.retryReading,
+      clock: this.#env.clock,
+    });
+    const groups: string[] = [];
+    return {
+      send: (message, _id, redriveOf) => {
+        let group = groups.indexOf(message.group);
+        if (group === -1) group = groups.push(message.group) - 1;
+        const { partition, offset } = topic.append(message.group, message.body, group, redriveOf === undefined ? {} : { [REDRIVE_MARK]: redriveOf });
+        return `${topic.log.topic}-${partition}@${offset}`;
+      },
+      get drained() {
+        return topic.drained;
+      },
+      get remaining() {
+        return topic.lag;
+      },
+      get deliveries() {
+        return topic.deliveries;
+      },
+      take: () => {
+        const batch = topic.poll();
+        if (batch === undefined) return undefined;
+        return { event: batch.event, ids: batch.records.map((r) => `${r.topic}-${r.partition}@${r.offset}`), scopes: batch.records.map((r) => `${r.topic}-${r.partition}`), kafka: batch };
+      },
+      redeliver: (batch) => topic.rebalance(batch.kafka!),
+      settle: (batch, outcome, acknowledgementLost) => {
+        if (outcome.kind === 'failed') {
+          topic.settle(batch.kafka!, { kind: 'failed' }, false);
+          return { problem: undefined, failed: batch.ids };
+        }
+        const problem = kafkaResponseProblem(outcome.response, batch.event as KafkaEvent);
+        topic.settle(batch.kafka!, outcome, acknowledgementLost);
+        const failures = (outcome.response as { batchItemFailures?: { itemIdentifier?: { partition?: string; offset?: number } }[] } | null)?.batchItemFailures ?? [];
+        return { problem, failed: failures.map((f) => `${String(f.itemIdentifier?.partition)}@${String(f.itemIdentifier?.offset)}`) };
+      },
+      policyMoves: [],
+      get gaveUp() {
+        return topic.gaveUp.map((r) => `${r.topic}-${r.partition}@${r.offset}`);
+      },
+    };
+  }
+}
+
+/**
+ * Whether the model, too, has this key run out of attempts. A `RetriesExhausted` dead letter of
+ * any other key (one that applies, or fails for a reason of its own, in producer order) ran out
+ * waiting for its predecessor or by faults, and is redriven as an operator would.
+ */
+function exhaustedInOrder(model: ModelResult, key: string): boolean {
+  const outcome = model.outcomes.get(key);
+  return outcome?.kind === 'dead-lettered' && outcome.reason === FailureReason.RetriesExhausted;
+}
+
+function dedupe(violations: readonly Violation[]): Violation[] {
+  const seen = new Set<string>();
+  return violations.filter((v) => {
+    const id = `${v.invariant}\u0000${v.detail}`;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+/** What is stored, as comparable prints by id. */
+function snapshot(stored: { inbox: ReadonlyMap<string, unknown>; outbox: ReadonlyMap<string, unknown>; business: { items: ReadonlyMap<string, unknown>; effectRecords: ReadonlyMap<string, number> } }): Map<string, string> {
+  const prints = new Map<string, string>();
+  for (const [key, row] of stored.inbox) prints.set(`inbox ${key}`, print(row));
+  for (const [key, items] of stored.outbox) prints.set(`outbox ${key}`, print(items));
+  for (const [id, item] of stored.business.items) prints.set(`item ${id}`, print(item));
+  for (const [key, records] of stored.business.effectRecords) prints.set(`side effect ${key}`, String(records));
+  return prints;
+}
+
+/** A Lambda context (the local runtime's) whose deadline is `remainingMs` from now on the suite's clock. */
+function lambdaContext(remainingMs: number, functionName: string, clock: VirtualClock): Context {
+  return createLambdaContext({ functionName, region: 'us-east-1', accountId: '000000000000', timeoutSeconds: remainingMs / 1000, memorySizeMb: 1024, logStreamName: 'prove', now: clock.now });
+}
+
+/** A JSON answer of the SQS service (AWS JSON 1.0). */
+function jsonResponse(body: unknown): RawResponse {
+  return {
+    statusCode: 200,
+    headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': randomUUID() },
+    body: new TextEncoder().encode(JSON.stringify(body)),
+  };
+}
+
+/**
+ * What is wrong with an SQS partial batch response, per AWS's contract: exactly
+ * `{"batchItemFailures":[{"itemIdentifier":"<messageId>"}…]}`, each a message of the batch, once;
+ * on a FIFO queue, every message of a group after a reported one reported too.
+ */
+export function sqsResponseProblem(response: unknown, records: readonly SQSRecord[], fifo: boolean): string | undefined {
+  if (response === null || typeof response !== 'object' || Array.isArray(response)) return `the response is not an object: ${JSON.stringify(response)}`;
+  const keys = Object.keys(response);
+  if (canonicalJson(keys) !== '["batchItemFailures"]') return `the response has keys ${JSON.stringify(keys)}, not exactly "batchItemFailures"`;
+  const failures = (response as { batchItemFailures: unknown }).batchItemFailures;
+  if (!Array.isArray(failures)) return 'batchItemFailures is not a list';
+  const ids = new Set(records.map((record) => record.messageId));
+  const reported = new Set<string>();
+  for (const failure of failures as unknown[]) {
+    const entry = failure as { itemIdentifier?: unknown } | null;
+    if (entry === null || typeof entry !== 'object' || canonicalJson(Object.keys(entry)) !== '["itemIdentifier"]') return `a batch item failure is not {"itemIdentifier":…}: ${JSON.stringify(failure)}`;
+    if (typeof entry.itemIdentifier !== 'string' || !ids.has(entry.itemIdentifier)) return `itemIdentifier ${JSON.stringify(entry.itemIdentifier)} is not a messageId of the batch`;
+    if (reported.has(entry.itemIdentifier)) return `${entry.itemIdentifier} is reported twice`;
+    reported.add(entry.itemIdentifier);
+  }
+  if (fifo) {
+    const stopped = new Set<string>();
+    for (const record of records) {
+      const group = record.attributes.MessageGroupId ?? '';
+      if (stopped.has(group) && !reported.has(record.messageId)) return `FIFO: ${record.messageId} of group ${group} follows a reported message but is not reported`;
+      if (reported.has(record.messageId)) stopped.add(group);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * What is wrong with a Kafka partial batch response, per AWS's contract and case C12: each item
+ * `{"itemIdentifier":{"partition":"<topic>-<partition>","offset":n}}` of a record of the batch,
+ * and in each partition every record after a reported one reported too.
+ */
+export function kafkaResponseProblem(response: unknown, event: KafkaEvent): string | undefined {
+  if (response === null || typeof response !== 'object' || Array.isArray(response)) return `the response is not an object: ${JSON.stringify(response)}`;
+  const failures = (response as { batchItemFailures?: unknown }).batchItemFailures;
+  if (!Array.isArray(failures)) return 'batchItemFailures is not a list';
+  const reported = new Map<string, Set<number>>();
+  for (const failure of failures as unknown[]) {
+    const identifier = (failure as { itemIdentifier?: { partition?: unknown; offset?: unknown } } | null)?.itemIdentifier;
+    const partition = identifier?.partition;
+    const offset = identifier?.offset;
+    if (typeof partition !== 'string' || typeof offset !== 'number' || !(event.records[partition] ?? []).some((record) => record.offset === offset)) {
+      return `a batch item failure is not a record of the batch: ${JSON.stringify(failure)}`;
+    }
+    reported.set(partition, (reported.get(partition) ?? new Set()).add(offset));
+  }
+  for (const [partition, offsets] of reported) {
+    const first = Math.min(...offsets);
+    const missing = (event.records[partition] ?? []).filter((record) => record.offset > first && !offsets.has(record.offset));
+    if (missing.length > 0) return `partition ${partition}: offsets ${missing.map((r) => r.offset).join(', ')} follow reported offset ${first} but are not reported`;
+  }
+  return undefined;
+}
