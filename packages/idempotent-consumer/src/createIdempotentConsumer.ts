@@ -237,7 +237,7 @@ async function buildEnvironment<Event>(definition: ConsumerDefinition<Event>, ru
     config,
     client,
     engine,
-    attempts: new AttemptLog({ client, tableName: config.inboxTable, consumerName: config.consumerName, ttlSeconds: config.inboxTtlSeconds, now }),
+    attempts: new AttemptLog({ client, tableName: config.inboxTable, consumerName: config.consumerName, ttlSeconds: config.inboxTtlSeconds, now, ...(runtime.sleep === undefined ? {} : { sleep: runtime.sleep }) }),
     deadLetters,
     observer: combineObservers(new LogObserver(logger), new MetricsObserver(metrics), runtime.observer),
     logger,

@@ -25,7 +25,22 @@ export interface AttemptLogOptions {
   /** How long a record lives after its last write, in seconds (DynamoDB TTL). */
   readonly ttlSeconds: number;
   readonly now?: () => Date;
+  /** Waits `ms` milliseconds between the tries of a skip's write. @default setTimeout */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
+
+/** Tries of a skip's write: a skip that is not written shortens its message's budget by one attempt. */
+const SKIP_WRITE_TRIES = 4;
+/** What a write may meet that a later try may not: contention, throttling, a server's fault. */
+const TRANSIENT = new Set([
+  'TransactionConflictException',
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'TimeoutError',
+]);
 
 /**
  * Counts what a source's own counter gets wrong, so that attempt budgets count real attempts
@@ -53,10 +68,12 @@ export interface AttemptLogOptions {
 export class AttemptLog {
   readonly #options: AttemptLogOptions;
   readonly #now: () => Date;
+  readonly #sleep: (ms: number) => Promise<void>;
 
   constructor(options: AttemptLogOptions) {
     this.#options = options;
     this.#now = options.now ?? (() => new Date());
+    this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
   /** The record's partition key for a source id (`sqs:<messageId>`, `kafka:<topic>-<partition>@<offset>`). */
@@ -65,44 +82,55 @@ export class AttemptLog {
   }
 
   /**
-   * Counts one receive of an SQS message in which it was not attempted.
+   * Counts one receive of an SQS message in which it was not attempted. A write that meets
+   * contention, throttling or a server's fault is tried again (four tries in all, 50 to 400 ms
+   * apart, beyond the SDK's own retries), with one token, so it counts once: a skip that is not
+   * written cuts its message's budget short by one attempt.
    *
-   * @throws the store's error
+   * @throws the store's error, when the last try fails or the error is not a transient one
    */
   async recordSkip(sourceId: string, why: string): Promise<void> {
     const now = this.#now();
-    try {
-      await this.#options.client.send(
-        new UpdateCommand({
-          TableName: this.#options.tableName,
-          Key: { [tableKeys.inbox.partitionKey]: this.key(sourceId) },
-          UpdateExpression: 'ADD #skips :one SET #kind = :kind, #consumer = :consumer, #lastSkip = :why, #lastSkippedAt = :at, #expiresAt = :expiresAt, #token = :token',
-          // The SDK retries a call that failed after the server applied it (a 5xx, a timeout): the
-          // token makes that retry count nothing twice.
-          ConditionExpression: 'attribute_not_exists(#token) OR #token <> :token',
-          ExpressionAttributeNames: {
-            '#token': 'lastWriteToken',
-            '#skips': 'skips',
-            '#kind': 'kind',
-            '#consumer': 'consumer',
-            '#lastSkip': 'lastSkip',
-            '#lastSkippedAt': 'lastSkippedAt',
-            '#expiresAt': tableKeys.inbox.ttlAttribute,
-          },
-          ExpressionAttributeValues: {
-            ':one': 1,
-            ':kind': ATTEMPTS_KIND,
-            ':consumer': this.#options.consumerName,
-            ':why': why.slice(0, 256),
-            ':at': now.toISOString(),
-            ':expiresAt': expiresAt(now, this.#options.ttlSeconds),
-            ':token': randomUUID(),
-          },
-        }),
-      );
-    } catch (error) {
-      // Only this call's own earlier try can have written its token: the skip is counted.
-      if (!isConditionalCheckFailed(error)) throw error;
+    // One token for every try: a try that failed after the server applied it (a 5xx, a timeout)
+    // makes the next one fail its condition, so the skip is counted once.
+    const token = randomUUID();
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await this.#options.client.send(
+          new UpdateCommand({
+            TableName: this.#options.tableName,
+            Key: { [tableKeys.inbox.partitionKey]: this.key(sourceId) },
+            UpdateExpression: 'ADD #skips :one SET #kind = :kind, #consumer = :consumer, #lastSkip = :why, #lastSkippedAt = :at, #expiresAt = :expiresAt, #token = :token',
+            ConditionExpression: 'attribute_not_exists(#token) OR #token <> :token',
+            ExpressionAttributeNames: {
+              '#token': 'lastWriteToken',
+              '#skips': 'skips',
+              '#kind': 'kind',
+              '#consumer': 'consumer',
+              '#lastSkip': 'lastSkip',
+              '#lastSkippedAt': 'lastSkippedAt',
+              '#expiresAt': tableKeys.inbox.ttlAttribute,
+            },
+            ExpressionAttributeValues: {
+              ':one': 1,
+              ':kind': ATTEMPTS_KIND,
+              ':consumer': this.#options.consumerName,
+              ':why': why.slice(0, 256),
+              ':at': now.toISOString(),
+              ':expiresAt': expiresAt(now, this.#options.ttlSeconds),
+              ':token': token,
+            },
+          }),
+        );
+        return;
+      } catch (error) {
+        // Only this skip's own earlier try can have written its token: the skip is counted.
+        if (isConditionalCheckFailed(error)) return;
+        // Beyond the SDK's own retries: a skip lost here would cut its message's budget short.
+        const transient = error instanceof Error && (TRANSIENT.has(error.name) || (error as { $fault?: string }).$fault === 'server');
+        if (!transient || attempt >= SKIP_WRITE_TRIES) throw error;
+        await this.#sleep(25 * 2 ** attempt + Math.random() * 25);
+      }
     }
   }
 
