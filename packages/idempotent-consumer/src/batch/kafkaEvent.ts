@@ -1,10 +1,8 @@
-import type { MSKEvent, Record as PowertoolsKafkaRecord, RecordHeader } from '@aws-lambda-powertools/kafka/types';
-
 /**
  * The shapes of the event that a Kafka event source mapping sends to the function, for Amazon
  * MSK (`eventSource: "aws:kafka"`, with `eventSourceArn`) and self-managed Apache Kafka
- * (`eventSource: "SelfManagedKafka"`, no ARN). Based on Powertools' `MSKEvent` types
- * (`@aws-lambda-powertools/kafka/types`).
+ * (`eventSource: "SelfManagedKafka"`, no ARN), as AWS documents them (the same shapes as
+ * Powertools' `MSKEvent`, written here so that the package's types need no optional peer).
  *
  * - `records` groups the records by `"<topic>-<partition>"` (e.g. `"orders-0"`), each group in
  *   offset order.
@@ -21,19 +19,40 @@ import type { MSKEvent, Record as PowertoolsKafkaRecord, RecordHeader } from '@a
  */
 
 /** One Kafka record header: its name → its value's bytes. */
-export type KafkaRecordHeader = RecordHeader;
+export interface KafkaRecordHeader {
+  readonly [name: string]: number[];
+}
 
-/**
- * One record of a Kafka event. Powertools' record type, with the schema-registry metadata
- * optional (the mapping adds it only when a schema registry is configured).
- */
-export type KafkaRecord = Omit<PowertoolsKafkaRecord, 'valueSchemaMetadata' | 'keySchemaMetadata'> &
-  Partial<Pick<PowertoolsKafkaRecord, 'valueSchemaMetadata' | 'keySchemaMetadata'>>;
+/** A record's schema-registry metadata: the registry's data format and the schema's id. */
+export interface KafkaSchemaMetadata {
+  /** `AVRO`, `PROTOBUF` or `JSON`. */
+  readonly dataFormat: string;
+  /** A Confluent numeric id, or an AWS Glue schema version UUID. */
+  readonly schemaId?: string;
+}
+
+/** One record of a Kafka event. */
+export interface KafkaRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  /** Milliseconds since the epoch. */
+  readonly timestamp: number;
+  readonly timestampType: 'CREATE_TIME' | 'LOG_APPEND_TIME';
+  /** Base64; absent or `null` for a record without a key. */
+  readonly key?: string | null;
+  /** Base64; absent or `null` for a tombstone. */
+  readonly value?: string | null;
+  readonly headers: readonly KafkaRecordHeader[] | null;
+  /** Present only when the mapping has a schema registry. */
+  readonly valueSchemaMetadata?: KafkaSchemaMetadata;
+  readonly keySchemaMetadata?: KafkaSchemaMetadata;
+}
 
 /** The event of an Amazon MSK or a self-managed Apache Kafka event source mapping. */
 export interface KafkaEvent {
   /** `aws:kafka` (Amazon MSK) or `SelfManagedKafka`. */
-  readonly eventSource: MSKEvent['eventSource'] | 'SelfManagedKafka';
+  readonly eventSource: 'aws:kafka' | 'SelfManagedKafka';
   /** The MSK cluster's ARN; absent for self-managed Kafka. */
   readonly eventSourceArn?: string;
   /** The brokers, comma-separated (`host:port,host:port`). */
