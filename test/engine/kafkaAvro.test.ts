@@ -5,7 +5,7 @@
  * of the schema, and an Avro value that is not a café event, are dead-lettered with their bytes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type KafkaRecord, kafkaAvroFormat } from 'idempotent-consumer';
+import { type KafkaRecord, kafkaAvroFormat } from 'idempotent-consumer/kafka';
 import { cafeResources, deadLetters, executionEnvironment, inboxItems, ledgerOf, notificationsOf, orderState } from '../support/cafeHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { kafkaRecord, mskEvent } from '../support/kafkaEvents.js';

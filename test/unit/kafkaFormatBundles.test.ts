@@ -39,7 +39,8 @@ describe('the Kafka formats in a Lambda bundle', () => {
 
   it('are in the bundle of a handler that builds an Avro format', async () => {
     const inputs = await bundledInputs(`
-      import { createIdempotentConsumer, kafkaAvroFormat } from 'idempotent-consumer';
+      import { createIdempotentConsumer } from 'idempotent-consumer';
+import { kafkaAvroFormat } from 'idempotent-consumer/kafka';
       export const handler = createIdempotentConsumer({
         parse: (json) => json as { id: string },
         idempotencyKey: 'id',

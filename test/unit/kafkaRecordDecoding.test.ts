@@ -43,7 +43,7 @@ describe('checkKafkaDecodingOptions', () => {
   });
 
   it.each([
-    ['Powertools\' plain { type: avro, schema } (no decoder)', { value: { type: 'avro', schema: orderEventAvsc } }, "kafka.value { type: 'avro' } has no decoder: build it with kafkaAvroFormat(schema) from 'idempotent-consumer'"],
+    ['Powertools\' plain { type: avro, schema } (no decoder)', { value: { type: 'avro', schema: orderEventAvsc } }, "kafka.value { type: 'avro' } has no decoder: build it with kafkaAvroFormat(schema) from 'idempotent-consumer/kafka'"],
     ['a Protobuf key without decoder', { key: { type: 'protobuf' } }, "kafka.key { type: 'protobuf' } has no decoder: build it with kafkaProtobufFormat(messageType)"],
     ['an unknown type', { value: { type: 'xml' } }, 'kafka.value must be { type: \'json\' }, kafkaAvroFormat(schema) or kafkaProtobufFormat(messageType); got type "xml"'],
     ['an unknown field', { values: kafkaAvroFormat(orderEventAvsc) }, 'the kafka option has unknown field(s) "values": it takes value and key'],

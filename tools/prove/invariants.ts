@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { canonicalJson, FailureReason, payloadHash } from 'idempotent-consumer';
+import { FailureReason } from 'idempotent-consumer';
+import { canonicalJson, payloadHash } from 'idempotent-consumer/internal';
 import { type DeadLetter, print, type StoredInboxRow, type StoredOutboxItem } from './storedState.js';
 import { MessageRole, type InputMessage, type ModelResult, type StoredBusinessState, type Workload } from './workload.js';
 

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { FAILURE_REASON_DIMENSION, FailureReason, MetricName, Outcome, type OutcomeRecord } from 'idempotent-consumer';
+import { FailureReason, type OutcomeRecord } from 'idempotent-consumer';
+import { FAILURE_REASON_DIMENSION, MetricName, Outcome } from 'idempotent-consumer/observability';
 import { Invariant, type Violation } from './invariants.js';
 import type { MetricPoint } from './recordingMetrics.js';
 

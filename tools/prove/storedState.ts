@@ -6,7 +6,8 @@
  */
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { canonicalJson, inboxKey, outboxMessageId } from 'idempotent-consumer';
+import { canonicalJson, inboxKey } from 'idempotent-consumer/internal';
+import { outboxMessageId } from 'idempotent-consumer/outbox';
 import { tableKeys } from 'idempotent-consumer/settings';
 import { readDeadLetterAttributes } from 'idempotent-consumer/dlq';
 

@@ -9,8 +9,9 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { classify, FailureReason, type IdempotentConsumerOptions, type Item, type OutgoingMessage, type SideEffectRequest, type TableDefinition } from 'idempotent-consumer';
-import { canonicalJson } from 'idempotent-consumer';
+import { FailureReason, type IdempotentConsumerOptions, type Item, type OutgoingMessage, type SideEffectRequest, type TableDefinition } from 'idempotent-consumer';
+import { classify } from 'idempotent-consumer/internal';
+import { canonicalJson } from 'idempotent-consumer/internal';
 import type { ProveConsumer, ProveSource } from './schedule.js';
 
 /** What a message is to the workload. */

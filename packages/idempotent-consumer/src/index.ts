@@ -7,15 +7,30 @@
  * export const handler = createIdempotentConsumer({ schema, idempotencyKey: 'eventId', decide, … });
  * ```
  *
+ * The rest lives under subpaths: `idempotent-consumer/settings` (the settings the stack, the
+ * function and the local runtime share), `/kafka` (Kafka events and record formats), `/outbox`
+ * (the outbox relay), `/observability` (outcomes and metric names), `/dlq` (the dead-letter
+ * message format).
+ *
  * @module
  */
-export type * from './types.js';
-export {
-  createIdempotentConsumer,
-  createRecordHandler,
-  type ConsumerRuntimeOptions,
-  type IdempotentConsumerHandler,
-} from './createIdempotentConsumer.js';
+export type {
+  AttributeValue,
+  Decision,
+  ErrorClassification,
+  EventSchema,
+  IdempotentConsumerOptions,
+  Item,
+  ItemKey,
+  OutgoingMessage,
+  SideEffectContext,
+  SideEffectHandler,
+  SideEffectRequest,
+  State,
+  TableDefinition,
+  Write,
+} from './types.js';
+export { createIdempotentConsumer, createRecordHandler, type ConsumerRuntimeOptions, type IdempotentConsumerHandler } from './createIdempotentConsumer.js';
 export {
   BusinessRuleViolation,
   ConditionalWriteFailed,
@@ -25,7 +40,6 @@ export {
   IdempotencyConflict,
   InvalidWrite,
   isConsumerError,
-  isNotAttempted,
   MissingIdempotencyKey,
   NonRetryableError,
   NotAttempted,
@@ -35,24 +49,4 @@ export {
   UnknownMessageType,
   ValidationError,
 } from './errors.js';
-export { classify, type Classification } from './classifier.js';
-export { canonicalJson, payloadHash } from './engine/canonicalJson.js';
-export { Outcome, combineObservers, type OutcomeObserver, type OutcomeRecord } from './observability/outcomes.js';
-export { MetricName, FAILURE_REASON_DIMENSION } from './observability/MetricsObserver.js';
-export { outboxMessageId, OUTBOX_KIND } from './outbox/outboxItems.js';
-export {
-  createOutboxRelay,
-  OutboxMetricName,
-  type OutboxRelayHandler,
-  type OutboxRelayOptions,
-  type OutboxRelayRuntimeOptions,
-  type RelayedMessage,
-} from './outbox/createOutboxRelay.js';
-export { MESSAGE_ID_ATTRIBUTE, OutboxMessageError, type OutboxDestination, type OutboxMessage, type PublishReceipt } from './outbox/OutboxDestination.js';
-export { snsTopicDestination } from './outbox/snsTopicDestination.js';
-export { sqsQueueDestination } from './outbox/sqsQueueDestination.js';
-export { redriveOutbox, type RedriveOutboxOptions, type RedriveOutboxResult } from './outbox/redriveOutbox.js';
-export { inboxKey, InboxStatus } from './inbox/inboxItems.js';
-export type { KafkaEvent, KafkaRecord } from './batch/kafkaEvent.js';
-export { kafkaAvroFormat, kafkaProtobufFormat, type ProtobufMessageType } from './batch/kafkaValueDecoder.js';
-export type { KafkaBatchResponse } from './batch/kafkaBatchResponse.js';
+export type { OutcomeObserver, OutcomeRecord } from './observability/outcomes.js';

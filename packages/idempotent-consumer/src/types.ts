@@ -271,7 +271,7 @@ export type KafkaDecodedValue =
 /**
  * A binary record format decoded with a schema, by `@aws-lambda-powertools/kafka`'s
  * deserializers: build one with `kafkaAvroFormat(schema)` or `kafkaProtobufFormat(messageType)`
- * (exported by `idempotent-consumer`), which load Powertools' deserializer and the format's
+ * (exported by `idempotent-consumer/kafka`), which load Powertools' deserializer and the format's
  * library (`avro-js`, `protobufjs`: optional peer dependencies to install) at the first Kafka
  * batch, never on the SQS path.
  */

@@ -13,21 +13,7 @@
  * @module
  */
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
-import {
-  type Decision,
-  type IdempotentConsumerOptions,
-  type Item,
-  type ItemKey,
-  type OutgoingMessage,
-  PredecessorNotApplied,
-  RetryableError,
-  type SideEffectContext,
-  type State,
-  type TableDefinition,
-  UnknownMessageType,
-  ValidationError,
-  type Write,
-} from 'idempotent-consumer';
+import { type Decision, type IdempotentConsumerOptions, type Item, type ItemKey, type OutgoingMessage, PredecessorNotApplied, RetryableError, type SideEffectContext, type State, type TableDefinition, UnknownMessageType, ValidationError, type Write } from 'idempotent-consumer';
 import { z } from 'zod';
 import { addNumbers } from './decimal.js';
 import { classifierFor, makeError } from './errors.js';

@@ -22,17 +22,8 @@
  *
  * @module
  */
-import {
-  classify,
-  ConditionalWriteFailed,
-  ConsumerDefinitionError,
-  FailureReason,
-  InvalidWrite,
-  type Item,
-  type OutgoingMessage,
-  type SideEffectRequest,
-  type State,
-} from 'idempotent-consumer';
+import { ConditionalWriteFailed, ConsumerDefinitionError, FailureReason, InvalidWrite, type Item, type OutgoingMessage, type SideEffectRequest, type State } from 'idempotent-consumer';
+import { classify } from 'idempotent-consumer/internal';
 import type { ProveSource } from '../proveSources.js';
 import type { GeneratedConsumer, GeneratedEvent } from './consumer.js';
 import { applyUpdate, evaluateCondition, InvalidUpdate } from './expressions.js';

@@ -15,7 +15,7 @@
  */
 import { type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { marshall, NumberValueImpl as NumberValue, unmarshall } from '@aws-sdk/util-dynamodb';
-import { canonicalJson } from 'idempotent-consumer';
+import { canonicalJson } from 'idempotent-consumer/internal';
 import { canonicalNumber, significantDigits } from './decimal.js';
 
 /** Values a document client cannot write (each makes `marshall` throw) or an outbox body cannot hold. */

@@ -52,7 +52,7 @@ export function checkKafkaDecodingOptions(kafka: unknown): asserts kafka is Kafk
     if (type === 'avro' || type === 'protobuf') {
       if (typeof (format as { decode?: unknown }).decode === 'function') continue;
       throw new ConsumerDefinitionError(
-        `kafka.${part} { type: '${type}' } has no decoder: build it with ${type === 'avro' ? 'kafkaAvroFormat(schema)' : 'kafkaProtobufFormat(messageType)'} from 'idempotent-consumer'`,
+        `kafka.${part} { type: '${type}' } has no decoder: build it with ${type === 'avro' ? 'kafkaAvroFormat(schema)' : 'kafkaProtobufFormat(messageType)'} from 'idempotent-consumer/kafka'`,
       );
     }
     throw new ConsumerDefinitionError(`kafka.${part} must be { type: 'json' }, kafkaAvroFormat(schema) or kafkaProtobufFormat(messageType); got type ${JSON.stringify(type) ?? 'undefined'}`);
