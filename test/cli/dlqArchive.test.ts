@@ -238,7 +238,7 @@ describe('replayArchive with a bad file', () => {
     await archiveDeadLetters({ sqs }, { queueUrl: dlq.url, out, ...fast });
     const good = (await readFile(out, 'utf8')).trimEnd().split('\n');
     const bad = newFile();
-    await writeFile(bad, [good[0], '{"body": 42}', '', 'not json', good[1]].join('\n') + '\n');
+    await writeFile(bad, `${[good[0], '{"body": 42}', '', 'not json', good[1]].join('\n')}\n`);
 
     const cut = await replayArchive({ sqs }, { in: bad, queueUrl: dlq.url }).catch((e: unknown) => e);
     const error = await replayArchive({ sqs }, { in: bad, queueUrl: dlq.url, noTrailerCheck: true }).catch((e: unknown) => e);

@@ -8,7 +8,7 @@
  */
 import type { SQSBatchResponse } from 'aws-lambda';
 import { type IdempotentConsumerOptions, type OutcomeRecord, PredecessorNotApplied, RetryableError, type TableDefinition } from 'idempotent-consumer';
-import { type KafkaBatchResponse } from 'idempotent-consumer/kafka';
+import type { KafkaBatchResponse } from 'idempotent-consumer/kafka';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { deadLetters } from '../support/cafeHarness.js';

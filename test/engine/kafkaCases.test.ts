@@ -6,7 +6,7 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { RetryableError } from 'idempotent-consumer';
-import { type KafkaBatchResponse, type KafkaEvent } from 'idempotent-consumer/kafka';
+import type { KafkaBatchResponse, KafkaEvent } from 'idempotent-consumer/kafka';
 import { cafeConsumerOptions } from '../../examples/cafe/consumer.js';
 import { cafeResources, deadLetters, executionEnvironment, ledgerOf, notificationsOf, orderState, queueRecord } from '../support/cafeHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';

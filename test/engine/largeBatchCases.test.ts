@@ -8,7 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SQSRecord } from 'aws-lambda';
-import { type IdempotentConsumerOptions, type OutcomeRecord, type TableDefinition } from 'idempotent-consumer';
+import type { IdempotentConsumerOptions, OutcomeRecord, TableDefinition } from 'idempotent-consumer';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { deadLetters } from '../support/cafeHarness.js';

@@ -651,7 +651,7 @@ describe('case C19: ids that are not well-formed Unicode', () => {
   afterAll(() => env.dispose());
 
   it('dead-letters each as ValidationError on its first attempt, body byte-identical', async () => {
-    const raws = ['\\ud800', '\\ud801'].map((escape, i) => `{"eventId":"s-${i}","type":"OrderPlaced","orderId":"S-${escape}","occurredAt":"2026-01-01T00:00:00Z"}`);
+    const raws = ['\\ud800', '\\ud801'].map((lone, i) => `{"eventId":"s-${i}","type":"OrderPlaced","orderId":"S-${lone}","occurredAt":"2026-01-01T00:00:00Z"}`);
     const { handler } = executionEnvironment(env);
     const response = await handler(sqsEvent(queueRecord(env, 'u-0', raws[0]!), queueRecord(env, 'u-1', raws[1]!)), lambdaContext());
     expect(response).toEqual({ batchItemFailures: [] });

@@ -3,7 +3,7 @@
  * destinations, none on a standard queue, the attributes every message carries, the FIFO group
  * rule; the lazy client; the attribute rules.
  */
-import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
+import type { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fifoMessageGroupId, MAX_OUTGOING_ATTRIBUTES, MESSAGE_ID_ATTRIBUTE, messageAttributes, OutboxMessageError, type OutboxMessage } from '../../packages/idempotent-consumer/src/outbox/OutboxDestination.js';
 import { outboxMessageId } from '../../packages/idempotent-consumer/src/outbox/outboxItems.js';

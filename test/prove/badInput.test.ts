@@ -18,7 +18,7 @@ import type { Message } from '@aws-sdk/client-sqs';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { createIdempotentConsumer } from 'idempotent-consumer';
-import { type KafkaEvent, type KafkaRecord } from 'idempotent-consumer/kafka';
+import type { KafkaEvent, KafkaRecord } from 'idempotent-consumer/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cafeConsumerOptions } from '../../examples/cafe/consumer.js';
 import { readDeadLetterAttributes } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';

@@ -87,7 +87,7 @@ export async function readStackOutputsFile(file: string): Promise<StackOutputsFi
     text = await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file (write it with `cdk deploy --outputs-file ' + file + '`)' : code === 'EISDIR' ? 'a directory, not a file' : (error as Error).message;
+    const why = code === 'ENOENT' ? `no such file (write it with \`cdk deploy --outputs-file ${file}\`)` : code === 'EISDIR' ? 'a directory, not a file' : (error as Error).message;
     throw new StackOutputsError(`--outputs-file ${file}: ${why}`, { cause: error });
   }
   let content: unknown;

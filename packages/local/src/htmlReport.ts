@@ -694,7 +694,7 @@ function deadLettersChart(input: HtmlReportInput): string {
     .join('');
   const total = bars.reduce((s, b) => s + b.count, 0);
   const description = `Bars of dead-lettered messages by reason, most first: ${bars.map((b) => `${b.reason}, ${count(b.count)}`).join('; ')}.`;
-  const svg = svgOpen('dead-letters', frame, 'Dead-lettered messages by reason', description) + shapes + '</svg>';
+  const svg = `${svgOpen('dead-letters', frame, 'Dead-lettered messages by reason', description) + shapes}</svg>`;
   const lead = escapeHtml(`${plural(total, 'message')} in the dead-letter queue, for ${plural(Object.values(input.deadLettersByReason).filter((n) => n > 0).length, 'reason')}.`);
   return figure('dead-letters', heading, lead, svg + dataTable('Data: dead letters by reason (every reason)', ['reason', 'messages'], deadLetterBars(input.deadLettersByReason, Number.POSITIVE_INFINITY).map((b) => [b.reason, count(b.count)])), true);
 }

@@ -99,7 +99,7 @@ describe('itemSize: DynamoDB\'s item size rules', () => {
   it('counts names, strings in UTF-8, numbers by significant digits, binary, lists and maps', () => {
     expect(itemBytes(marshall({ id: 'é' }))).toBe(2 + 2);
     expect(attributeValueBytes({ N: '12345' })).toBe(4);
-    expect(attributeValueBytes({ N: '1' + '0'.repeat(60) })).toBe(2);
+    expect(attributeValueBytes({ N: `1${'0'.repeat(60)}` })).toBe(2);
     expect(attributeValueBytes({ N: '1'.repeat(50) })).toBe(21);
     expect(attributeValueBytes({ B: new Uint8Array(7) })).toBe(7);
     expect(attributeValueBytes({ BOOL: true })).toBe(1);

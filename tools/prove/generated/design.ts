@@ -371,7 +371,11 @@ function needsRead(write: WriteSpec): boolean {
 
 function dedupe<T extends readonly [string, unknown]>(pairs: readonly T[]): T[] {
   const seen = new Set<string>();
-  return pairs.filter(([name]) => (seen.has(name) ? false : (seen.add(name), true)));
+  return pairs.filter(([name]) => {
+    if (seen.has(name)) return false;
+    seen.add(name);
+    return true;
+  });
 }
 
 /** One write from its raw material, or `undefined` when nothing of it is left. */

@@ -114,7 +114,10 @@ export function checkGeneratedSpec(value: unknown, path: string): GeneratedWorkl
       condition(c.b, `${at}.b`, depth + 1);
       return;
     }
-    if (c.c === 'not') return condition(c.a, `${at}.a`, depth + 1);
+    if (c.c === 'not') {
+      condition(c.a, `${at}.a`, depth + 1);
+      return;
+    }
     string(c.attr, `${at}.attr`);
     if (c.c === 'eq' || c.c === 'ne') valueSpec(c.value, `${at}.value`);
     if (c.c === 'lt' || c.c === 'le' || c.c === 'gt' || c.c === 'ge') numberText(c.value, `${at}.value`);

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { type AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { marshall, NumberValueImpl as NumberValue, unmarshall } from '@aws-sdk/util-dynamodb';
 import { canonicalJson } from 'idempotent-consumer/internal';
 import { canonicalNumber, significantDigits } from './decimal.js';

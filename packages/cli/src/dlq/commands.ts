@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { builtInFailureReasons } from 'idempotent-consumer/dlq';
 import type { Confirm, DlqContext } from './context.js';
 import { parseDuration } from './duration.js';

@@ -82,5 +82,5 @@ export function errorResponse(service: LocalService, error: ServiceErrorShape): 
  * A client of any service, for lists that mix them (`[dynamoDb, sqs, s3]`): each client's stack
  * is typed by its own input and output unions, which no narrower common type accepts.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: each client's stack is typed by its own unions; no narrower common type accepts them all.
 export type AnySdkClient = SdkClient<any, any>;
