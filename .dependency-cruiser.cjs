@@ -67,6 +67,9 @@ module.exports = {
     exclude: { path: '(^|/)(node_modules|dist|cdk\\.out)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { conditionNames: ['@idempotent-consumer/source', 'import', 'require', 'node', 'default'], exportsFields: ['exports'] },
+    enhancedResolveOptions: {
+      conditionNames: ['@idempotent-consumer/source', 'import', 'require', 'node', 'default'],
+      exportsFields: ['exports'],
+    },
   },
 };

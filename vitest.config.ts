@@ -32,7 +32,14 @@ export default defineConfig({
       thresholds: { 'packages/idempotent-consumer/src/engine/**/*.ts': { lines: 95, branches: 95 } },
     },
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'examples/*/test/**/*.test.ts'], exclude: ['examples/*/test/**/*.integration.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts', 'examples/*/test/**/*.test.ts'],
+          exclude: ['examples/*/test/**/*.integration.test.ts'],
+        },
+      },
       { extends: true, test: { name: 'stack', include: ['test/stack/**/*.test.ts'] } },
       // Pages checked in Debian's headless Chromium (/usr/bin/chromium, installed by .ci/run), driven by playwright-core.
       { extends: true, test: { name: 'browser', include: ['test/browser/**/*.test.ts'] } },
@@ -42,7 +49,14 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts', 'test/cli/**/*.test.ts', 'test/engine/**/*.test.ts', 'test/outbox/**/*.test.ts', 'test/prove/**/*.test.ts', 'examples/*/test/**/*.integration.test.ts'],
+          include: [
+            'test/integration/**/*.test.ts',
+            'test/cli/**/*.test.ts',
+            'test/engine/**/*.test.ts',
+            'test/outbox/**/*.test.ts',
+            'test/prove/**/*.test.ts',
+            'examples/*/test/**/*.integration.test.ts',
+          ],
           globalSetup: ['test/setup/emulators.ts'],
         },
       },

@@ -5,7 +5,7 @@
 //
 //   node scripts/api-report.mjs           # check: fails when a report differs from the code (npm test)
 //   node scripts/api-report.mjs --update  # write the reports anew (commit them with the change)
-import { existsSync, mkdirSync, readFileSync, } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Extractor, ExtractorConfig } from '@microsoft/api-extractor';
@@ -30,13 +30,22 @@ for (const folder of packages) {
         projectFolder: packageFolder,
         mainEntryPointFilePath: types,
         compiler: { tsconfigFilePath: join(packageFolder, 'tsconfig.build.json') },
-        apiReport: { enabled: true, reportFolder, reportTempFolder: join(root, 'node_modules', '.cache', 'api-report', folder), reportFileName: `${name}.api.md` },
+        apiReport: {
+          enabled: true,
+          reportFolder,
+          reportTempFolder: join(root, 'node_modules', '.cache', 'api-report', folder),
+          reportFileName: `${name}.api.md`,
+        },
         docModel: { enabled: false },
         dtsRollup: { enabled: false },
         tsdocMetadata: { enabled: false },
         messages: {
           // What the report says of missing release tags would be noise: the package is one release line.
-          extractorMessageReporting: { default: { logLevel: 'warning' }, 'ae-missing-release-tag': { logLevel: 'none' }, 'ae-forgotten-export': { logLevel: 'none' } },
+          extractorMessageReporting: {
+            default: { logLevel: 'warning' },
+            'ae-missing-release-tag': { logLevel: 'none' },
+            'ae-forgotten-export': { logLevel: 'none' },
+          },
           tsdocMessageReporting: { default: { logLevel: 'none' } },
           compilerMessageReporting: { default: { logLevel: 'warning' } },
         },
@@ -44,15 +53,21 @@ for (const folder of packages) {
       configObjectFullPath: join(packageFolder, 'api-extractor.json'),
       packageJsonFullPath: join(packageFolder, 'package.json'),
     });
-    const result = Extractor.invoke(config, { localBuild: update, showVerboseMessages: false, messageCallback: (message) => {
-      if (message.logLevel === 'warning' || message.logLevel === 'error') {
-        process.stderr.write(`${manifest.name}${entry.slice(1)}: ${message.text}\n`);
-        message.handled = true;
-      } else message.handled = true;
-    } });
+    const result = Extractor.invoke(config, {
+      localBuild: update,
+      showVerboseMessages: false,
+      messageCallback: (message) => {
+        if (message.logLevel === 'warning' || message.logLevel === 'error') {
+          process.stderr.write(`${manifest.name}${entry.slice(1)}: ${message.text}\n`);
+          message.handled = true;
+        } else message.handled = true;
+      },
+    });
     if (result.errorCount > 0 || (!update && result.apiReportChanged)) {
       failed += 1;
-      process.stderr.write(`${manifest.name}${entry.slice(1)}: the API differs from packages/${folder}/api/${name}.api.md${update ? '' : ' (run npm run api:update and commit the report)'}\n`);
+      process.stderr.write(
+        `${manifest.name}${entry.slice(1)}: the API differs from packages/${folder}/api/${name}.api.md${update ? '' : ' (run npm run api:update and commit the report)'}\n`,
+      );
     }
   }
 }

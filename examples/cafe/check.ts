@@ -34,7 +34,10 @@ export const check: LocalCheck = async ({ documentClient, tables, inboxTable }) 
     }
   }
   const payments = new Map<string, number>();
-  for await (const page of paginateScan({ client: documentClient }, { TableName: inboxTable, ConsistentRead: true, FilterExpression: 'kind = :k', ExpressionAttributeValues: { ':k': 'outbox' } })) {
+  for await (const page of paginateScan(
+    { client: documentClient },
+    { TableName: inboxTable, ConsistentRead: true, FilterExpression: 'kind = :k', ExpressionAttributeValues: { ':k': 'outbox' } },
+  )) {
     for (const item of page.Items ?? []) {
       const body = JSON.parse(String(item.body)) as { type?: string; orderId?: string };
       if (body.type === 'PaymentReceived' && body.orderId !== undefined) add(payments, body.orderId);

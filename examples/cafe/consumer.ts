@@ -60,15 +60,30 @@ export async function notifyCustomer(input: unknown, context: SideEffectContext)
 /** The order as stored, or `undefined`. */
 function toOrder(item: Item | undefined): Order | undefined {
   if (item === undefined) return undefined;
-  return { orderId: String(item.orderId), status: item.status as Order['status'], history: item.history as Order['history'], pointsAwarded: Number(item.pointsAwarded) };
+  return {
+    orderId: String(item.orderId),
+    status: item.status as Order['status'],
+    history: item.history as Order['history'],
+    pointsAwarded: Number(item.pointsAwarded),
+  };
 }
 
 function orderPut(order: Order): Write {
-  return { Put: { TableName: 'orders', Item: { ...orderKey(order.orderId), status: order.status, history: order.history, pointsAwarded: order.pointsAwarded } } };
+  return {
+    Put: {
+      TableName: 'orders',
+      Item: { ...orderKey(order.orderId), status: order.status, history: order.history, pointsAwarded: order.pointsAwarded },
+    },
+  };
 }
 
 function ledgerPut(entry: LedgerEntry): Write {
-  return { Put: { TableName: 'orders', Item: { ...ledgerKey(entry.orderId, entry.rule), rule: entry.rule, points: entry.points, eventId: entry.eventId } } };
+  return {
+    Put: {
+      TableName: 'orders',
+      Item: { ...ledgerKey(entry.orderId, entry.rule), rule: entry.rule, points: entry.points, eventId: entry.eventId },
+    },
+  };
 }
 
 /** The café consumer's options. */
@@ -85,7 +100,8 @@ export const cafeConsumerOptions: IdempotentConsumerOptions<OrderEvent> = {
   decide: (event, state) => {
     const order = toOrder(state.get('orders', orderKey(event.orderId)));
     const rules = new Set<PointsRule>();
-    if (event.type === OrderEventType.OrderPaid && state.get('orders', ledgerKey(event.orderId, PointsRule.Purchase)) !== undefined) rules.add(PointsRule.Purchase);
+    if (event.type === OrderEventType.OrderPaid && state.get('orders', ledgerKey(event.orderId, PointsRule.Purchase)) !== undefined)
+      rules.add(PointsRule.Purchase);
     const change = decideOrder(order, event, rules);
     const payment = change.paymentReceived;
     return {

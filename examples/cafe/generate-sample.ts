@@ -48,7 +48,8 @@ interface Emitted {
 
 const start = Date.UTC(2026, 10, 28, 7, 0, 0);
 const emitted: Emitted[] = [];
-const emit = (at: number, body: unknown) => emitted.push({ at, line: typeof body === 'string' ? JSON.stringify(body) : JSON.stringify(body) });
+const emit = (at: number, body: unknown) =>
+  emitted.push({ at, line: typeof body === 'string' ? JSON.stringify(body) : JSON.stringify(body) });
 let cancelledOrder: string | undefined;
 let paidEvent: Record<string, unknown> | undefined;
 

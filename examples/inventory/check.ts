@@ -19,7 +19,8 @@ export const check: LocalCheck = async ({ documentClient, tables }) => {
     for (const item of page.Items ?? []) {
       const sku = String(item.sku);
       if (Number(item.available) < 0) problems.push(`${sku} has ${item.available} available`);
-      if (Number(item.reserved) !== (held.get(sku) ?? 0)) problems.push(`${sku} has ${item.reserved} reserved, its held reservations ${held.get(sku) ?? 0}`);
+      if (Number(item.reserved) !== (held.get(sku) ?? 0))
+        problems.push(`${sku} has ${item.reserved} reserved, its held reservations ${held.get(sku) ?? 0}`);
     }
   }
   return problems;

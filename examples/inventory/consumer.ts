@@ -61,7 +61,9 @@ export const inventoryConsumerOptions: IdempotentConsumerOptions<InventoryEvent>
   ],
   decide: (event, state) => {
     const stock = state.get<StockItem>('stock', stockKey(event.sku)) ?? { sku: event.sku, available: 0, reserved: 0 };
-    const put = (item: StockItem) => ({ Put: { TableName: 'stock', Item: { sku: item.sku, available: item.available, reserved: item.reserved } } });
+    const put = (item: StockItem) => ({
+      Put: { TableName: 'stock', Item: { sku: item.sku, available: item.available, reserved: item.reserved } },
+    });
     switch (event.kind) {
       case 'StockReceived':
         return { writes: [put({ ...stock, available: stock.available + event.quantity })] };
@@ -71,10 +73,20 @@ export const inventoryConsumerOptions: IdempotentConsumerOptions<InventoryEvent>
         if (stock.available < event.quantity) {
           throw new OutOfStock(`${event.sku} has ${stock.available} available, ${event.quantity} requested`);
         }
-        const reservation: ReservationItem = { reservationId: event.reservationId, sku: event.sku, quantity: event.quantity, status: 'held' };
+        const reservation: ReservationItem = {
+          reservationId: event.reservationId,
+          sku: event.sku,
+          quantity: event.quantity,
+          status: 'held',
+        };
         return {
-          writes: [put({ ...stock, available: stock.available - event.quantity, reserved: stock.reserved + event.quantity }), { Put: { TableName: 'reservations', Item: { ...reservation } } }],
-          outbox: [{ body: { type: 'ReservationConfirmed', reservationId: event.reservationId, sku: event.sku, quantity: event.quantity } }],
+          writes: [
+            put({ ...stock, available: stock.available - event.quantity, reserved: stock.reserved + event.quantity }),
+            { Put: { TableName: 'reservations', Item: { ...reservation } } },
+          ],
+          outbox: [
+            { body: { type: 'ReservationConfirmed', reservationId: event.reservationId, sku: event.sku, quantity: event.quantity } },
+          ],
         };
       }
       case 'ReservationReleased': {

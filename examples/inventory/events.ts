@@ -15,7 +15,12 @@ const common = {
 /** The inventory event schema (zod: a Standard Schema the library validates with). */
 export const InventoryEventSchema = z.discriminatedUnion('kind', [
   z.object({ ...common, kind: z.literal('StockReceived'), quantity: z.number().int().positive().max(1_000_000) }),
-  z.object({ ...common, kind: z.literal('ReservationRequested'), reservationId: z.string().min(1).max(128), quantity: z.number().int().positive().max(1_000) }),
+  z.object({
+    ...common,
+    kind: z.literal('ReservationRequested'),
+    reservationId: z.string().min(1).max(128),
+    quantity: z.number().int().positive().max(1_000),
+  }),
   z.object({ ...common, kind: z.literal('ReservationReleased'), reservationId: z.string().min(1).max(128) }),
 ]);
 

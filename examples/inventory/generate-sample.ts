@@ -41,7 +41,14 @@ for (let i = 0; i < 30; i += 1) {
   else emit(body);
 }
 const reused = reservations[0]!;
-emit({ requestId: nextRequest(), kind: 'ReservationRequested', sku: reused.sku, reservationId: reused.reservationId, quantity: 1, at: at(300) });
+emit({
+  requestId: nextRequest(),
+  kind: 'ReservationRequested',
+  sku: reused.sku,
+  reservationId: reused.reservationId,
+  quantity: 1,
+  at: at(300),
+});
 emit('not-json');
 emit({ kind: 'StockReceived', sku: 'SKU-001', quantity: 1, at: at(301) });
 emit({ requestId: nextRequest(), kind: 'StockAudited', sku: 'SKU-001', at: at(302) });

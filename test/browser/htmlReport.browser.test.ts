@@ -24,7 +24,11 @@ declare const document: {
   querySelectorAll(selector: string): Iterable<PageElement>;
   getElementById(id: string): PageElement | null;
 };
-declare function getComputedStyle(element: PageElement): { readonly color: string; readonly fill: string; readonly backgroundColor: string };
+declare function getComputedStyle(element: PageElement): {
+  readonly color: string;
+  readonly fill: string;
+  readonly backgroundColor: string;
+};
 
 const hostileReason = '<script>alert("dlq")</script> & more';
 
@@ -148,10 +152,16 @@ describe('the HTML report in Chromium', () => {
     const seconds = new Set(run.deliveries.map((d) => Math.floor(d.atMs / 1000)));
     await expect(chart.locator('g.bar').count()).resolves.toBe(seconds.size);
     for (const outcome of ['applied', 'duplicate', 'retried', 'dead-lettered'] as const) {
-      const drawn = await chart.locator(`rect[data-outcome="${outcome}"]`).evaluateAll((rects) => rects.reduce((sum, r) => sum + Number(r.getAttribute('data-count')), 0));
+      const drawn = await chart
+        .locator(`rect[data-outcome="${outcome}"]`)
+        .evaluateAll((rects) => rects.reduce((sum, r) => sum + Number(r.getAttribute('data-count')), 0));
       expect(drawn, outcome).toBe(run.deliveries.filter((d) => d.outcome === outcome).length);
     }
-    const bars = await chart.locator('g.bar').evaluateAll((groups) => groups.map((g) => ({ total: Number(g.getAttribute('data-total')), height: g.getBoundingClientRect().height })));
+    const bars = await chart
+      .locator('g.bar')
+      .evaluateAll((groups) =>
+        groups.map((g) => ({ total: Number(g.getAttribute('data-total')), height: g.getBoundingClientRect().height })),
+      );
     const byTotal = [...bars].sort((a, b) => a.total - b.total);
     for (let i = 1; i < byTotal.length; i += 1) {
       const [lower, higher] = [byTotal[i - 1]!, byTotal[i]!];
@@ -162,7 +172,9 @@ describe('the HTML report in Chromium', () => {
 
   it('draws the latency histogram with every delivery, and p50 ≤ p90 ≤ p99 marked in order', async () => {
     const chart = page.locator('[data-chart="latency"]');
-    const counted = await chart.locator('rect[data-count]').evaluateAll((rects) => rects.reduce((sum, r) => sum + Number(r.getAttribute('data-count')), 0));
+    const counted = await chart
+      .locator('rect[data-count]')
+      .evaluateAll((rects) => rects.reduce((sum, r) => sum + Number(r.getAttribute('data-count')), 0));
     expect(counted).toBe(run.deliveries.length);
     const sorted = run.deliveries.map((d) => d.durationMs).sort((a, b) => a - b);
     const nearestRank = (p: number) => sorted[Math.ceil((p / 100) * sorted.length) - 1];
@@ -176,7 +188,11 @@ describe('the HTML report in Chromium', () => {
     );
     expect(markers.map((m) => m.name)).toEqual(['p50', 'p90', 'p99']);
     expect(markers.map((m) => m.value)).toEqual([nearestRank(50), nearestRank(90), nearestRank(99)]);
-    expect(markers.map((m) => m.label)).toEqual([expect.stringMatching(/^p50 \d+ ms$/), expect.stringMatching(/^p90 \d+ ms$/), expect.stringMatching(/^p99 \d+ ms$/)]);
+    expect(markers.map((m) => m.label)).toEqual([
+      expect.stringMatching(/^p50 \d+ ms$/),
+      expect.stringMatching(/^p90 \d+ ms$/),
+      expect.stringMatching(/^p99 \d+ ms$/),
+    ]);
     expect(markers[0]!.x).toBeLessThan(markers[1]!.x);
     expect(markers[1]!.x).toBeLessThan(markers[2]!.x);
     expect(await chart.locator('figcaption').innerText()).toMatch(/p50 \d+ ms\s+p90 \d+ ms\s+p99 \d+ ms\s+max \d+ ms/);
@@ -187,9 +203,15 @@ describe('the HTML report in Chromium', () => {
     for (const d of run.deliveries) retries.set(d.messageId, (retries.get(d.messageId) ?? 0) + (d.outcome === 'retried' ? 1 : 0));
     const expected = [0, 1, 2].map((n) => [...retries.values()].filter((r) => r === n).length);
     const chart = page.locator('[data-chart="retries"]');
-    const bars = await chart.locator('rect[data-retries]').evaluateAll((rects) =>
-      rects.map((r) => ({ retries: r.getAttribute('data-retries'), count: Number(r.getAttribute('data-count')), height: r.getBoundingClientRect().height })),
-    );
+    const bars = await chart
+      .locator('rect[data-retries]')
+      .evaluateAll((rects) =>
+        rects.map((r) => ({
+          retries: r.getAttribute('data-retries'),
+          count: Number(r.getAttribute('data-count')),
+          height: r.getBoundingClientRect().height,
+        })),
+      );
     expect(bars.map((b) => [b.retries, b.count])).toEqual([
       ['0', expected[0]],
       ['1', expected[1]],
@@ -230,19 +252,36 @@ describe('the HTML report in Chromium', () => {
   });
 
   it('gives every chart a title, a text description and its data as a table', async () => {
-    const charts = await page.locator('svg[role="img"]').evaluateAll((svgs) =>
-      svgs.map((svg) => (svg.getAttribute('aria-labelledby') ?? '').split(' ').map((id: string) => document.getElementById(id)?.textContent?.trim() ?? '')),
-    );
+    const charts = await page
+      .locator('svg[role="img"]')
+      .evaluateAll((svgs) =>
+        svgs.map((svg) =>
+          (svg.getAttribute('aria-labelledby') ?? '')
+            .split(' ')
+            .map((id: string) => document.getElementById(id)?.textContent?.trim() ?? ''),
+        ),
+      );
     expect(charts).toHaveLength(4);
     for (const [title, description] of charts) {
       expect(title?.length).toBeGreaterThan(10);
       expect(description?.length).toBeGreaterThan(40);
     }
-    const tables = await page.locator('figure[data-chart]').evaluateAll((figures) =>
-      figures.map((f) => ({ chart: f.getAttribute('data-chart'), heading: f.querySelector('h2')?.textContent, rows: f.querySelectorAll('details table tbody tr').length })),
-    );
+    const tables = await page
+      .locator('figure[data-chart]')
+      .evaluateAll((figures) =>
+        figures.map((f) => ({
+          chart: f.getAttribute('data-chart'),
+          heading: f.querySelector('h2')?.textContent,
+          rows: f.querySelectorAll('details table tbody tr').length,
+        })),
+      );
     expect(tables.map((t) => t.chart)).toEqual(['outcomes-over-time', 'latency', 'retries', 'dead-letters']);
-    expect(tables.map((t) => t.heading)).toEqual(['Outcomes over time', 'Latency distribution', 'Retries per message', 'Dead letters by reason']);
+    expect(tables.map((t) => t.heading)).toEqual([
+      'Outcomes over time',
+      'Latency distribution',
+      'Retries per message',
+      'Dead letters by reason',
+    ]);
     for (const t of tables) expect(t.rows, t.chart ?? '').toBeGreaterThan(0);
     expect(await page.locator('html').getAttribute('lang')).toBe('en');
   });
@@ -253,7 +292,9 @@ describe('the HTML report in Chromium', () => {
       const contrasts = await page.evaluate(() => {
         const rgb = (css: string): number[] => (css.match(/[\d.]+/g) ?? []).map(Number);
         const luminance = ([r, g, b]: readonly number[]) =>
-          [r, g, b].map((c) => ((c ?? 0) / 255 <= 0.03928 ? (c ?? 0) / 255 / 12.92 : (((c ?? 0) / 255 + 0.055) / 1.055) ** 2.4)).reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i]!, 0);
+          [r, g, b]
+            .map((c) => ((c ?? 0) / 255 <= 0.03928 ? (c ?? 0) / 255 / 12.92 : (((c ?? 0) / 255 + 0.055) / 1.055) ** 2.4))
+            .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i]!, 0);
         const background = (element: PageElement): number[] => {
           for (let e: PageElement | null = element; e !== null; e = e.parentElement) {
             const color = rgb(getComputedStyle(e).backgroundColor);
@@ -270,11 +311,30 @@ describe('the HTML report in Chromium', () => {
           if (elements.length === 0) return { selector, ratio: Number.NaN };
           return { selector, ratio: Math.min(...elements.map((e) => ratio(rgb(getComputedStyle(e)[property]), background(e)))) };
         };
-        const text = ['h1', '.kicker', '.facts dt', '.facts dd', '.verdict h2', '.verdict p', '.notes li', '.total dt', '.total .number', '.total .note', '.mix .legend li', 'figcaption h2', 'figcaption p', '.legend li', 'summary', 'footer'].map((s) =>
-          measure(s, 'color'),
+        const text = [
+          'h1',
+          '.kicker',
+          '.facts dt',
+          '.facts dd',
+          '.verdict h2',
+          '.verdict p',
+          '.notes li',
+          '.total dt',
+          '.total .number',
+          '.total .note',
+          '.mix .legend li',
+          'figcaption h2',
+          'figcaption p',
+          '.legend li',
+          'summary',
+          'footer',
+        ].map((s) => measure(s, 'color'));
+        const svgText = ['svg text.tick', 'svg text.axis-title', 'svg text.value', 'svg text.label', '.marker text'].map((s) =>
+          measure(s, 'fill'),
         );
-        const svgText = ['svg text.tick', 'svg text.axis-title', 'svg text.value', 'svg text.label', '.marker text'].map((s) => measure(s, 'fill'));
-        const marks = ['rect.c-applied', 'rect.c-duplicate', 'rect.c-retried', 'rect.c-dead', 'rect.c-latency'].map((s) => measure(s, 'fill'));
+        const marks = ['rect.c-applied', 'rect.c-duplicate', 'rect.c-retried', 'rect.c-dead', 'rect.c-latency'].map((s) =>
+          measure(s, 'fill'),
+        );
         return { text: [...text, ...svgText], marks };
       });
       for (const { selector, ratio } of contrasts.text) expect(ratio, selector).toBeGreaterThanOrEqual(4.5);
@@ -286,7 +346,10 @@ describe('the HTML report in Chromium', () => {
   it('shows a failed check with its problems, and a large run with a bounded number of shapes', async () => {
     const large = realisticRun(10_000, 11);
     const path = join(dir, 'large-failed.html');
-    await writeHtmlReport(path, { ...large, check: { ok: false, problems: ['2 message(s) have no final outcome (lost): lines 17, 342', 'applied more than once: <k-42>'] } });
+    await writeHtmlReport(path, {
+      ...large,
+      check: { ok: false, problems: ['2 message(s) have no final outcome (lost): lines 17, 342', 'applied more than once: <k-42>'] },
+    });
     const failed = await open(path);
     try {
       expect(await failed.getByRole('heading', { level: 2, name: /Exactly-once check/ }).innerText()).toBe('Exactly-once check: FAILED');
@@ -297,7 +360,9 @@ describe('the HTML report in Chromium', () => {
       const shapes = await failed.evaluate(() => [...document.querySelectorAll('rect, g')].length);
       expect(shapes).toBeGreaterThan(50);
       expect(shapes).toBeLessThan(600);
-      const drawn = await failed.locator('[data-chart="outcomes-over-time"] rect').evaluateAll((rects) => rects.reduce((s, r) => s + Number(r.getAttribute('data-count')), 0));
+      const drawn = await failed
+        .locator('[data-chart="outcomes-over-time"] rect')
+        .evaluateAll((rects) => rects.reduce((s, r) => s + Number(r.getAttribute('data-count')), 0));
       expect(drawn).toBe(large.deliveries.length);
     } finally {
       await failed.close();
@@ -314,7 +379,10 @@ describe('the HTML report in Chromium', () => {
 
 describe('writeHtmlReport with a screenshot', () => {
   it('writes a PNG of the whole page, 1280 pixels wide (kept at $REPORT_SCREENSHOT when set)', async () => {
-    const png = process.env.REPORT_SCREENSHOT !== undefined && process.env.REPORT_SCREENSHOT !== '' ? resolve(process.env.REPORT_SCREENSHOT) : join(dir, 'run.png');
+    const png =
+      process.env.REPORT_SCREENSHOT !== undefined && process.env.REPORT_SCREENSHOT !== ''
+        ? resolve(process.env.REPORT_SCREENSHOT)
+        : join(dir, 'run.png');
     await writeHtmlReport(join(dir, 'shot.html'), run, { screenshot: png });
     const image = await readFile(png);
     expect(image.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));

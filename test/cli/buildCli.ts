@@ -23,12 +23,16 @@ export function buildCli(): string[] {
   const written: string[] = [];
   for (const name of packages) {
     const configPath = join(root, 'packages', name, 'tsconfig.build.json');
-    const parsed = ts.getParsedCommandLineOfConfigFile(configPath, {}, {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
-        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+    const parsed = ts.getParsedCommandLineOfConfigFile(
+      configPath,
+      {},
+      {
+        ...ts.sys,
+        onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+          throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+        },
       },
-    });
+    );
     if (parsed === undefined) throw new Error(`cannot read ${configPath}`);
     const program = ts.createProgram({ rootNames: parsed.fileNames, options: parsed.options });
     const emitted = program.emit(undefined, (file, text, bom) => {

@@ -9,7 +9,17 @@ import { DeadLetterSendError, InvalidFailureReasonError } from '../../packages/i
 import { readDeadLetterAttributes } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
 import { DeadLetterQueue } from '../../packages/idempotent-consumer/src/dlq/DeadLetterQueue.js';
 import { parsePayloadPointer } from '../../packages/idempotent-consumer/src/dlq/payloadPointer.js';
-import { contextOf, createBucket, createQueue, eventBody, readAll, s3For, startSqs, type FauxqsServer, type PoisonSpec } from './dlqFixtures.js';
+import {
+  contextOf,
+  createBucket,
+  createQueue,
+  eventBody,
+  readAll,
+  s3For,
+  startSqs,
+  type FauxqsServer,
+  type PoisonSpec,
+} from './dlqFixtures.js';
 
 let server: FauxqsServer;
 let sqs: SQSClient;
@@ -81,7 +91,7 @@ describe('DeadLetterQueue.sendBatch', () => {
     expect(await readAll(sqs, dlq.url)).toHaveLength(3);
   });
 
-  it('reports each entry\'s own failure: one SQS refuses (too large for the queue), one cannot be built, the others are sent', async () => {
+  it("reports each entry's own failure: one SQS refuses (too large for the queue), one cannot be built, the others are sent", async () => {
     const dlq = await createQueue(sqs, 'partial-dlq', { MaximumMessageSize: '2048' });
     const writer = new DeadLetterQueue({ sqs, queueUrl: dlq.url, maxMessageSizeBytes: MiB });
 

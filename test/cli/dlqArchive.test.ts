@@ -8,7 +8,17 @@ import { archiveDeadLetters } from '../../packages/cli/src/dlq/archive.js';
 import { ArchiveFileError, ArchiveFormatError, ArchiveIncompleteError } from '../../packages/cli/src/dlq/errors.js';
 import { formatArchive, formatReplay } from '../../packages/cli/src/dlq/output.js';
 import { replayArchive } from '../../packages/cli/src/dlq/replay.js';
-import { comparable, createQueue, createQueuePair, eventBody, readAll, seedDeadLetters, startSqs, visibleCount, type FauxqsServer } from './dlqFixtures.js';
+import {
+  comparable,
+  createQueue,
+  createQueuePair,
+  eventBody,
+  readAll,
+  seedDeadLetters,
+  startSqs,
+  visibleCount,
+  type FauxqsServer,
+} from './dlqFixtures.js';
 
 let server: FauxqsServer;
 let sqs: SQSClient;
@@ -47,7 +57,9 @@ async function scenario() {
 
 /** Body and message attributes of each message, sorted: what a round trip must keep. */
 function fingerprint(messages: { Body?: string; MessageAttributes?: Parameters<typeof comparable>[0] }[]) {
-  return messages.map((m) => ({ body: m.Body, attributes: comparable(m.MessageAttributes) })).sort((a, b) => (a.body ?? '').localeCompare(b.body ?? ''));
+  return messages
+    .map((m) => ({ body: m.Body, attributes: comparable(m.MessageAttributes) }))
+    .sort((a, b) => (a.body ?? '').localeCompare(b.body ?? ''));
 }
 
 describe('archiveDeadLetters and replayArchive', () => {
@@ -68,9 +80,13 @@ describe('archiveDeadLetters and replayArchive', () => {
     const lines = (await readFile(out, 'utf8')).trimEnd().split('\n');
     expect(lines).toHaveLength(5);
     const first = JSON.parse(lines[0] ?? '{}') as Record<string, unknown>;
-    expect(Object.keys(first)).toEqual(expect.arrayContaining(['v', 'messageId', 'body', 'md5OfBody', 'messageAttributes', 'attributes', 'queueUrl', 'archivedAt']));
+    expect(Object.keys(first)).toEqual(
+      expect.arrayContaining(['v', 'messageId', 'body', 'md5OfBody', 'messageAttributes', 'attributes', 'queueUrl', 'archivedAt']),
+    );
     expect(JSON.parse(lines[3] ?? '{}')).toMatchObject({ trailer: { v: 1, messages: 3, final: false } });
-    expect(JSON.parse(lines[4] ?? '{}')).toMatchObject({ trailer: { v: 1, messages: 3, final: true, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) } });
+    expect(JSON.parse(lines[4] ?? '{}')).toMatchObject({
+      trailer: { v: 1, messages: 3, final: true, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) },
+    });
     expect(replayed.trailer).toEqual({ status: 'complete', messages: 3 });
     expect(formatArchive(archived)).toContain('Archived 3 message(s)');
     expect(formatReplay(replayed)).toContain('Sent 3 of 3');
@@ -92,7 +108,12 @@ describe('archiveDeadLetters and replayArchive', () => {
     await seedDeadLetters(
       sqs,
       dlq.url,
-      Array.from({ length: 100 }, (_, i) => ({ reason: 'ValidationError', body: eventBody(`c-${i}`), source, originalMessageId: `c-${i}` })),
+      Array.from({ length: 100 }, (_, i) => ({
+        reason: 'ValidationError',
+        body: eventBody(`c-${i}`),
+        source,
+        originalMessageId: `c-${i}`,
+      })),
     );
     const out = newFile();
     const archived = await archiveDeadLetters({ sqs }, { queueUrl: dlq.url, out, delete: true, yes: true, ...fast });
@@ -126,7 +147,10 @@ describe('archiveDeadLetters and replayArchive', () => {
       },
     } as unknown as SQSClient;
 
-    const result = await archiveDeadLetters({ sqs: interrupting, signal: controller.signal }, { queueUrl: dlq.url, out, delete: true, yes: true, ...fast });
+    const result = await archiveDeadLetters(
+      { sqs: interrupting, signal: controller.signal },
+      { queueUrl: dlq.url, out, delete: true, yes: true, ...fast },
+    );
     const replayed = await replayArchive({ sqs }, { in: out, queueUrl: dlq.url, dryRun: true });
 
     expect(result.interrupted).toBe(true);
@@ -192,7 +216,13 @@ describe('archiveDeadLetters and replayArchive', () => {
     await seedDeadLetters(
       sqs,
       dlq.url,
-      Array.from({ length: 12 }, (_, i) => ({ reason: 'ValidationError', body: eventBody(`h-${i}`), source: source.arn, originalMessageId: `h-${i}`, messageGroupId: 'A' })),
+      Array.from({ length: 12 }, (_, i) => ({
+        reason: 'ValidationError',
+        body: eventBody(`h-${i}`),
+        source: source.arn,
+        originalMessageId: `h-${i}`,
+        messageGroupId: 'A',
+      })),
     );
     const out = newFile();
 
@@ -256,7 +286,10 @@ describe('replayArchive with a bad file', () => {
     const bad = newFile();
     await writeFile(bad, `${JSON.stringify({ body: 'hand-written' })}\n{"body":\n`);
 
-    const result = await replayArchive({ sqs }, { in: bad, queueUrl: target.url, dlqCheck: false, skipInvalid: true, noTrailerCheck: true });
+    const result = await replayArchive(
+      { sqs },
+      { in: bad, queueUrl: target.url, dlqCheck: false, skipInvalid: true, noTrailerCheck: true },
+    );
 
     expect(result.sent).toBe(1);
     expect(result.invalid.map((p) => p.line)).toEqual([2]);

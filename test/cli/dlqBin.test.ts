@@ -97,7 +97,7 @@ function run(args: readonly string[], env: Record<string, string> = {}, options:
 }
 
 describe('idempotent-consumer (the bin, compiled)', () => {
-  it('--version prints the package\'s version; --help lists the commands', async () => {
+  it("--version prints the package's version; --help lists the commands", async () => {
     const version = await run(['--version']);
     const help = await run(['--help']);
     const dlqHelp = await run(['dlq', 'redrive', '--help']);
@@ -151,7 +151,9 @@ describe('idempotent-consumer dlq (the bin)', () => {
     const result = await run(['dlq', 'list', '--queue-url', dlq.url, '--endpoint', endpoint, '--reason', 'Foo']);
 
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain('warning: --reason Foo matches no message seen; reasons present: ValidationError (2), BusinessRuleViolation (1)');
+    expect(result.stdout).toContain(
+      'warning: --reason Foo matches no message seen; reasons present: ValidationError (2), BusinessRuleViolation (1)',
+    );
   });
 
   it('show ID: prints the body and every attribute', async () => {
@@ -162,13 +164,19 @@ describe('idempotent-consumer dlq (the bin)', () => {
     expect(result.stdout).toMatch(/ic\.failureReason\s+String\s+ValidationError/);
   });
 
-  it('show of a body offloaded to S3 (C20) reads it back from the emulator\'s S3 endpoint', async () => {
+  it("show of a body offloaded to S3 (C20) reads it back from the emulator's S3 endpoint", async () => {
     const { s3 } = s3For(endpoint);
     const own = await createQueue(sqs, 'bin-c20');
     const bucket = await createBucket(s3);
     const value = Buffer.alloc(800 * 1024, 0xfe).toString('base64');
     await new DeadLetterQueue({ sqs, s3, queueUrl: own.url, maxMessageSizeBytes: 1_048_576, payloadBucket: bucket }).send(
-      contextOf({ reason: 'ValidationError', body: value, bodyEncoding: 'base64', source: 'arn:aws:kafka:us-east-1:1:cluster/c/1', originalMessageId: 'events-0@10' }),
+      contextOf({
+        reason: 'ValidationError',
+        body: value,
+        bodyEncoding: 'base64',
+        source: 'arn:aws:kafka:us-east-1:1:cluster/c/1',
+        originalMessageId: 'events-0@10',
+      }),
     );
     s3.destroy();
 
@@ -182,7 +190,17 @@ describe('idempotent-consumer dlq (the bin)', () => {
   });
 
   it('redrive --reason ValidationError --dry-run: exit 0, nothing changes', async () => {
-    const result = await run(['dlq', 'redrive', '--reason', 'ValidationError', '--dry-run', '--queue-url', dlq.url, '--endpoint', endpoint]);
+    const result = await run([
+      'dlq',
+      'redrive',
+      '--reason',
+      'ValidationError',
+      '--dry-run',
+      '--queue-url',
+      dlq.url,
+      '--endpoint',
+      endpoint,
+    ]);
 
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Dry run: would redrive 2 message(s)');
@@ -204,7 +222,9 @@ describe('idempotent-consumer dlq (the bin)', () => {
     const json = await run(['dlq', 'redrive', '--reason', 'Typo', '--yes', '--json', '--queue-url', dlq.url, '--endpoint', endpoint]);
 
     expect(text.code).toBe(1);
-    expect(text.stdout).toContain('Nothing moved: no message matched the selection among the 3 seen (--reason Typo matches no message seen');
+    expect(text.stdout).toContain(
+      'Nothing moved: no message matched the selection among the 3 seen (--reason Typo matches no message seen',
+    );
     expect(json.code).toBe(1);
     expect((JSON.parse(json.stdout) as { nothingMoved: string }).nothingMoved).toMatch(/^nothing moved: no message matched/);
     expect(json.stderr).toMatch(/^nothing moved: no message matched/);
@@ -232,9 +252,15 @@ describe('idempotent-consumer dlq (the bin)', () => {
 
   it('a local clock 2 minutes behind does not make a redrive skip a fresh message', async () => {
     const pair = await createQueuePair(sqs, 'skew-behind');
-    await seedDeadLetters(sqs, pair.dlq.url, [{ reason: 'ValidationError', body: eventBody('fresh'), source: pair.source.arn, originalMessageId: 'fresh' }]);
+    await seedDeadLetters(sqs, pair.dlq.url, [
+      { reason: 'ValidationError', body: eventBody('fresh'), source: pair.source.arn, originalMessageId: 'fresh' },
+    ]);
 
-    const result = await run(['dlq', 'redrive', '--yes', '--queue-url', pair.dlq.url, '--endpoint', endpoint], {}, { clockSkewMs: -120_000 });
+    const result = await run(
+      ['dlq', 'redrive', '--yes', '--queue-url', pair.dlq.url, '--endpoint', endpoint],
+      {},
+      { clockSkewMs: -120_000 },
+    );
 
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -285,7 +311,12 @@ describe('idempotent-consumer dlq (the bin)', () => {
     await seedDeadLetters(
       sqs,
       own.url,
-      Array.from({ length: 10 }, (_, i) => ({ reason: 'ValidationError', body: eventBody(`cut-${i}`), source: source.arn, originalMessageId: `cut-${i}` })),
+      Array.from({ length: 10 }, (_, i) => ({
+        reason: 'ValidationError',
+        body: eventBody(`cut-${i}`),
+        source: source.arn,
+        originalMessageId: `cut-${i}`,
+      })),
     );
     const out = join(folder, 'to-cut.jsonl');
     const cut = join(folder, 'cut.jsonl');
@@ -305,7 +336,19 @@ describe('idempotent-consumer dlq (the bin)', () => {
     const file = join(folder, 'short.jsonl');
     await writeFile(file, `${JSON.stringify({ body: 'hand-written' })}\n`);
 
-    const result = await run(['dlq', 'replay', '--in', file, '--from-line', '5', '--no-trailer-check', '--queue-url', dlq.url, '--endpoint', endpoint]);
+    const result = await run([
+      'dlq',
+      'replay',
+      '--in',
+      file,
+      '--from-line',
+      '5',
+      '--no-trailer-check',
+      '--queue-url',
+      dlq.url,
+      '--endpoint',
+      endpoint,
+    ]);
 
     expect(result.code).toBe(1);
     expect(result.stdout).toContain(`Nothing to send: ${file} has no message at or after line 5 (its last is line 1).`);
@@ -372,9 +415,21 @@ describe('idempotent-consumer dlq (the bin)', () => {
     const badReason = await run(['dlq', 'redrive', '--reason', 'not a name', '--queue-url', dlq.url, '--endpoint', endpoint]);
     const badDuration = await run(['dlq', 'list', '--older-than', '3 days', '--queue-url', dlq.url, '--endpoint', endpoint]);
     const unknown = await run(['dlq', 'list', '--frobnicate']);
-    const moveTaskWithSelection = await run(['dlq', 'redrive', '--move-task', '--reason', 'ValidationError', '--queue-url', dlq.url, '--endpoint', endpoint]);
+    const moveTaskWithSelection = await run([
+      'dlq',
+      'redrive',
+      '--move-task',
+      '--reason',
+      'ValidationError',
+      '--queue-url',
+      dlq.url,
+      '--endpoint',
+      endpoint,
+    ]);
 
-    expect([noUrl.code, notUrl.code, badReason.code, badDuration.code, unknown.code, moveTaskWithSelection.code]).toEqual([2, 2, 2, 2, 2, 2]);
+    expect([noUrl.code, notUrl.code, badReason.code, badDuration.code, unknown.code, moveTaskWithSelection.code]).toEqual([
+      2, 2, 2, 2, 2, 2,
+    ]);
     expect(noUrl.stderr).toContain('--queue-url (or the DLQ_URL environment variable) is required');
     expect(notUrl.stderr).toContain('takes a queue URL, not an ARN');
     expect(badReason.stderr).toContain('--reason "not a name" cannot be a failure reason');

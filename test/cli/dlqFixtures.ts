@@ -141,7 +141,11 @@ export function contextOf(spec: PoisonSpec): DeadLetterContext {
     source: spec.source,
     originalMessageId: spec.originalMessageId,
     ...(group !== undefined ? { messageGroupId: group } : {}),
-    ...(spec.coordinates !== undefined ? { coordinates: spec.coordinates } : group !== undefined ? { coordinates: { messageGroupId: group } } : {}),
+    ...(spec.coordinates !== undefined
+      ? { coordinates: spec.coordinates }
+      : group !== undefined
+        ? { coordinates: { messageGroupId: group } }
+        : {}),
     ...(spec.originalAttributes !== undefined ? { originalAttributes: spec.originalAttributes } : {}),
     failedAt: spec.failedAt ?? new Date(),
   };
@@ -214,7 +218,9 @@ export async function readAll(sqs: SQSClient, url: string, options: { consume: b
 }
 
 /** Message attributes as plain comparable values (binary as base64). */
-export function comparable(attributes: Record<string, MessageAttributeValue> | undefined): Record<string, { DataType?: string; StringValue?: string; BinaryValue?: string }> {
+export function comparable(
+  attributes: Record<string, MessageAttributeValue> | undefined,
+): Record<string, { DataType?: string; StringValue?: string; BinaryValue?: string }> {
   const result: Record<string, { DataType?: string; StringValue?: string; BinaryValue?: string }> = {};
   for (const [name, value] of Object.entries(attributes ?? {})) {
     result[name] = {

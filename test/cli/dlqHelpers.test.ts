@@ -4,7 +4,13 @@ import { terminalConfirm } from '../../packages/cli/src/dlq/confirm.js';
 import { ConfirmationRequiredError } from '../../packages/cli/src/dlq/errors.js';
 import { ArchiveDigest, buildReplayMessage, parseArchive } from '../../packages/cli/src/dlq/archiveFormat.js';
 import { formatDuration, parseDuration } from '../../packages/cli/src/dlq/duration.js';
-import { isUnsupportedOperation, toDlqToolError, CredentialsError, QueueNotFoundError, UsageError } from '../../packages/cli/src/dlq/errors.js';
+import {
+  isUnsupportedOperation,
+  toDlqToolError,
+  CredentialsError,
+  QueueNotFoundError,
+  UsageError,
+} from '../../packages/cli/src/dlq/errors.js';
 import { buildRedriveMessage, NotRedrivableError } from '../../packages/cli/src/dlq/redriveMessage.js';
 import { parseQueueUrl, parseSqsQueueArn } from '../../packages/cli/src/dlq/queueUrl.js';
 import { parseReasons, reasonWarnings } from '../../packages/cli/src/dlq/selection.js';
@@ -57,7 +63,11 @@ describe('resolveConnection', () => {
   });
 
   it('reaches an emulator from its queue URL alone, with dummy credentials unless some are configured', () => {
-    expect(resolveConnection({ queueUrl: local, env: {} })).toEqual({ endpoint: 'http://127.0.0.1:4566', region: 'us-east-1', dummyCredentials: true });
+    expect(resolveConnection({ queueUrl: local, env: {} })).toEqual({
+      endpoint: 'http://127.0.0.1:4566',
+      region: 'us-east-1',
+      dummyCredentials: true,
+    });
     expect(resolveConnection({ queueUrl: local, env: { AWS_PROFILE: 'dev' } }).dummyCredentials).toBe(false);
   });
 
@@ -117,8 +127,12 @@ describe('errors', () => {
   });
 
   it('maps SDK errors to operator messages', () => {
-    expect(toDlqToolError(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' }))).toBeInstanceOf(CredentialsError);
-    expect(toDlqToolError(Object.assign(new Error('x'), { name: 'QueueDoesNotExist' }), { queueUrl: 'u' })).toBeInstanceOf(QueueNotFoundError);
+    expect(
+      toDlqToolError(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' })),
+    ).toBeInstanceOf(CredentialsError);
+    expect(toDlqToolError(Object.assign(new Error('x'), { name: 'QueueDoesNotExist' }), { queueUrl: 'u' })).toBeInstanceOf(
+      QueueNotFoundError,
+    );
     expect(toDlqToolError(Object.assign(new Error('x'), { name: 'InvalidClientTokenId' }))).toBeInstanceOf(CredentialsError);
     const other = new Error('other');
     expect(toDlqToolError(other)).toBe(other);
@@ -126,7 +140,7 @@ describe('errors', () => {
 });
 
 describe('buildRedriveMessage', () => {
-  it('drops every ic.* attribute, restores the producer\'s attributes, keeps the body', () => {
+  it("drops every ic.* attribute, restores the producer's attributes, keeps the body", () => {
     const input = buildRedriveMessage(record({}), 'https://sqs.us-east-1.amazonaws.com/1/orders');
 
     expect(input).toEqual({
@@ -214,7 +228,7 @@ describe('toDeadLetterRecord', () => {
 });
 
 describe('the server clock and the arrival cutoff', () => {
-  it('ServerClock follows the server\'s Date, not the local clock, and keeps the latest estimate', () => {
+  it("ServerClock follows the server's Date, not the local clock, and keeps the latest estimate", () => {
     const clock = new ServerClock();
     expect(clock.synchronized).toBe(false);
 
@@ -228,7 +242,7 @@ describe('the server clock and the arrival cutoff', () => {
     expect(skew).toBeLessThan(150_000);
   });
 
-  it('arrivalCutoff takes the server\'s time, never earlier than the latest SentTimestamp received, and the local clock never', () => {
+  it("arrivalCutoff takes the server's time, never earlier than the latest SentTimestamp received, and the local clock never", () => {
     const sent = (ms: number) => record({ sentAt: new Date(ms) });
     const server = { now: () => new Date(5_000), synchronized: true };
     const unsynchronized = { now: () => new Date(9_999_999), synchronized: false };
@@ -243,8 +257,10 @@ describe('the server clock and the arrival cutoff', () => {
 describe('resolvePayloadEndpoint', () => {
   const connection = (endpoint?: string) => ({ endpoint, region: 'us-east-1', dummyCredentials: false });
 
-  it('takes AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL, then an emulator\'s SQS endpoint, else S3 itself', () => {
-    expect(resolvePayloadEndpoint(connection('http://127.0.0.1:4566'), { AWS_ENDPOINT_URL_S3: 'http://s3:1', AWS_ENDPOINT_URL: 'http://a:2' })).toBe('http://s3:1');
+  it("takes AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL, then an emulator's SQS endpoint, else S3 itself", () => {
+    expect(
+      resolvePayloadEndpoint(connection('http://127.0.0.1:4566'), { AWS_ENDPOINT_URL_S3: 'http://s3:1', AWS_ENDPOINT_URL: 'http://a:2' }),
+    ).toBe('http://s3:1');
     expect(resolvePayloadEndpoint(connection(), { AWS_ENDPOINT_URL: 'http://a:2' })).toBe('http://a:2');
     expect(resolvePayloadEndpoint(connection('http://127.0.0.1:4566'), {})).toBe('http://127.0.0.1:4566');
     expect(resolvePayloadEndpoint(connection('https://sqs.eu-west-1.amazonaws.com'), {})).toBeUndefined();
@@ -305,8 +321,12 @@ describe('archive trailers', () => {
   });
 
   it('an archive cut at any line boundary is not complete', () => {
-    const whole = archive({ lines: lines.slice(0, 2), final: false }, { lines: lines.slice(2), final: true }).trimEnd().split('\n');
-    const statuses = whole.slice(0, -1).map((_, cut) => parseArchive(`${whole.slice(0, cut + 1).join('\n')}\n`, { fifoTarget: false }).trailer.status);
+    const whole = archive({ lines: lines.slice(0, 2), final: false }, { lines: lines.slice(2), final: true })
+      .trimEnd()
+      .split('\n');
+    const statuses = whole
+      .slice(0, -1)
+      .map((_, cut) => parseArchive(`${whole.slice(0, cut + 1).join('\n')}\n`, { fifoTarget: false }).trailer.status);
 
     expect(statuses).toEqual(['missing', 'missing', 'unfinished', 'missing']);
   });

@@ -26,7 +26,13 @@ beforeAll(async () => {
   ({ server, sqs } = await startSqs());
   ({ source, dlq } = await createQueuePair(sqs, 'orders'));
   await seedDeadLetters(sqs, dlq.url, [
-    { reason: 'ValidationError', body: '{"not":"an event"', source: source.arn, originalMessageId: 'm-1', errorMessage: 'Unexpected end of JSON input' },
+    {
+      reason: 'ValidationError',
+      body: '{"not":"an event"',
+      source: source.arn,
+      originalMessageId: 'm-1',
+      errorMessage: 'Unexpected end of JSON input',
+    },
     {
       reason: 'ValidationError',
       body: eventBody('e-2', { points: -1 }),
@@ -110,7 +116,9 @@ describe('listDeadLetters', () => {
     const plain = await createQueue(sqs, 'plain');
     await sqs.send(new SendMessageCommand({ QueueUrl: plain.url, MessageBody: eventBody('p-1') }));
 
-    await expect(listDeadLetters({ sqs }, { queueUrl: plain.url })).rejects.toThrow(/none of the 1 message\(s\) read carries a failureReason/);
+    await expect(listDeadLetters({ sqs }, { queueUrl: plain.url })).rejects.toThrow(
+      /none of the 1 message\(s\) read carries a failureReason/,
+    );
     expect(await visibleCount(sqs, plain.url)).toBe(1);
     const unchecked = await listDeadLetters({ sqs }, { queueUrl: plain.url, dlqCheck: false });
     expect(unchecked.groups.map((g) => g.reason)).toEqual(['none']);
@@ -123,7 +131,7 @@ describe('listDeadLetters', () => {
   });
 });
 
-describe('C22: producer attributes beside the consumer\'s', () => {
+describe("C22: producer attributes beside the consumer's", () => {
   it('lists a message moved by the redrive policy as such (reason none), with source=web-checkout and attempts=3 as they were', async () => {
     const pair = await createQueuePair(sqs, 'c22-list');
     await moveByRedrivePolicy(sqs, pair.source.url, eventBody('c22-1'), {
@@ -137,7 +145,10 @@ describe('C22: producer attributes beside the consumer\'s', () => {
         source: pair.source.arn,
         originalMessageId: 'c22-2',
         attempts: 1,
-        originalAttributes: { source: { DataType: 'String', StringValue: 'web-checkout' }, attempts: { DataType: 'Number', StringValue: '3' } },
+        originalAttributes: {
+          source: { DataType: 'String', StringValue: 'web-checkout' },
+          attempts: { DataType: 'Number', StringValue: '3' },
+        },
       },
     ]);
 
@@ -185,7 +196,7 @@ describe('showDeadLetter', () => {
     expect(await visibleCount(sqs, dlq.url)).toBe(5);
   });
 
-  it('finds a message by the consumer\'s originalMessageId', async () => {
+  it("finds a message by the consumer's originalMessageId", async () => {
     const result = await showDeadLetter({ sqs }, { queueUrl: dlq.url, id: 'm-4' });
 
     expect(result.message.deadLetter.errorType).toBe('TimeoutError');

@@ -87,7 +87,12 @@ describe('C20: a message too large for the DLQ', () => {
     const shown = await showDeadLetter({ sqs, payloads }, { queueUrl: dlq.url, id: 'events-0@10', ...fast });
 
     expect(listed.groups.map((g) => [g.reason, g.count])).toEqual([['ValidationError', 1]]);
-    expect(listed.groups[0]?.messages[0]).toMatchObject({ messageId, attempts: 1, source: MSK, offloadedTo: expect.stringMatching(`^s3://${bucket}/dead-letters/`) });
+    expect(listed.groups[0]?.messages[0]).toMatchObject({
+      messageId,
+      attempts: 1,
+      source: MSK,
+      offloadedTo: expect.stringMatching(`^s3://${bucket}/dead-letters/`),
+    });
     expect(shown.message.deadLetter).toMatchObject({
       failureReason: 'ValidationError',
       originalMessageId: 'events-0@10',
@@ -159,7 +164,13 @@ describe('an SQS message offloaded by the consumer', () => {
     const body = JSON.stringify({ eventId: 'big-1', pad: `${'é'.repeat(Math.floor(padBytes / 2))}${'a'.repeat(padBytes % 2)}` });
     const writer = new DeadLetterQueue({ sqs, s3, queueUrl: pair.dlq.url, maxMessageSizeBytes: MiB, payloadBucket: bucket });
     await writer.send(
-      contextOf({ reason: 'BusinessRuleViolation', body, source: pair.source.arn, originalMessageId: 'big-1', originalAttributes: producer }),
+      contextOf({
+        reason: 'BusinessRuleViolation',
+        body,
+        source: pair.source.arn,
+        originalMessageId: 'big-1',
+        originalAttributes: producer,
+      }),
     );
     return { ...pair, bucket, body, producer };
   }
@@ -176,7 +187,10 @@ describe('an SQS message offloaded by the consumer', () => {
     const [back] = await readAll(sqs, source.url);
     expect(back?.Body).toBe(body);
     expect(createHash('md5').update(body).digest('hex')).toBe(back?.MD5OfBody);
-    expect(comparable(back?.MessageAttributes)).toEqual({ ...comparable(producer), 'ic.redrive': { DataType: 'String', StringValue: 'big-1' } });
+    expect(comparable(back?.MessageAttributes)).toEqual({
+      ...comparable(producer),
+      'ic.redrive': { DataType: 'String', StringValue: 'big-1' },
+    });
     expect(await visibleCount(sqs, dlq.url)).toBe(0);
   });
 
@@ -201,7 +215,10 @@ describe('an SQS message offloaded by the consumer', () => {
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'tampered' }));
     const changed = await redriveDeadLetters({ sqs, payloads }, { queueUrl: dlq.url, yes: true, ...fast });
     const shown = await showDeadLetter({ sqs, payloads }, { queueUrl: dlq.url, id: 'big-1', ...fast });
-    const archived = await archiveDeadLetters({ sqs, payloads }, { queueUrl: dlq.url, out: join(folder, 'tampered.jsonl'), delete: true, yes: true, ...fast });
+    const archived = await archiveDeadLetters(
+      { sqs, payloads },
+      { queueUrl: dlq.url, out: join(folder, 'tampered.jsonl'), delete: true, yes: true, ...fast },
+    );
 
     expect(noAccess.skipped[0]?.detail).toMatch(/this command has no S3 access/);
     expect(changed.skipped[0]?.detail).toMatch(/is not the one the consumer stored/);

@@ -66,7 +66,10 @@ describe('redriveDeadLetters --dry-run', () => {
   it('changes nothing and reports what would move', async () => {
     const { source, dlq } = await standardScenario();
 
-    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, dryRun: true, ...fast });
+    const result = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, dryRun: true, ...fast },
+    );
 
     expect(result.dryRun).toBe(true);
     expect(result.selected.map((s) => s.reason)).toEqual(['ValidationError', 'ValidationError']);
@@ -82,7 +85,10 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
   it('moves only the selected messages, body byte-identical, original attributes restored', async () => {
     const { source, dlq } = await standardScenario();
 
-    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast });
+    const result = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast },
+    );
 
     expect(result.method).toBe('receive-send-delete');
     expect(result.moved).toHaveLength(2);
@@ -105,7 +111,7 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     ]);
   });
 
-  it('selects by --id and --older-than (ages from the failure time, on the server\'s clock)', async () => {
+  it("selects by --id and --older-than (ages from the failure time, on the server's clock)", async () => {
     const { source, dlq } = await createQueuePair(sqs, 'ages');
     const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3_600_000);
     await seedDeadLetters(sqs, dlq.url, [
@@ -115,7 +121,10 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     ]);
 
     const none = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { olderThanMs: 4 * 3_600_000 }, yes: true, ...fast });
-    const byId = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { ids: ['o-1', 'o-2'], olderThanMs: 2 * 3_600_000 }, yes: true, ...fast });
+    const byId = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { ids: ['o-1', 'o-2'], olderThanMs: 2 * 3_600_000 }, yes: true, ...fast },
+    );
 
     expect(none.moved).toHaveLength(0);
     expect(none.nothingMoved).toBe('nothing moved: no message matched the selection among the 3 seen');
@@ -138,14 +147,17 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     expect(await visibleCount(sqs, source.url)).toBe(0);
   });
 
-  it('redrives a user\'s own reason like a built-in one', async () => {
+  it("redrives a user's own reason like a built-in one", async () => {
     const { source, dlq } = await createQueuePair(sqs, 'own-reason');
     await seedDeadLetters(sqs, dlq.url, [
       { reason: 'inventory.OutOfStock', body: eventBody('u-1'), source: source.arn, originalMessageId: 'u-1' },
       { reason: 'ValidationError', body: eventBody('u-2'), source: source.arn, originalMessageId: 'u-2' },
     ]);
 
-    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['inventory.OutOfStock'] }, yes: true, ...fast });
+    const result = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { reasons: ['inventory.OutOfStock'] }, yes: true, ...fast },
+    );
 
     expect(result.moved.map((m) => m.reason)).toEqual(['inventory.OutOfStock']);
     expect((await readAll(sqs, source.url)).map((m) => m.Body)).toEqual([eventBody('u-1')]);
@@ -168,13 +180,18 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     expect(result.moved).toHaveLength(1);
     const [back] = await readAll(sqs, source.url);
     expect(back?.Body).toBe(eventBody('p-1'));
-    expect(comparable(back?.MessageAttributes)).toEqual({ ...comparable(producer), 'ic.redrive': { DataType: 'String', StringValue: 'p-1' } });
+    expect(comparable(back?.MessageAttributes)).toEqual({
+      ...comparable(producer),
+      'ic.redrive': { DataType: 'String', StringValue: 'p-1' },
+    });
   });
 
-  it('packs the producer\'s attributes when they leave no room for the redrive mark, and the consumer unpacks them', async () => {
+  it("packs the producer's attributes when they leave no room for the redrive mark, and the consumer unpacks them", async () => {
     const { source, dlq } = await createQueuePair(sqs, 'ten');
     const producer = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`a${i}`, { DataType: 'String', StringValue: `value ${i}` }]));
-    await seedDeadLetters(sqs, dlq.url, [{ reason: 'ValidationError', body: eventBody('t-1'), source: source.arn, originalMessageId: 't-1', originalAttributes: producer }]);
+    await seedDeadLetters(sqs, dlq.url, [
+      { reason: 'ValidationError', body: eventBody('t-1'), source: source.arn, originalMessageId: 't-1', originalAttributes: producer },
+    ]);
 
     const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, yes: true, ...fast });
 
@@ -193,7 +210,10 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
       { reason: 'BusinessRuleViolation', body: eventBody('f-3'), source: source.arn, originalMessageId: 'f-3', messageGroupId: 'order-B' },
     ]);
 
-    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast });
+    const result = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast },
+    );
 
     expect(result.moved.map((m) => m.reason)).toEqual(['ValidationError', 'ValidationError']);
     const moved = await readAll(sqs, source.url, { consume: true });
@@ -237,11 +257,22 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     const dlq = await createQueue(sqs, 'kafka-dlq');
     const elsewhere = await createQueue(sqs, 'elsewhere');
     await seedDeadLetters(sqs, dlq.url, [
-      { reason: 'ValidationError', body: eventBody('k-1'), source: 'arn:aws:kafka:us-east-1:123456789012:cluster/c/abc', originalMessageId: 'orders-0@12' },
+      {
+        reason: 'ValidationError',
+        body: eventBody('k-1'),
+        source: 'arn:aws:kafka:us-east-1:123456789012:cluster/c/abc',
+        originalMessageId: 'orders-0@12',
+      },
     ]);
 
-    const skipped = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast });
-    const sent = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, to: elsewhere.url, yes: true, ...fast });
+    const skipped = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, yes: true, ...fast },
+    );
+    const sent = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, to: elsewhere.url, yes: true, ...fast },
+    );
 
     expect(skipped.skipped[0]?.detail).toMatch(/not an SQS queue/);
     expect(sent.moved).toHaveLength(1);
@@ -252,7 +283,9 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     const { source, dlq } = await createQueuePair(sqs, 'policy');
     const producer = { source: { DataType: 'String', StringValue: 'web-checkout' }, attempts: { DataType: 'Number', StringValue: '3' } };
     await moveByRedrivePolicy(sqs, source.url, eventBody('p-1'), producer);
-    await seedDeadLetters(sqs, dlq.url, [{ reason: 'ValidationError', body: eventBody('p-2'), source: source.arn, originalMessageId: 'p-2' }]);
+    await seedDeadLetters(sqs, dlq.url, [
+      { reason: 'ValidationError', body: eventBody('p-2'), source: source.arn, originalMessageId: 'p-2' },
+    ]);
     expect(await visibleCount(sqs, dlq.url)).toBe(2);
 
     const listed = await listDeadLetters({ sqs }, { queueUrl: dlq.url, ...fast });
@@ -280,7 +313,10 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
   it('changes nothing when the confirmation is declined', async () => {
     const { source, dlq } = await standardScenario();
 
-    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, confirm: async () => false, ...fast });
+    const result = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { reasons: ['ValidationError'] }, confirm: async () => false, ...fast },
+    );
 
     expect(result.cancelled).toBe(true);
     expect(await visibleCount(sqs, dlq.url)).toBe(4);
@@ -300,7 +336,9 @@ describe('redriveDeadLetters of everything', () => {
     expect(result.nothingMoved).toBeUndefined();
     const back = await readAll(sqs, source.url);
     // Of the consumer's attributes, only the redrive mark, naming each message's original id.
-    expect(back.flatMap((m) => Object.keys(m.MessageAttributes ?? {})).filter((name) => name.startsWith('ic.'))).toEqual(Array(4).fill('ic.redrive'));
+    expect(back.flatMap((m) => Object.keys(m.MessageAttributes ?? {})).filter((name) => name.startsWith('ic.'))).toEqual(
+      Array(4).fill('ic.redrive'),
+    );
     expect(back.map((m) => m.MessageAttributes?.['ic.redrive']?.StringValue).sort()).toEqual(['b-1', 'r-1', 'v-1', 'v-2']);
   });
 
@@ -315,16 +353,19 @@ describe('redriveDeadLetters of everything', () => {
   it('refuses --move-task with a selection', async () => {
     const { dlq } = await standardScenario();
 
-    await expect(redriveDeadLetters({ sqs }, { queueUrl: dlq.url, useMoveTask: true, selection: { reasons: ['ValidationError'] }, yes: true })).rejects.toThrow(
-      /--move-task moves every message/,
-    );
+    await expect(
+      redriveDeadLetters({ sqs }, { queueUrl: dlq.url, useMoveTask: true, selection: { reasons: ['ValidationError'] }, yes: true }),
+    ).rejects.toThrow(/--move-task moves every message/);
   });
 
   it('--move-task falls back to receive → send → delete on fauxqs, which has no StartMessageMoveTask', async () => {
     const { source, dlq } = await standardScenario();
     const logs: string[] = [];
 
-    const result = await redriveDeadLetters({ sqs, log: (l) => logs.push(l) }, { queueUrl: dlq.url, useMoveTask: true, yes: true, ...fast });
+    const result = await redriveDeadLetters(
+      { sqs, log: (l) => logs.push(l) },
+      { queueUrl: dlq.url, useMoveTask: true, yes: true, ...fast },
+    );
 
     expect(result.method).toBe('receive-send-delete');
     expect(result.fallbackReason).toMatch(/does not support StartMessageMoveTask/);
@@ -394,7 +435,13 @@ describe('redriveDeadLetters with StartMessageMoveTask (stubbed SQS client)', ()
     expect(result.method).toBe('move-task');
     expect(result.moveTask?.status).toBe('COMPLETED');
     expect(result.moveTask?.approximateNumberOfMessagesMoved).toBe(3);
-    expect(logs).toEqual(expect.arrayContaining(['move task RUNNING: 1 of ~3 moved', 'move task RUNNING: 2 of ~3 moved', 'move task COMPLETED: 3 of ~3 moved']));
+    expect(logs).toEqual(
+      expect.arrayContaining([
+        'move task RUNNING: 1 of ~3 moved',
+        'move task RUNNING: 2 of ~3 moved',
+        'move task COMPLETED: 3 of ~3 moved',
+      ]),
+    );
     expect(formatRedrive(result)).toContain('COMPLETED: 3 of ~3 message(s) moved');
     expect(result.nothingMoved).toBeUndefined();
   });
@@ -424,12 +471,12 @@ describe('redriveDeadLetters with StartMessageMoveTask (stubbed SQS client)', ()
     expect(sent.some((c) => c instanceof StartMessageMoveTaskCommand)).toBe(false);
   });
 
-  it('throws MoveTaskFailedError with SQS\'s reason when the task fails', async () => {
+  it("throws MoveTaskFailedError with SQS's reason when the task fails", async () => {
     const { client } = stubClient([{ Status: 'FAILED', moved: 1, FailureReason: 'AWS.SimpleQueueService.NonExistentQueue' }]);
 
-    await expect(redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, useMoveTask: true, pollIntervalSeconds: 0, yes: true })).rejects.toThrow(
-      MoveTaskFailedError,
-    );
+    await expect(
+      redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, useMoveTask: true, pollIntervalSeconds: 0, yes: true }),
+    ).rejects.toThrow(MoveTaskFailedError);
   });
 
   it('falls back to receive → send → delete when StartMessageMoveTask is unsupported', async () => {
@@ -446,7 +493,10 @@ describe('redriveDeadLetters with StartMessageMoveTask (stubbed SQS client)', ()
   it('returns after starting with wait: false', async () => {
     const { client, sent } = stubClient([{ Status: 'RUNNING', moved: 0 }]);
 
-    const result = await redriveDeadLetters({ sqs: client }, { queueUrl: dlqUrl, useMoveTask: true, wait: false, to: sourceUrl, yes: true });
+    const result = await redriveDeadLetters(
+      { sqs: client },
+      { queueUrl: dlqUrl, useMoveTask: true, wait: false, to: sourceUrl, yes: true },
+    );
 
     expect(result.moveTask?.status).toBe('STARTED');
     expect(result.moveTask?.taskHandle).toBe('task-1');

@@ -20,11 +20,15 @@ interface Run {
 /** `idempotent-consumer invoke …` from the sources, as `npm run cli -- invoke …` runs it. */
 function invoke(args: readonly string[], timeoutMs = 240_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'packages/cli/src/run.ts', 'invoke', ...args], {
-      cwd: process.cwd(),
-      env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'packages/cli/src/run.ts', 'invoke', ...args],
+      {
+        cwd: process.cwd(),
+        env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -59,7 +63,9 @@ describe('idempotent-consumer invoke', () => {
     expect(JSON.parse(first.stdout)).toEqual({ batchItemFailures: [{ itemIdentifier: '059f36b4-87a3-44ab-83d2-661975830a7d' }] });
     expect(first.stderr).toMatch(/retried +059f36b4-87a3-44ab-83d2-661975830a7d {2}key e-1 {2}PredecessorNotApplied/);
     expect(first.stderr).toMatch(/applied +2e1424d4-f796-459a-8184-9c92662be6da {2}key e-2/);
-    expect(first.stderr).toContain("Lambda's event source mapping would read the response as: 1 of 2 messages reported in batchItemFailures");
+    expect(first.stderr).toContain(
+      "Lambda's event source mapping would read the response as: 1 of 2 messages reported in batchItemFailures",
+    );
 
     const second = await invoke([...cafe, '-e', 'test/events/sqs-event-standard.json', '--data-dir', dataDir, '--json']);
 
@@ -122,7 +128,10 @@ describe('idempotent-consumer invoke', () => {
       [[...cafe, '-e', notAnEvent], /Records\[0\]\.eventSource is "aws:sns", not "aws:sqs"; expected an SQS event/],
       [[...cafe, '-e', notJson], /not-json\.json: not JSON/],
       [[...cafe, '-e', join(dir, 'missing.json')], /missing\.json: no such file/],
-      [['--handler', 'examples/cafe/settings.ts', '-e', 'test/events/sqs-event-standard.json'], /has no export "handler"; it exports "cafeSettings", "cafeTables"/],
+      [
+        ['--handler', 'examples/cafe/settings.ts', '-e', 'test/events/sqs-event-standard.json'],
+        /has no export "handler"; it exports "cafeSettings", "cafeTables"/,
+      ],
       [['--handler', 'examples/cafe/handler.ts'], /required option '-e, --event <file.json>' not specified/],
     ];
     for (const [args, message] of cases) {

@@ -78,7 +78,14 @@ function run(args: readonly string[], env: Record<string, string> = {}): Promise
   }
   const child = spawn(process.execPath, [bin, ...args], {
     cwd: root,
-    env: { ...clean, HOME: folder, AWS_CONFIG_FILE: join(folder, 'no-config'), AWS_SHARED_CREDENTIALS_FILE: join(folder, 'no-credentials'), AWS_EC2_METADATA_DISABLED: 'true', ...env },
+    env: {
+      ...clean,
+      HOME: folder,
+      AWS_CONFIG_FILE: join(folder, 'no-config'),
+      AWS_SHARED_CREDENTIALS_FILE: join(folder, 'no-credentials'),
+      AWS_EC2_METADATA_DISABLED: 'true',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -89,7 +96,7 @@ function run(args: readonly string[], env: Record<string, string> = {}): Promise
 }
 
 describe('idempotent-consumer outputs', () => {
-  it('prints the consumer\'s resources as text', async () => {
+  it("prints the consumer's resources as text", async () => {
     const result = await run(['outputs', '--outputs-file', outputsFile]);
 
     expect(result.stderr).toBe('');
@@ -103,10 +110,14 @@ describe('idempotent-consumer outputs', () => {
     const result = await run(['outputs', '--shell', '--outputs-file', outputsFile, '--stack', 'CafeOrders']);
     expect(result.code).toBe(0);
 
-    const echoed = execFileSync('sh', ['-c', `eval "$EXPORTS"; printf '%s|%s|%s|%s' "$QUEUE_URL" "$DLQ_URL" "$LOG_GROUP_NAME" "$TABLE_NAME_ORDERS"`], {
-      env: { PATH: process.env.PATH, EXPORTS: result.stdout },
-      encoding: 'utf8',
-    });
+    const echoed = execFileSync(
+      'sh',
+      ['-c', `eval "$EXPORTS"; printf '%s|%s|%s|%s' "$QUEUE_URL" "$DLQ_URL" "$LOG_GROUP_NAME" "$TABLE_NAME_ORDERS"`],
+      {
+        env: { PATH: process.env.PATH, EXPORTS: result.stdout },
+        encoding: 'utf8',
+      },
+    );
 
     expect(echoed).toBe(`${source.url}|${dlq.url}|CafeOrders-ConsumerFunctionLogGroup-1|CafeOrders-Orders-1`);
   });
@@ -115,7 +126,12 @@ describe('idempotent-consumer outputs', () => {
     const result = await run(['outputs', '--json', '--outputs-file', outputsFile]);
 
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout) as ConsumerResources).toMatchObject({ stackName: 'CafeOrders', queueUrl: source.url, deadLetterQueueUrl: dlq.url, tables: { Orders: 'CafeOrders-Orders-1' } });
+    expect(JSON.parse(result.stdout) as ConsumerResources).toMatchObject({
+      stackName: 'CafeOrders',
+      queueUrl: source.url,
+      deadLetterQueueUrl: dlq.url,
+      tables: { Orders: 'CafeOrders-Orders-1' },
+    });
   });
 
   it('exits 2 with what the file holds when it names no such stack, and on a missing file or flag', async () => {

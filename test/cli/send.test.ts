@@ -78,11 +78,24 @@ describe('send to a standard queue', () => {
 describe('send to a FIFO queue', () => {
   it('takes the queue from --outputs-file, the group from --group-id-field, and the SHA-256 of the body as deduplication id', async () => {
     const { source, dlq } = await createQueuePair(sqs, 'fifo', true);
-    const outputs = await outputsFile('fifo-outputs.json', { Shop: { QueueUrl: source.url, DeadLetterQueueUrl: dlq.url, ConsumerName: 'shop' } });
+    const outputs = await outputsFile('fifo-outputs.json', {
+      Shop: { QueueUrl: source.url, DeadLetterQueueUrl: dlq.url, ConsumerName: 'shop' },
+    });
     const first = '{"eventId":"f-1","orderId":"O-7"}';
     const second = '{"eventId":"f-2","orderId":"O-8"}';
 
-    const run = await runInProcess(['send', '--outputs-file', outputs, '--body', first, '--body', second, '--group-id-field', 'orderId', '--json']);
+    const run = await runInProcess([
+      'send',
+      '--outputs-file',
+      outputs,
+      '--body',
+      first,
+      '--body',
+      second,
+      '--group-id-field',
+      'orderId',
+      '--json',
+    ]);
 
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
@@ -105,7 +118,17 @@ describe('send to a FIFO queue', () => {
     const { url } = await createQueue(sqs, 'fixed.fifo');
     const input = await file('fifo.jsonl', ['{"eventId":"g-1","n":1}', '{"eventId":"g-2","n":2}']);
 
-    const run = await runInProcess(['send', '--queue-url', url, '--file', input, '--group-id', 'everything', '--dedup-id-field', 'eventId']);
+    const run = await runInProcess([
+      'send',
+      '--queue-url',
+      url,
+      '--file',
+      input,
+      '--group-id',
+      'everything',
+      '--dedup-id-field',
+      'eventId',
+    ]);
 
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('(FIFO queue)');
@@ -121,8 +144,13 @@ describe('send to a FIFO queue', () => {
 describe('send refuses, and sends nothing', () => {
   it.each([
     ['a FIFO queue without a message group', 'fifo', [], /is a FIFO queue: give each message a group with --group-id-field FIELD/],
-    ['a body without the group field', 'fifo', ['--group-id-field', 'customerId'], /\.jsonl:2: the body has no top-level field "customerId"/],
-    ['a group that breaks SQS\'s rule', 'fifo', ['--group-id', 'café'], /the message group "café" breaks SQS's rule/],
+    [
+      'a body without the group field',
+      'fifo',
+      ['--group-id-field', 'customerId'],
+      /\.jsonl:2: the body has no top-level field "customerId"/,
+    ],
+    ["a group that breaks SQS's rule", 'fifo', ['--group-id', 'café'], /the message group "café" breaks SQS's rule/],
     ['group flags on a standard queue', 'standard', ['--group-id', 'g'], /--group-id apply to a FIFO queue; .* is a standard queue/],
   ] as const)('%s (exit 2)', async (_case, kind, extra, message) => {
     const { url } = await createQueue(sqs, kind === 'fifo' ? 'refused.fifo' : 'refused');
@@ -168,7 +196,10 @@ describe('send refuses, and sends nothing', () => {
 
   it('an outputs file with two consumers and no --stack lists them (exit 2)', async () => {
     const { url } = await createQueue(sqs, 'two');
-    const outputs = await outputsFile('two.json', { A: { QueueUrl: url, DeadLetterQueueUrl: url }, B: { QueueUrl: url, DeadLetterQueueUrl: url } });
+    const outputs = await outputsFile('two.json', {
+      A: { QueueUrl: url, DeadLetterQueueUrl: url },
+      B: { QueueUrl: url, DeadLetterQueueUrl: url },
+    });
 
     const run = await runInProcess(['send', '--outputs-file', outputs, '--body', '{}']);
 

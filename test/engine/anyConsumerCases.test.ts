@@ -7,7 +7,13 @@
  * responses, not only on the outcomes the handlers report.
  */
 import type { SQSBatchResponse } from 'aws-lambda';
-import { type IdempotentConsumerOptions, type OutcomeRecord, PredecessorNotApplied, RetryableError, type TableDefinition } from 'idempotent-consumer';
+import {
+  type IdempotentConsumerOptions,
+  type OutcomeRecord,
+  PredecessorNotApplied,
+  RetryableError,
+  type TableDefinition,
+} from 'idempotent-consumer';
 import type { KafkaBatchResponse } from 'idempotent-consumer/kafka';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -28,7 +34,9 @@ import { kafkaRecord, mskEvent } from '../support/kafkaEvents.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('consumers with tables of their own (carts, pages, tickets, accounts) and assertions over whole tables and the DLQ: a deployed stack has the café\'s');
+const describe = describeUnlessDeployedStack(
+  "consumers with tables of their own (carts, pages, tickets, accounts) and assertions over whole tables and the DLQ: a deployed stack has the café's",
+);
 
 const id = z.string().min(1).max(128);
 
@@ -43,10 +51,19 @@ const MAX_RECEIVES = 5;
  *
  * @returns every response, in order; the last one acknowledges the message unless the budget ran out
  */
-async function deliverUntilAcknowledged(env: TestResources, environment: ExecutionEnvironment, messageId: string, body: Record<string, unknown>, groupId: string): Promise<SQSBatchResponse[]> {
+async function deliverUntilAcknowledged(
+  env: TestResources,
+  environment: ExecutionEnvironment,
+  messageId: string,
+  body: Record<string, unknown>,
+  groupId: string,
+): Promise<SQSBatchResponse[]> {
   const responses: SQSBatchResponse[] = [];
   for (let receiveCount = 1; receiveCount <= MAX_RECEIVES; receiveCount += 1) {
-    const response = (await environment.handler(sqsEvent(sourceRecord(env, messageId, body, { groupId, receiveCount })), lambdaContext())) as SQSBatchResponse;
+    const response = (await environment.handler(
+      sqsEvent(sourceRecord(env, messageId, body, { groupId, receiveCount })),
+      lambdaContext(),
+    )) as SQSBatchResponse;
     responses.push(response);
     if (response.batchItemFailures.length === 0) break;
   }
@@ -54,13 +71,27 @@ async function deliverUntilAcknowledged(env: TestResources, environment: Executi
 }
 
 /** Asserts that each message was acknowledged (its last response empty, every earlier one reporting exactly it) and applied exactly once. */
-function expectEachAppliedOnce(deliveries: readonly { readonly messageId: string; readonly responses: readonly SQSBatchResponse[] }[], outcomes: readonly OutcomeRecord[]): void {
+function expectEachAppliedOnce(
+  deliveries: readonly { readonly messageId: string; readonly responses: readonly SQSBatchResponse[] }[],
+  outcomes: readonly OutcomeRecord[],
+): void {
   for (const { messageId, responses } of deliveries) {
     expect(responses.at(-1), messageId).toEqual({ batchItemFailures: [] });
-    expect(responses.slice(0, -1), messageId).toEqual(responses.slice(0, -1).map(() => ({ batchItemFailures: [{ itemIdentifier: messageId }] })));
+    expect(responses.slice(0, -1), messageId).toEqual(
+      responses.slice(0, -1).map(() => ({ batchItemFailures: [{ itemIdentifier: messageId }] })),
+    );
   }
-  expect(outcomes.filter((o) => o.outcome === 'applied').map((o) => o.messageId).sort()).toEqual(deliveries.map((d) => d.messageId).sort());
-  expect(outcomes.filter((o) => o.outcome === 'dead-lettered' || o.outcome === 'duplicate').map(({ messageId, outcome }) => `${messageId}:${outcome}`)).toEqual([]);
+  expect(
+    outcomes
+      .filter((o) => o.outcome === 'applied')
+      .map((o) => o.messageId)
+      .sort(),
+  ).toEqual(deliveries.map((d) => d.messageId).sort());
+  expect(
+    outcomes
+      .filter((o) => o.outcome === 'dead-lettered' || o.outcome === 'duplicate')
+      .map(({ messageId, outcome }) => `${messageId}:${outcome}`),
+  ).toEqual([]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -87,7 +118,8 @@ const cartConsumer: IdempotentConsumerOptions<CartEvent> = {
   decide: (event, state) => {
     if (event.type === 'OpenCart') return { writes: [{ Put: { TableName: 'carts', Item: { cartId: event.cartId, items: [] } } }] };
     const cart = state.get<Cart>('carts', { cartId: event.cartId });
-    if (event.type === 'AddItem') return { writes: [{ Put: { TableName: 'carts', Item: { cartId: event.cartId, items: [...(cart?.items ?? []), event.item] } } }] };
+    if (event.type === 'AddItem')
+      return { writes: [{ Put: { TableName: 'carts', Item: { cartId: event.cartId, items: [...(cart?.items ?? []), event.item] } } }] };
     if (cart === undefined) throw new PredecessorNotApplied(`cart ${event.cartId} has nothing to check out yet`);
     return { writes: [{ Delete: { TableName: 'carts', Key: { cartId: event.cartId } } }] };
   },
@@ -125,28 +157,35 @@ describe('case C23: a deleted and re-created item is not the item another enviro
       ],
       cartAfterEach: [[], ['apple'], undefined, [], ['banana'], ['banana', 'cherry']],
     },
-  ] as const)('$layout: the cart holds [banana, cherry], apple never comes back, each message applied once', async ({ cartId, steps, cartAfterEach }) => {
-    // Arrange: two warm execution environments of the cart consumer, each with its own memory.
-    const environments = { E1: consumerEnvironment(env, cartConsumer), E2: consumerEnvironment(env, cartConsumer) };
-    const messages = steps.map(([where, event], i) => ({ where, messageId: `${cartId}-m-${i + 1}`, body: { eventId: `${cartId}-e-${i + 1}`, cartId, ...event } }));
+  ] as const)(
+    '$layout: the cart holds [banana, cherry], apple never comes back, each message applied once',
+    async ({ cartId, steps, cartAfterEach }) => {
+      // Arrange: two warm execution environments of the cart consumer, each with its own memory.
+      const environments = { E1: consumerEnvironment(env, cartConsumer), E2: consumerEnvironment(env, cartConsumer) };
+      const messages = steps.map(([where, event], i) => ({
+        where,
+        messageId: `${cartId}-m-${i + 1}`,
+        body: { eventId: `${cartId}-e-${i + 1}`, cartId, ...event },
+      }));
 
-    // Act: one group, each message delivered after the previous one completed.
-    const deliveries: { messageId: string; responses: SQSBatchResponse[] }[] = [];
-    const carts: (readonly string[] | undefined)[] = [];
-    for (const { where, messageId, body } of messages) {
-      deliveries.push({ messageId, responses: await deliverUntilAcknowledged(env, environments[where], messageId, body, cartId) });
-      carts.push((await storedItem<Cart>(env, 'carts', { cartId }))?.items);
-    }
+      // Act: one group, each message delivered after the previous one completed.
+      const deliveries: { messageId: string; responses: SQSBatchResponse[] }[] = [];
+      const carts: (readonly string[] | undefined)[] = [];
+      for (const { where, messageId, body } of messages) {
+        deliveries.push({ messageId, responses: await deliverUntilAcknowledged(env, environments[where], messageId, body, cartId) });
+        carts.push((await storedItem<Cart>(env, 'carts', { cartId }))?.items);
+      }
 
-    // Assert: what is stored after each step, then the inbox, the outcomes and the DLQ.
-    expect(carts).toEqual(cartAfterEach);
-    expect((await storedItem<Cart>(env, 'carts', { cartId }))?.items).toEqual(['banana', 'cherry']);
-    for (const { messageId, body } of messages) {
-      expect(await inboxRowOf(env, body.eventId), body.eventId).toMatchObject({ status: 'applied', messageId });
-    }
-    expectEachAppliedOnce(deliveries, [...environments.E1.outcomes, ...environments.E2.outcomes]);
-    expect(await deadLetters(env)).toEqual([]);
-  });
+      // Assert: what is stored after each step, then the inbox, the outcomes and the DLQ.
+      expect(carts).toEqual(cartAfterEach);
+      expect((await storedItem<Cart>(env, 'carts', { cartId }))?.items).toEqual(['banana', 'cherry']);
+      for (const { messageId, body } of messages) {
+        expect(await inboxRowOf(env, body.eventId), body.eventId).toMatchObject({ status: 'applied', messageId });
+      }
+      expectEachAppliedOnce(deliveries, [...environments.E1.outcomes, ...environments.E2.outcomes]);
+      expect(await deadLetters(env)).toEqual([]);
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -171,11 +210,30 @@ const pageConsumer: IdempotentConsumerOptions<PageEvent> = {
   decide: (event, state) => {
     if (event.type === 'View') {
       return {
-        writes: [{ Update: { TableName: 'pages', Key: { pageId: event.pageId }, UpdateExpression: 'ADD #views :one', ExpressionAttributeNames: { '#views': 'views' }, ExpressionAttributeValues: { ':one': 1 } } }],
+        writes: [
+          {
+            Update: {
+              TableName: 'pages',
+              Key: { pageId: event.pageId },
+              UpdateExpression: 'ADD #views :one',
+              ExpressionAttributeNames: { '#views': 'views' },
+              ExpressionAttributeValues: { ':one': 1 },
+            },
+          },
+        ],
       };
     }
     const page = state.get<Page>('pages', { pageId: event.pageId });
-    return { writes: [{ Put: { TableName: 'pages', Item: { pageId: event.pageId, title: event.title, ...(page?.views === undefined ? {} : { views: page.views }) } } }] };
+    return {
+      writes: [
+        {
+          Put: {
+            TableName: 'pages',
+            Item: { pageId: event.pageId, title: event.title, ...(page?.views === undefined ? {} : { views: page.views }) },
+          },
+        },
+      ],
+    };
   },
 };
 
@@ -194,14 +252,24 @@ describe('case C24: a write that did not read its item still invalidates what ot
 
     // Act: one group, in order.
     const deliveries = [
-      { messageId: 'm-1', responses: await deliverUntilAcknowledged(env, e1, 'm-1', { eventId: 'p-1', type: 'Rename', pageId, title: 'A' }, pageId) },
+      {
+        messageId: 'm-1',
+        responses: await deliverUntilAcknowledged(env, e1, 'm-1', { eventId: 'p-1', type: 'Rename', pageId, title: 'A' }, pageId),
+      },
       { messageId: 'm-2', responses: await deliverUntilAcknowledged(env, e2, 'm-2', { eventId: 'p-2', type: 'View', pageId }, pageId) },
-      { messageId: 'm-3', responses: await deliverUntilAcknowledged(env, e1, 'm-3', { eventId: 'p-3', type: 'Rename', pageId, title: 'B' }, pageId) },
+      {
+        messageId: 'm-3',
+        responses: await deliverUntilAcknowledged(env, e1, 'm-3', { eventId: 'p-3', type: 'Rename', pageId, title: 'B' }, pageId),
+      },
     ];
 
     // Assert
     expect(await storedItem<Page>(env, 'pages', { pageId })).toMatchObject({ pageId, title: 'B', views: 1 });
-    for (const [eventId, messageId] of [['p-1', 'm-1'], ['p-2', 'm-2'], ['p-3', 'm-3']] as const) {
+    for (const [eventId, messageId] of [
+      ['p-1', 'm-1'],
+      ['p-2', 'm-2'],
+      ['p-3', 'm-3'],
+    ] as const) {
       expect(await inboxRowOf(env, eventId), eventId).toMatchObject({ status: 'applied', messageId });
     }
     expectEachAppliedOnce(deliveries, [...e1.outcomes, ...e2.outcomes]);
@@ -315,7 +383,9 @@ describe('case C25: a group stops at a failure raised before decide', () => {
       const first = (await handler(event, lambdaContext())) as KafkaBatchResponse;
 
       // Assert 1: both reported; nothing stored; an attempt counted for offset 0 only.
-      expect(JSON.stringify(first)).toBe('{"batchItemFailures":[{"itemIdentifier":{"partition":"tickets-0","offset":0}},{"itemIdentifier":{"partition":"tickets-0","offset":1}}]}');
+      expect(JSON.stringify(first)).toBe(
+        '{"batchItemFailures":[{"itemIdentifier":{"partition":"tickets-0","offset":0}},{"itemIdentifier":{"partition":"tickets-0","offset":1}}]}',
+      );
       expect(await storedItem(env, 'tickets', { ticketId: 'T-1' })).toBeUndefined();
       expect(await inboxRowOf(env, 't-1')).toBeUndefined();
       expect(await inboxRowOf(env, 't-2')).toBeUndefined();
@@ -372,11 +442,15 @@ function accountConsumer(notifyGold: (input: unknown) => Promise<unknown>): Idem
           return {
             writes: [{ Put: { TableName: 'accounts', Item: { accountId: event.accountId, balance: next } } }],
             outbox: [{ body: { type: 'Credited', accountId: event.accountId, balance: next } }],
-            ...(balance < GOLD && next >= GOLD ? { sideEffects: [{ name: 'notifyGold', input: { accountId: event.accountId, balance: next } }] } : {}),
+            ...(balance < GOLD && next >= GOLD
+              ? { sideEffects: [{ name: 'notifyGold', input: { accountId: event.accountId, balance: next } }] }
+              : {}),
           };
         }
         case 'Split':
-          return { writes: [{ Put: { TableName: 'accounts', Item: { accountId: event.accountId, balance, share: balance / event.parts } } }] };
+          return {
+            writes: [{ Put: { TableName: 'accounts', Item: { accountId: event.accountId, balance, share: balance / event.parts } } }],
+          };
         case 'Audit':
           return {
             writes: [{ Put: { TableName: 'accounts', Item: { accountId: event.accountId, balance: balance + event.amount } } }],
@@ -413,7 +487,10 @@ describe('case C26: a side effect is decided on verified state only', () => {
     expect(await storedItem<Account>(env, 'accounts', { accountId: 'A-1' })).toMatchObject({ balance: 60 });
 
     // Act: one batch, m-1 again (same message id) and m-2.
-    const response = await e1.handler(sqsEvent(sourceRecord(env, 'm-1', m1, { receiveCount: 2 }), sourceRecord(env, 'm-2', m2)), lambdaContext());
+    const response = await e1.handler(
+      sqsEvent(sourceRecord(env, 'm-1', m1, { receiveCount: 2 }), sourceRecord(env, 'm-2', m2)),
+      lambdaContext(),
+    );
 
     // Assert
     expect(response).toEqual({ batchItemFailures: [] });
@@ -424,7 +501,9 @@ describe('case C26: a side effect is decided on verified state only', () => {
     expect(await idempotencyRecords(env)).toEqual([]);
     expect(await inboxRowOf(env, 'k-1')).toMatchObject({ status: 'applied', messageId: 'm-1' });
     expect(await inboxRowOf(env, 'k-2')).toMatchObject({ status: 'applied', messageId: 'm-2' });
-    expect((await outboxItems(env)).map((item) => (JSON.parse(String(item.body)) as { balance: number }).balance).sort((x, y) => x - y)).toEqual([60, 110]);
+    expect(
+      (await outboxItems(env)).map((item) => (JSON.parse(String(item.body)) as { balance: number }).balance).sort((x, y) => x - y),
+    ).toEqual([60, 110]);
     expect(await deadLetters(env)).toEqual([]);
   });
 });
@@ -441,58 +520,83 @@ describe('case C28: a decision that cannot be written fails alone', () => {
   // `names`: what B's error message must name; an outbox position counts from 0, as the library's own
   // outbox message ids and effect keys count it (B's BigInt is in its second outgoing message).
   const variants = [
-    { what: 'a number that is NaN in an item', prefix: 'nan', bad: (accountId: string) => ({ eventId: `${accountId}-b`, type: 'Split', accountId, parts: 0 }), names: [/accounts/, /share/] },
-    { what: 'a BigInt in an outbox body', prefix: 'big', bad: (accountId: string) => ({ eventId: `${accountId}-b`, type: 'Audit', accountId, amount: 1 }), names: [/outbox|outgoing message/i, /\b1\b/] },
+    {
+      what: 'a number that is NaN in an item',
+      prefix: 'nan',
+      bad: (accountId: string) => ({ eventId: `${accountId}-b`, type: 'Split', accountId, parts: 0 }),
+      names: [/accounts/, /share/],
+    },
+    {
+      what: 'a BigInt in an outbox body',
+      prefix: 'big',
+      bad: (accountId: string) => ({ eventId: `${accountId}-b`, type: 'Audit', accountId, amount: 1 }),
+      names: [/outbox|outgoing message/i, /\b1\b/],
+    },
   ];
 
-  it.each(variants)('[A +1, B, C +1] where B writes $what: A and C applied in that invocation, B alone retried as ConsumerDefinitionError naming the write', async ({ prefix, bad, names }) => {
-    // Arrange
-    const { handler, outcomes } = consumerEnvironment(env, accountConsumer(noEffect));
-    const [a, b, c] = [`${prefix}-A`, `${prefix}-B`, `${prefix}-C`];
+  it.each(variants)(
+    '[A +1, B, C +1] where B writes $what: A and C applied in that invocation, B alone retried as ConsumerDefinitionError naming the write',
+    async ({ prefix, bad, names }) => {
+      // Arrange
+      const { handler, outcomes } = consumerEnvironment(env, accountConsumer(noEffect));
+      const [a, b, c] = [`${prefix}-A`, `${prefix}-B`, `${prefix}-C`];
 
-    // Act
-    const response = await handler(sqsEvent(sourceRecord(env, `m-${a}`, credit(`${a}-1`, a)), sourceRecord(env, `m-${b}`, bad(b)), sourceRecord(env, `m-${c}`, credit(`${c}-1`, c))), lambdaContext());
+      // Act
+      const response = await handler(
+        sqsEvent(
+          sourceRecord(env, `m-${a}`, credit(`${a}-1`, a)),
+          sourceRecord(env, `m-${b}`, bad(b)),
+          sourceRecord(env, `m-${c}`, credit(`${c}-1`, c)),
+        ),
+        lambdaContext(),
+      );
 
-    // Assert: the exact response; what is stored for A and C, nothing for B.
-    expect(JSON.stringify(response)).toBe(`{"batchItemFailures":[{"itemIdentifier":"m-${b}"}]}`);
-    expect(await storedItem<Account>(env, 'accounts', { accountId: a })).toMatchObject({ balance: 1 });
-    expect(await storedItem<Account>(env, 'accounts', { accountId: c })).toMatchObject({ balance: 1 });
-    expect(await storedItem(env, 'accounts', { accountId: b })).toBeUndefined();
-    expect(await inboxRowOf(env, `${a}-1`)).toMatchObject({ status: 'applied', messageId: `m-${a}` });
-    expect(await inboxRowOf(env, `${c}-1`)).toMatchObject({ status: 'applied', messageId: `m-${c}` });
-    expect(await inboxRowOf(env, `${b}-b`)).toBeUndefined();
-    const outbox = (await outboxItems(env)).filter((item) => String(item.idempotencyKey).startsWith(`${prefix}-`));
-    expect(outbox.map((item) => item.idempotencyKey).sort()).toEqual([`${a}-1`, `${c}-1`]);
-    // A and C applied (no attempt of theirs spent on B's fault); B retried for its own fault, named.
-    const byMessage = new Map(outcomes.map((o) => [o.messageId, o]));
-    expect(byMessage.get(`m-${a}`)?.outcome).toBe('applied');
-    expect(byMessage.get(`m-${c}`)?.outcome).toBe('applied');
-    const bOutcome = byMessage.get(`m-${b}`);
-    expect(bOutcome).toMatchObject({ outcome: 'retried', errorType: 'ConsumerDefinitionError', countsAsAttempt: true });
-    for (const pattern of names) expect(bOutcome?.errorMessage).toMatch(pattern);
-    expect(bOutcome?.errorMessage).not.toMatch(/\n\s+at /); // a message, not a stack trace
-    expect(outcomes.filter((o) => o.outcome === 'retried').map((o) => o.messageId)).toEqual([`m-${b}`]);
-    expect(await deadLetters(env)).toEqual([]);
-  });
+      // Assert: the exact response; what is stored for A and C, nothing for B.
+      expect(JSON.stringify(response)).toBe(`{"batchItemFailures":[{"itemIdentifier":"m-${b}"}]}`);
+      expect(await storedItem<Account>(env, 'accounts', { accountId: a })).toMatchObject({ balance: 1 });
+      expect(await storedItem<Account>(env, 'accounts', { accountId: c })).toMatchObject({ balance: 1 });
+      expect(await storedItem(env, 'accounts', { accountId: b })).toBeUndefined();
+      expect(await inboxRowOf(env, `${a}-1`)).toMatchObject({ status: 'applied', messageId: `m-${a}` });
+      expect(await inboxRowOf(env, `${c}-1`)).toMatchObject({ status: 'applied', messageId: `m-${c}` });
+      expect(await inboxRowOf(env, `${b}-b`)).toBeUndefined();
+      const outbox = (await outboxItems(env)).filter((item) => String(item.idempotencyKey).startsWith(`${prefix}-`));
+      expect(outbox.map((item) => item.idempotencyKey).sort()).toEqual([`${a}-1`, `${c}-1`]);
+      // A and C applied (no attempt of theirs spent on B's fault); B retried for its own fault, named.
+      const byMessage = new Map(outcomes.map((o) => [o.messageId, o]));
+      expect(byMessage.get(`m-${a}`)?.outcome).toBe('applied');
+      expect(byMessage.get(`m-${c}`)?.outcome).toBe('applied');
+      const bOutcome = byMessage.get(`m-${b}`);
+      expect(bOutcome).toMatchObject({ outcome: 'retried', errorType: 'ConsumerDefinitionError', countsAsAttempt: true });
+      for (const pattern of names) expect(bOutcome?.errorMessage).toMatch(pattern);
+      expect(bOutcome?.errorMessage).not.toMatch(/\n\s+at /); // a message, not a stack trace
+      expect(outcomes.filter((o) => o.outcome === 'retried').map((o) => o.messageId)).toEqual([`m-${b}`]);
+      expect(await deadLetters(env)).toEqual([]);
+    },
+  );
 
-  it.each(variants)('B ($what) on its last attempt is dead-lettered as RetriesExhausted with the ConsumerDefinitionError, body byte for byte', async ({ prefix, bad, names }) => {
-    // Arrange
-    const { handler, outcomes } = consumerEnvironment(env, accountConsumer(noEffect));
-    const accountId = `${prefix}-last-B`;
-    const body = JSON.stringify(bad(accountId));
+  it.each(variants)(
+    'B ($what) on its last attempt is dead-lettered as RetriesExhausted with the ConsumerDefinitionError, body byte for byte',
+    async ({ prefix, bad, names }) => {
+      // Arrange
+      const { handler, outcomes } = consumerEnvironment(env, accountConsumer(noEffect));
+      const accountId = `${prefix}-last-B`;
+      const body = JSON.stringify(bad(accountId));
 
-    // Act: the 5th receive (retry.maxAttempts 5), never skipped before.
-    const response = await handler(sqsEvent(sourceRecord(env, `m-${accountId}`, body, { receiveCount: 5 })), lambdaContext());
+      // Act: the 5th receive (retry.maxAttempts 5), never skipped before.
+      const response = await handler(sqsEvent(sourceRecord(env, `m-${accountId}`, body, { receiveCount: 5 })), lambdaContext());
 
-    // Assert
-    expect(response).toEqual({ batchItemFailures: [] });
-    expect(outcomes.map((o) => [o.outcome, o.reason, o.errorType])).toEqual([['dead-lettered', 'RetriesExhausted', 'ConsumerDefinitionError']]);
-    const dead = (await deadLetters(env)).filter((m) => deadLetterAttribute(m, 'originalMessageId') === `m-${accountId}`);
-    expect(dead).toHaveLength(1);
-    expect(dead[0]?.Body).toBe(body);
-    expect(deadLetterAttribute(dead[0], 'failureReason')).toBe('RetriesExhausted');
-    expect(deadLetterAttribute(dead[0], 'errorType')).toBe('ConsumerDefinitionError');
-    for (const pattern of names) expect(deadLetterAttribute(dead[0], 'errorMessage')).toMatch(pattern);
-    expect(await storedItem(env, 'accounts', { accountId })).toBeUndefined();
-  });
+      // Assert
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(outcomes.map((o) => [o.outcome, o.reason, o.errorType])).toEqual([
+        ['dead-lettered', 'RetriesExhausted', 'ConsumerDefinitionError'],
+      ]);
+      const dead = (await deadLetters(env)).filter((m) => deadLetterAttribute(m, 'originalMessageId') === `m-${accountId}`);
+      expect(dead).toHaveLength(1);
+      expect(dead[0]?.Body).toBe(body);
+      expect(deadLetterAttribute(dead[0], 'failureReason')).toBe('RetriesExhausted');
+      expect(deadLetterAttribute(dead[0], 'errorType')).toBe('ConsumerDefinitionError');
+      for (const pattern of names) expect(deadLetterAttribute(dead[0], 'errorMessage')).toMatch(pattern);
+      expect(await storedItem(env, 'accounts', { accountId })).toBeUndefined();
+    },
+  );
 });

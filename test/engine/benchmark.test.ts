@@ -53,10 +53,25 @@ describe('npm run bench --silent -- --json, a short run', () => {
     const output = await run(
       'npm',
       [
-        'run', 'bench', '--silent', '--',
-        '--json', '--messages', '20', '--repetitions', '1', '--batch-sizes', '10',
-        '--heap-messages', '20,60', '--cold-start-runs', '1',
-        '--dynamodb-endpoint', endpoints.dynamoDbEndpoint, '--sqs-endpoint', endpoints.sqsEndpoint,
+        'run',
+        'bench',
+        '--silent',
+        '--',
+        '--json',
+        '--messages',
+        '20',
+        '--repetitions',
+        '1',
+        '--batch-sizes',
+        '10',
+        '--heap-messages',
+        '20,60',
+        '--cold-start-runs',
+        '1',
+        '--dynamodb-endpoint',
+        endpoints.dynamoDbEndpoint,
+        '--sqs-endpoint',
+        endpoints.sqsEndpoint,
       ],
       { cwd: process.cwd(), maxBuffer: 16 * 1024 * 1024, timeout: 240_000 },
     );
@@ -71,12 +86,20 @@ describe('npm run bench --silent -- --json, a short run', () => {
   });
 
   it('reports every scenario with the issue’s figures, as numbers', () => {
-    expect(report.scenarios.map((s) => `${s.name}@${s.batchSize}`)).toEqual(['fresh@10', 'duplicates@10', 'fresh-side-effect@10', 'mixed@10', 'poison@10']);
+    expect(report.scenarios.map((s) => `${s.name}@${s.batchSize}`)).toEqual([
+      'fresh@10',
+      'duplicates@10',
+      'fresh-side-effect@10',
+      'mixed@10',
+      'poison@10',
+    ]);
     for (const scenario of report.scenarios) {
       for (const figure of ISSUE_FIGURES) expect(typeof scenario[figure], `${scenario.name} ${figure}`).toBe('number');
       expect(scenario.problems).toEqual([]);
     }
-    expect(Object.keys(report.coldStart)).toEqual(expect.arrayContaining(['bundleBytes', 'initMs', 'baselineBundleBytes', 'baselineInitMs']));
+    expect(Object.keys(report.coldStart)).toEqual(
+      expect.arrayContaining(['bundleBytes', 'initMs', 'baselineBundleBytes', 'baselineInitMs']),
+    );
     expect(report.heap).toMatchObject({ from: 20, to: 60 });
     expect(report.targets).toHaveLength(8);
   });
@@ -101,7 +124,12 @@ describe('npm run bench --silent -- --json, a short run', () => {
   it('bills the capacity AWS’s rules give for items under 1 KB', () => {
     const of = (name: string) => report.scenarios.find((s) => s.name === name)!;
     // Engine: one transaction of inbox row + order, 2 write units each. Baseline: lock, order and completion writes, one consistent read.
-    expect(of('fresh')).toMatchObject({ writeUnitsPerMessage: 4, readUnitsPerMessage: 0, baselineWriteUnitsPerMessage: 3, baselineReadUnitsPerMessage: 1 });
+    expect(of('fresh')).toMatchObject({
+      writeUnitsPerMessage: 4,
+      readUnitsPerMessage: 0,
+      baselineWriteUnitsPerMessage: 3,
+      baselineReadUnitsPerMessage: 1,
+    });
     // Engine: no write for a duplicate. Baseline: the refused lock put, 1 write unit.
     expect(of('duplicates')).toMatchObject({ writeUnitsPerMessage: 0, baselineWriteUnitsPerMessage: 1, baselineReadUnitsPerMessage: 0 });
     expect(of('fresh')).toMatchObject({ dynamoDbRequestsPerMessage: 0.1, baselineDynamoDbRequestsPerMessage: 4 });

@@ -12,13 +12,24 @@ import { redriveDeadLetters } from '../../packages/cli/src/dlq/redrive.js';
 import { inventoryConsumerOptions } from '../../examples/inventory/consumer.js';
 import { inventoryTables } from '../../examples/inventory/settings.js';
 import { deadLetters } from '../support/cafeHarness.js';
-import { consumerEnvironment, type ExecutionEnvironment, inboxRowOf, outboxItems, outcomeList, recordFromMessage, sourceRecord, storedItem } from '../support/consumerHarness.js';
+import {
+  consumerEnvironment,
+  type ExecutionEnvironment,
+  inboxRowOf,
+  outboxItems,
+  outcomeList,
+  recordFromMessage,
+  sourceRecord,
+  storedItem,
+} from '../support/consumerHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { receiveAll } from '../support/sqsMessages.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('the inventory consumer\'s tables on a FIFO queue, and assertions over its whole outbox and DLQ: a deployed stack has the café\'s');
+const describe = describeUnlessDeployedStack(
+  "the inventory consumer's tables on a FIFO queue, and assertions over its whole outbox and DLQ: a deployed stack has the café's",
+);
 
 /** The SQS message attribute that marks a redrive of a dead letter; its value is the dead letter's original message id. */
 const REDRIVE_ATTRIBUTE = 'ic.redrive';
@@ -39,10 +50,15 @@ describe('case C27: a copy of a dead-lettered event is not applied later', () =>
   const envs: TestResources[] = [];
   afterAll(() => Promise.all(envs.map((env) => env.dispose())));
 
-  const record = (env: TestResources, messageId: string, body: string | Record<string, unknown>, options: { receiveCount?: number; stringAttributes?: Record<string, string> } = {}): SQSRecord =>
-    sourceRecord(env, messageId, body, { groupId: SKU, ...options });
+  const record = (
+    env: TestResources,
+    messageId: string,
+    body: string | Record<string, unknown>,
+    options: { receiveCount?: number; stringAttributes?: Record<string, string> } = {},
+  ): SQSRecord => sourceRecord(env, messageId, body, { groupId: SKU, ...options });
   const stock = (env: TestResources) => storedItem<{ sku: string; available: number; reserved: number }>(env, 'stock', { sku: SKU });
-  const confirmations = async (env: TestResources) => (await outboxItems(env)).filter((item) => String(item.body).includes('ReservationConfirmed'));
+  const confirmations = async (env: TestResources) =>
+    (await outboxItems(env)).filter((item) => String(item.body).includes('ReservationConfirmed'));
 
   /**
    * Arrange and act: 2 in stock (m-0), then m-1 reserve r-1 ×5 (OutOfStock), m-2 receive 10, m-3
@@ -56,7 +72,12 @@ describe('case C27: a copy of a dead-lettered event is not applied later', () =>
     expect(await first.handler(sqsEvent(record(env, 'm-0', bodies.m0)), lambdaContext())).toEqual({ batchItemFailures: [] });
     first.outcomes.length = 0;
     if (layout === 'one batch [m-1, m-2, m-3]') {
-      expect(await first.handler(sqsEvent(record(env, 'm-1', m1Body), record(env, 'm-2', bodies.m2), record(env, 'm-3', m1Body)), lambdaContext())).toEqual({ batchItemFailures: [] });
+      expect(
+        await first.handler(
+          sqsEvent(record(env, 'm-1', m1Body), record(env, 'm-2', bodies.m2), record(env, 'm-3', m1Body)),
+          lambdaContext(),
+        ),
+      ).toEqual({ batchItemFailures: [] });
     } else {
       expect(await first.handler(sqsEvent(record(env, 'm-1', m1Body)), lambdaContext())).toEqual({ batchItemFailures: [] });
       expect(await first.handler(sqsEvent(record(env, 'm-2', bodies.m2)), lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -96,7 +117,8 @@ describe('case C27: a copy of a dead-lettered event is not applied later', () =>
     second.outcomes.length = 0;
 
     // Act: the redrive (a new message id, the dead letter's body, the attribute), then its redelivery, then one more producer copy.
-    const redriven = (receiveCount: number) => record(env, 'm-1-redriven', dead?.Body ?? '', { receiveCount, stringAttributes: { [REDRIVE_ATTRIBUTE]: originalMessageId } });
+    const redriven = (receiveCount: number) =>
+      record(env, 'm-1-redriven', dead?.Body ?? '', { receiveCount, stringAttributes: { [REDRIVE_ATTRIBUTE]: originalMessageId } });
     const responses = [
       await second.handler(sqsEvent(redriven(1)), lambdaContext()),
       await second.handler(sqsEvent(redriven(2)), lambdaContext()),
@@ -121,7 +143,10 @@ describe('case C27: a copy of a dead-lettered event is not applied later', () =>
     second.outcomes.length = 0;
 
     // Act: m-3's id (the producer's copy) is not the dead letter's original message id.
-    const response = await second.handler(sqsEvent(record(env, 'm-5', m1Body, { stringAttributes: { [REDRIVE_ATTRIBUTE]: 'm-3' } })), lambdaContext());
+    const response = await second.handler(
+      sqsEvent(record(env, 'm-5', m1Body, { stringAttributes: { [REDRIVE_ATTRIBUTE]: 'm-3' } })),
+      lambdaContext(),
+    );
 
     // Assert
     expect(response).toEqual({ batchItemFailures: [] });
@@ -136,7 +161,10 @@ describe('case C27: a copy of a dead-lettered event is not applied later', () =>
     first.outcomes.length = 0;
 
     // Act 1: the command line's redrive (receive → send → delete), then what Lambda would receive from the source queue.
-    const result = await redriveDeadLetters({ sqs: env.sqs }, { queueUrl: env.resources.deadLetterQueueUrl, yes: true, waitTimeSeconds: 0, visibilityTimeoutSeconds: 30 });
+    const result = await redriveDeadLetters(
+      { sqs: env.sqs },
+      { queueUrl: env.resources.deadLetterQueueUrl, yes: true, waitTimeSeconds: 0, visibilityTimeoutSeconds: 30 },
+    );
     const received = await receiveAll(env.sqs, env.resources.queueUrl, 0);
 
     // Assert 1: m-1 moved, with its body and the redrive attribute naming it.
@@ -146,7 +174,10 @@ describe('case C27: a copy of a dead-lettered event is not applied later', () =>
 
     // Act 2: the consumer gets the redriven message, then the same message again.
     const redriven = recordFromMessage(received[0]!, env.resources.queueArn);
-    const responses = [await first.handler(sqsEvent(redriven), lambdaContext()), await first.handler(sqsEvent({ ...redriven, attributes: { ...redriven.attributes, ApproximateReceiveCount: '2' } }), lambdaContext())];
+    const responses = [
+      await first.handler(sqsEvent(redriven), lambdaContext()),
+      await first.handler(sqsEvent({ ...redriven, attributes: { ...redriven.attributes, ApproximateReceiveCount: '2' } }), lambdaContext()),
+    ];
 
     // Assert 2: applied once.
     expect(responses).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);

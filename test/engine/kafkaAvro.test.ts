@@ -6,7 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KafkaRecord, kafkaAvroFormat } from 'idempotent-consumer/kafka';
-import { cafeResources, deadLetters, executionEnvironment, inboxItems, ledgerOf, notificationsOf, orderState } from '../support/cafeHarness.js';
+import {
+  cafeResources,
+  deadLetters,
+  executionEnvironment,
+  inboxItems,
+  ledgerOf,
+  notificationsOf,
+  orderState,
+} from '../support/cafeHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { kafkaRecord, mskEvent } from '../support/kafkaEvents.js';
 import { avroBytes, orderEventAvsc } from '../support/kafkaSchemas.js';
@@ -19,7 +27,8 @@ const at = '2026-01-01T00:00:00Z';
 function avroRecord(partition: number, offset: number, bytes: Buffer, orderId: string): KafkaRecord {
   return { ...kafkaRecord('orders', partition, offset, null, { key: orderId }), value: bytes.toString('base64') };
 }
-const event = (eventId: string, type: string, orderId: string, points = 0) => avroBytes(orderEventAvsc, { eventId, type, orderId, occurredAt: at, points });
+const event = (eventId: string, type: string, orderId: string, points = 0) =>
+  avroBytes(orderEventAvsc, { eventId, type, orderId, occurredAt: at, points });
 
 describe('an Avro topic, decoded by Powertools (kafka.value = kafkaAvroFormat)', () => {
   let env: TestResources;
@@ -68,10 +77,17 @@ describe('an Avro topic, decoded by Powertools (kafka.value = kafkaAvroFormat)',
     ]);
     const dead = (await deadLetters(env)).find((m) => deadLetterAttribute(m, 'originalMessageId') === 'orders-2@20');
     expect(deadLetterAttribute(dead, 'failureReason')).toBe('ValidationError');
-    expect(deadLetterAttribute(dead, 'errorMessage')).toMatch(/^the record value could not be decoded as Avro: the bytes are not a datum of the Avro schema/);
+    expect(deadLetterAttribute(dead, 'errorMessage')).toMatch(
+      /^the record value could not be decoded as Avro: the bytes are not a datum of the Avro schema/,
+    );
     expect(deadLetterAttribute(dead, 'bodyEncoding')).toBe('base64');
     expect(Buffer.from(dead?.Body ?? '', 'base64')).toEqual(garbage);
-    expect(JSON.parse(deadLetterAttribute(dead, 'coordinates') ?? '{}')).toMatchObject({ topic: 'orders', partition: 2, offset: 20, key: 'AV-BAD' });
+    expect(JSON.parse(deadLetterAttribute(dead, 'coordinates') ?? '{}')).toMatchObject({
+      topic: 'orders',
+      partition: 2,
+      offset: 20,
+      key: 'AV-BAD',
+    });
     expect((await orderState(env, 'AV-3'))?.status).toBe('Created');
   });
 

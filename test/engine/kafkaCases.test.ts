@@ -8,13 +8,23 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { RetryableError } from 'idempotent-consumer';
 import type { KafkaBatchResponse, KafkaEvent } from 'idempotent-consumer/kafka';
 import { cafeConsumerOptions } from '../../examples/cafe/consumer.js';
-import { cafeResources, deadLetters, executionEnvironment, ledgerOf, notificationsOf, orderState, queueRecord } from '../support/cafeHarness.js';
+import {
+  cafeResources,
+  deadLetters,
+  executionEnvironment,
+  ledgerOf,
+  notificationsOf,
+  orderState,
+  queueRecord,
+} from '../support/cafeHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { base64, c8Event, kafkaRecord, MSK_CLUSTER_ARN, mskEvent } from '../support/kafkaEvents.js';
 import { body, lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { describeUnlessDeployedStack, type TestResources } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('fixed order ids and assertions over a whole table or dead-letter queue: on a shared stack other tests\' items (and a second run\'s) would be found');
+const describe = describeUnlessDeployedStack(
+  "fixed order ids and assertions over a whole table or dead-letter queue: on a shared stack other tests' items (and a second run's) would be found",
+);
 
 class InjectedFailure extends RetryableError {
   constructor(message = 'injected retryable failure') {
@@ -26,19 +36,37 @@ class InjectedFailure extends RetryableError {
 /** The event with each partition resumed from its lowest reported offset (one reading of AWS's rule). */
 function resumed(event: KafkaEvent, response: KafkaBatchResponse): KafkaEvent {
   const lowest = new Map<string, number>();
-  for (const { itemIdentifier } of response.batchItemFailures) lowest.set(itemIdentifier.partition, Math.min(lowest.get(itemIdentifier.partition) ?? Infinity, itemIdentifier.offset));
-  return { ...event, records: Object.fromEntries([...lowest].map(([partition, offset]) => [partition, (event.records[partition] ?? []).filter((r) => r.offset >= offset)])) };
+  for (const { itemIdentifier } of response.batchItemFailures)
+    lowest.set(itemIdentifier.partition, Math.min(lowest.get(itemIdentifier.partition) ?? Infinity, itemIdentifier.offset));
+  return {
+    ...event,
+    records: Object.fromEntries(
+      [...lowest].map(([partition, offset]) => [partition, (event.records[partition] ?? []).filter((r) => r.offset >= offset)]),
+    ),
+  };
 }
 
 /** The event with only the reported records (the other reading of AWS's rule). */
 function onlyReported(event: KafkaEvent, response: KafkaBatchResponse): KafkaEvent {
   const reported = new Set(response.batchItemFailures.map(({ itemIdentifier }) => `${itemIdentifier.partition}@${itemIdentifier.offset}`));
-  return { ...event, records: Object.fromEntries(Object.entries(event.records).map(([partition, records]) => [partition, (records ?? []).filter((r) => reported.has(`${partition}@${r.offset}`))]).filter(([, records]) => (records ?? []).length > 0)) };
+  return {
+    ...event,
+    records: Object.fromEntries(
+      Object.entries(event.records)
+        .map(([partition, records]) => [partition, (records ?? []).filter((r) => reported.has(`${partition}@${r.offset}`))])
+        .filter(([, records]) => (records ?? []).length > 0),
+    ),
+  };
 }
 
 async function placeOrders(env: TestResources, ...orderIds: string[]) {
   const { handler } = executionEnvironment(env);
-  expect(await handler(sqsEvent(...orderIds.map((orderId) => queueRecord(env, `placed-${orderId}`, body.placed(`placed-${orderId}`, orderId)))), lambdaContext())).toEqual({ batchItemFailures: [] });
+  expect(
+    await handler(
+      sqsEvent(...orderIds.map((orderId) => queueRecord(env, `placed-${orderId}`, body.placed(`placed-${orderId}`, orderId)))),
+      lambdaContext(),
+    ),
+  ).toEqual({ batchItemFailures: [] });
 }
 
 /** A café environment whose decision fails (retryably) for the given event ids while `failing` holds them. */
@@ -68,7 +96,9 @@ describe('case C8: a poison record does not block its partition (with C12 report
     const { handler } = flakyEnvironment(env, failing);
     const event = c8Event();
     const first = (await handler(event, lambdaContext())) as KafkaBatchResponse;
-    expect(JSON.stringify(first)).toBe('{"batchItemFailures":[{"itemIdentifier":{"partition":"orders-0","offset":12}},{"itemIdentifier":{"partition":"orders-0","offset":13}}]}');
+    expect(JSON.stringify(first)).toBe(
+      '{"batchItemFailures":[{"itemIdentifier":{"partition":"orders-0","offset":12}},{"itemIdentifier":{"partition":"orders-0","offset":13}}]}',
+    );
 
     failing.clear();
     expect(await handler(retryOf(event, first), lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -96,25 +126,33 @@ describe('case C12: every unprocessed record of a stopped partition is reported'
   it.each([
     ['resumes from the lowest reported offset', resumed, 'P'],
     ['retries only the reported records', onlyReported, 'Q'],
-  ])('reports 12, 13 and 14 of orders-0 and nothing of a partition that succeeded; each applied once when Lambda %s', async (_reading, retryOf, prefix) => {
-    const ids = [10, 11, 12, 13, 14].map((offset) => `${prefix}-${offset}`);
-    const failing = new Set([`e-${prefix}-12`]);
-    const { handler } = flakyEnvironment(env, failing);
-    const event = mskEvent(
-      ...ids.map((orderId, i) => kafkaRecord('orders', 0, 10 + i, body.placed(`e-${orderId}`, orderId))),
-      kafkaRecord('orders', 1, 5, body.placed(`e-${prefix}-other`, `${prefix}-other`)),
-    );
-    const first = (await handler(event, lambdaContext())) as KafkaBatchResponse;
-    expect(first.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([12, 13, 14].map((offset) => ({ partition: 'orders-0', offset })));
-    expect((await orderState(env, `${prefix}-13`))).toBeUndefined();
+  ])(
+    'reports 12, 13 and 14 of orders-0 and nothing of a partition that succeeded; each applied once when Lambda %s',
+    async (_reading, retryOf, prefix) => {
+      const ids = [10, 11, 12, 13, 14].map((offset) => `${prefix}-${offset}`);
+      const failing = new Set([`e-${prefix}-12`]);
+      const { handler } = flakyEnvironment(env, failing);
+      const event = mskEvent(
+        ...ids.map((orderId, i) => kafkaRecord('orders', 0, 10 + i, body.placed(`e-${orderId}`, orderId))),
+        kafkaRecord('orders', 1, 5, body.placed(`e-${prefix}-other`, `${prefix}-other`)),
+      );
+      const first = (await handler(event, lambdaContext())) as KafkaBatchResponse;
+      expect(first.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(
+        [12, 13, 14].map((offset) => ({ partition: 'orders-0', offset })),
+      );
+      expect(await orderState(env, `${prefix}-13`)).toBeUndefined();
 
-    failing.clear();
-    expect(await handler(retryOf(event, first), lambdaContext())).toEqual({ batchItemFailures: [] });
-    for (const orderId of [...ids, `${prefix}-other`]) {
-      const order = await orderState(env, orderId);
-      expect(order?.history.filter((step) => step.status === 'Created'), orderId).toHaveLength(1);
-    }
-  });
+      failing.clear();
+      expect(await handler(retryOf(event, first), lambdaContext())).toEqual({ batchItemFailures: [] });
+      for (const orderId of [...ids, `${prefix}-other`]) {
+        const order = await orderState(env, orderId);
+        expect(
+          order?.history.filter((step) => step.status === 'Created'),
+          orderId,
+        ).toHaveLength(1);
+      }
+    },
+  );
 });
 
 describe('Kafka: attempts counted by coordinates', () => {
@@ -139,11 +177,15 @@ describe('Kafka: attempts counted by coordinates', () => {
     expect(exhausted?.Body).toBe(JSON.stringify(body.paid('e-7', 'O-7')));
     expect(deadLetterAttribute(exhausted, 'errorType')).toBe('InjectedFailure');
     expect(deadLetterAttribute(exhausted, 'attempts')).toBe('3');
-    const record = await env.documentClient.send(new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: 'cafe-orders#attempt#kafka:orders-3@70' }, ConsistentRead: true }));
+    const record = await env.documentClient.send(
+      new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: 'cafe-orders#attempt#kafka:orders-3@70' }, ConsistentRead: true }),
+    );
     expect(record.Item).toMatchObject({ attempts: 3, lastErrorType: 'InjectedFailure', lastErrorMessage: 'e-7 fails' });
     expect(await ledgerOf(env, 'O-7')).toHaveLength(0);
     // 71 was never run while 70 failed; now it is.
-    expect(await handler(mskEvent(kafkaRecord('orders', 3, 71, body.placed('e-8', 'O-8'))), lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await handler(mskEvent(kafkaRecord('orders', 3, 71, body.placed('e-8', 'O-8'))), lambdaContext())).toEqual({
+      batchItemFailures: [],
+    });
   });
 
   it('restarts the count when the same coordinates hold another record', async () => {
@@ -151,8 +193,12 @@ describe('Kafka: attempts counted by coordinates', () => {
     const old = mskEvent(kafkaRecord('orders', 5, 0, body.paid('e-30', 'O-30'), { timestamp: 1_000 }));
     for (let attempt = 1; attempt <= 3; attempt += 1) await handler(old, lambdaContext());
     const fresh = mskEvent(kafkaRecord('orders', 5, 0, body.paid('e-31', 'O-30'), { timestamp: 9_000 }));
-    expect(await handler(fresh, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: { partition: 'orders-5', offset: 0 } }] });
-    const record = await env.documentClient.send(new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: 'cafe-orders#attempt#kafka:orders-5@0' }, ConsistentRead: true }));
+    expect(await handler(fresh, lambdaContext())).toEqual({
+      batchItemFailures: [{ itemIdentifier: { partition: 'orders-5', offset: 0 } }],
+    });
+    const record = await env.documentClient.send(
+      new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: 'cafe-orders#attempt#kafka:orders-5@0' }, ConsistentRead: true }),
+    );
     expect(record.Item?.attempts).toBe(1);
   });
 });
@@ -166,7 +212,10 @@ describe('Kafka: values that are not events', () => {
 
   it('dead-letters a value holding NUL in base64 on its first delivery, and the partition goes on', async () => {
     const bytes = Buffer.from('\u0000nul body', 'utf8');
-    const event = mskEvent({ ...kafkaRecord('orders', 6, 0, null, { key: 'O-40' }), value: bytes.toString('base64') }, kafkaRecord('orders', 6, 1, body.placed('e-41', 'O-41')));
+    const event = mskEvent(
+      { ...kafkaRecord('orders', 6, 0, null, { key: 'O-40' }), value: bytes.toString('base64') },
+      kafkaRecord('orders', 6, 1, body.placed('e-41', 'O-41')),
+    );
     expect(await executionEnvironment(env).handler(event, lambdaContext())).toEqual({ batchItemFailures: [] });
     const dead = (await deadLetters(env)).find((m) => JSON.stringify(m.MessageAttributes).includes('orders-6@0'));
     expect(deadLetterAttribute(dead, 'failureReason')).toBe('ValidationError');
@@ -177,7 +226,10 @@ describe('Kafka: values that are not events', () => {
 
   it('C20: a value too large for the DLQ is set aside on its first attempt, whole, and the next record is applied in the same invocation', async () => {
     const value = Buffer.alloc(800 * 1024, 0xff).toString('base64'); // 800 KiB that are not UTF-8: over 1 MiB in base64
-    const event = mskEvent({ ...kafkaRecord('orders', 0, 10, null, { key: 'O-BIG' }), value }, kafkaRecord('orders', 0, 11, body.placed('e-after-big', 'O-AFTER-BIG')));
+    const event = mskEvent(
+      { ...kafkaRecord('orders', 0, 10, null, { key: 'O-BIG' }), value },
+      kafkaRecord('orders', 0, 11, body.placed('e-after-big', 'O-AFTER-BIG')),
+    );
     const { handler, outcomes } = executionEnvironment(env);
     expect(await handler(event, lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(outcomes.map((o) => [o.messageId, o.outcome, o.reason])).toEqual([
@@ -195,7 +247,10 @@ describe('Kafka: values that are not events', () => {
 
   it('C18: a deeply nested unknown field does not block its partition', async () => {
     const raw = `{"eventId":"deep-k","type":"OrderPlaced","orderId":"DK","occurredAt":"2026-01-01T00:00:00Z","x":${'['.repeat(3200)}${']'.repeat(3200)}}`;
-    const event = mskEvent({ ...kafkaRecord('orders', 7, 0, null, { key: 'DK' }), value: base64(raw) }, kafkaRecord('orders', 7, 1, body.placed('e-after', 'AFTER')));
+    const event = mskEvent(
+      { ...kafkaRecord('orders', 7, 0, null, { key: 'DK' }), value: base64(raw) },
+      kafkaRecord('orders', 7, 1, body.placed('e-after', 'AFTER')),
+    );
     expect(await executionEnvironment(env).handler(event, lambdaContext())).toEqual({ batchItemFailures: [] });
     expect((await orderState(env, 'DK'))?.status).toBe('Created');
     expect((await orderState(env, 'AFTER'))?.status).toBe('Created');

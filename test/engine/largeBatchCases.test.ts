@@ -12,18 +12,30 @@ import type { IdempotentConsumerOptions, OutcomeRecord, TableDefinition } from '
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { deadLetters } from '../support/cafeHarness.js';
-import { consumerEnvironment, idempotencyRecords, inboxRows, outboxItems, scanAll, sourceRecord, storedItem } from '../support/consumerHarness.js';
+import {
+  consumerEnvironment,
+  idempotencyRecords,
+  inboxRows,
+  outboxItems,
+  scanAll,
+  sourceRecord,
+  storedItem,
+} from '../support/consumerHarness.js';
 import { kafkaRecord, mskEvent } from '../support/kafkaEvents.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('consumers with tables of their own (streams, users) and assertions over whole tables and the DLQ: a deployed stack has the café\'s');
+const describe = describeUnlessDeployedStack(
+  "consumers with tables of their own (streams, users) and assertions over whole tables and the DLQ: a deployed stack has the café's",
+);
 
 const id = z.string().min(1).max(128);
 
 /** What no message of these batches may end with: contention or rounds are not a message's own fault. */
 function libraryFaults(outcomes: readonly OutcomeRecord[]): string[] {
-  return outcomes.filter((o) => o.errorType === 'TransactionConflict' || o.reason === 'RetriesExhausted' || o.outcome !== 'applied').map((o) => `${o.messageId}:${o.outcome}:${o.reason ?? o.errorType ?? ''}`);
+  return outcomes
+    .filter((o) => o.errorType === 'TransactionConflict' || o.reason === 'RetriesExhausted' || o.outcome !== 'applied')
+    .map((o) => `${o.messageId}:${o.outcome}:${o.reason ?? o.errorType ?? ''}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -46,7 +58,9 @@ const streamConsumer: IdempotentConsumerOptions<StreamEvent> = {
     const stream = state.get<{ streamId: string; log: number[] }>('streams', { streamId: event.streamId });
     return {
       writes: [{ Put: { TableName: 'streams', Item: { streamId: event.streamId, log: [...(stream?.log ?? []), event.seq] } } }],
-      outbox: Array.from({ length: OUTBOX_PER_MESSAGE }, (_, part) => ({ body: { type: 'Appended', streamId: event.streamId, seq: event.seq, part } })),
+      outbox: Array.from({ length: OUTBOX_PER_MESSAGE }, (_, part) => ({
+        body: { type: 'Appended', streamId: event.streamId, seq: event.seq, part },
+      })),
     };
   },
 };
@@ -62,7 +76,9 @@ describe('case C29: units too large to share a transaction still all commit', ()
     // Arrange
     const { handler, outcomes } = consumerEnvironment(env, streamConsumer);
     const seqs = Array.from({ length: 10 }, (_, i) => i + 1);
-    const records = seqs.map((seq) => sourceRecord(env, `m-${seq}`, { eventId: `s-${seq}`, type: 'Append', streamId: 'S-1', seq }, { groupId: 'S-1' }));
+    const records = seqs.map((seq) =>
+      sourceRecord(env, `m-${seq}`, { eventId: `s-${seq}`, type: 'Append', streamId: 'S-1', seq }, { groupId: 'S-1' }),
+    );
 
     // Act
     const response = await handler(sqsEvent(...records), lambdaContext(30_000));
@@ -74,7 +90,11 @@ describe('case C29: units too large to share a transaction still all commit', ()
     expect(rows.map((row) => [row.idempotencyKey, row.status]).sort()).toEqual(seqs.map((seq) => [`s-${seq}`, 'applied']).sort());
     const outbox = await outboxItems(env);
     expect(outbox).toHaveLength(10 * OUTBOX_PER_MESSAGE);
-    for (const seq of seqs) expect(outbox.filter((item) => item.idempotencyKey === `s-${seq}`), `s-${seq}`).toHaveLength(OUTBOX_PER_MESSAGE);
+    for (const seq of seqs)
+      expect(
+        outbox.filter((item) => item.idempotencyKey === `s-${seq}`),
+        `s-${seq}`,
+      ).toHaveLength(OUTBOX_PER_MESSAGE);
     expect(outcomes.map((o) => o.messageId)).toEqual(records.map((r) => r.messageId));
     expect(libraryFaults(outcomes)).toEqual([]);
     expect(outcomes.filter((o) => o.countsAsAttempt === true).map((o) => o.messageId)).toEqual([]);
@@ -133,7 +153,11 @@ function loginConsumer(downstream: CountingDownstream, orderingKey: 'userId' | '
     },
     sideEffects: {
       recordLogin: async (input, context) => {
-        const response = await fetch(downstream.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ effectKey: context.effectKey, input }) });
+        const response = await fetch(downstream.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ effectKey: context.effectKey, input }),
+        });
         if (!response.ok) throw new Error(`the downstream answered ${response.status}`);
         return response.json();
       },
@@ -151,10 +175,21 @@ describe('case C30: a batch full of side effects applies', () => {
   });
 
   const users = (prefix: string) => Array.from({ length: 100 }, (_, i) => `${prefix}-${String(i).padStart(3, '0')}`);
-  const login = (userId: string) => ({ eventId: `login-${userId}`, type: 'UserLoggedIn', userId, tenant: 'T-1', at: '2026-03-01T10:00:00Z' });
+  const login = (userId: string) => ({
+    eventId: `login-${userId}`,
+    type: 'UserLoggedIn',
+    userId,
+    tenant: 'T-1',
+    at: '2026-03-01T10:00:00Z',
+  });
 
   /** Asserts what one batch of 100 logins left: every user once, every effect once, nothing dead-lettered. */
-  async function expectAllApplied(env: TestResources, userIds: readonly string[], outcomes: readonly OutcomeRecord[], messageIds: readonly string[]) {
+  async function expectAllApplied(
+    env: TestResources,
+    userIds: readonly string[],
+    outcomes: readonly OutcomeRecord[],
+    messageIds: readonly string[],
+  ) {
     expect(outcomes.map((o) => o.messageId)).toEqual(messageIds);
     expect(libraryFaults(outcomes)).toEqual([]);
     expect(outcomes.filter((o) => o.countsAsAttempt === true).map((o) => o.messageId)).toEqual([]);
@@ -182,7 +217,12 @@ describe('case C30: a batch full of side effects applies', () => {
 
     // Assert
     expect(response).toEqual({ batchItemFailures: [] });
-    await expectAllApplied(env, userIds, outcomes, userIds.map((_, offset) => `logins-0@${offset}`));
+    await expectAllApplied(
+      env,
+      userIds,
+      outcomes,
+      userIds.map((_, offset) => `logins-0@${offset}`),
+    );
   });
 
   it('a standard queue, a batch of 100 sharing one ordering key: all applied in one invocation of a 60 s function, each effect once', async () => {
@@ -198,6 +238,11 @@ describe('case C30: a batch full of side effects applies', () => {
 
     // Assert
     expect(response).toEqual({ batchItemFailures: [] });
-    await expectAllApplied(env, userIds, outcomes, records.map((r) => r.messageId));
+    await expectAllApplied(
+      env,
+      userIds,
+      outcomes,
+      records.map((r) => r.messageId),
+    );
   });
 });

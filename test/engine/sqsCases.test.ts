@@ -9,12 +9,24 @@ import { RetryableError } from 'idempotent-consumer';
 import { cafeConsumerOptions, notifyCustomer } from '../../examples/cafe/consumer.js';
 import { installStrictDynamoDb } from '../../packages/local/src/aws/strictDynamoDb.js';
 import type { OrderEvent } from '../../examples/cafe/domain/events.js';
-import { cafeResources, deadLetters, eventually, executionEnvironment, inboxItems, ledgerOf, notificationsOf, orderState, queueRecord } from '../support/cafeHarness.js';
+import {
+  cafeResources,
+  deadLetters,
+  eventually,
+  executionEnvironment,
+  inboxItems,
+  ledgerOf,
+  notificationsOf,
+  orderState,
+  queueRecord,
+} from '../support/cafeHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { body, lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { describeUnlessDeployedStack, type TestResources } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('fixed order ids and assertions over a whole table or dead-letter queue: on a shared stack other tests\' items (and a second run\'s) would be found; some cases need a FIFO queue');
+const describe = describeUnlessDeployedStack(
+  "fixed order ids and assertions over a whole table or dead-letter queue: on a shared stack other tests' items (and a second run's) would be found; some cases need a FIFO queue",
+);
 
 /** A retryable failure a test injects. */
 class InjectedFailure extends RetryableError {
@@ -35,7 +47,11 @@ async function placeOrders(env: TestResources, ...orderIds: string[]) {
 
 /** A DynamoDB client whose requests pass through `hook` first (at the initialize step: no SDK retry sees what it throws). */
 function hookedClient(env: TestResources, hook: (command: string, input: Record<string, unknown>) => Promise<void> | void) {
-  const client = new DynamoDBClient({ endpoint: env.endpoints.dynamoDbEndpoint, region: env.endpoints.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const client = new DynamoDBClient({
+    endpoint: env.endpoints.dynamoDbEndpoint,
+    region: env.endpoints.region,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   client.middlewareStack.add(
     (next, context) => async (args) => {
       // DescribeTable is the strict layer's own (it learns key schemas), not the consumer's.
@@ -89,14 +105,21 @@ describe('case C1: a timeout part-way through a batch replays work already done'
     // A deadline far enough for a loaded machine to reach the side effects; then we wait it out.
     const context1 = lambdaContext(DEADLINE_MS);
     void attempt1.handler(batch(1), context1);
-    await eventually(async () => hung === 1 && (await notificationsOf(env, 'O-1')).length === 1 && (await notificationsOf(env, 'O-2')).length === 1, DEADLINE_MS);
+    await eventually(
+      async () => hung === 1 && (await notificationsOf(env, 'O-1')).length === 1 && (await notificationsOf(env, 'O-2')).length === 1,
+      DEADLINE_MS,
+    );
     await new Promise((resolve) => setTimeout(resolve, context1.getRemainingTimeInMillis() + 200)); // past attempt 1's deadline: its lock expires
 
     const attempt2 = executionEnvironment(env);
     const response = await attempt2.handler(batch(2), lambdaContext());
 
     expect(JSON.stringify(response)).toBe('{"batchItemFailures":[]}');
-    for (const [orderId, points] of [['O-1', 10], ['O-2', 20], ['O-3', 30]] as const) {
+    for (const [orderId, points] of [
+      ['O-1', 10],
+      ['O-2', 20],
+      ['O-3', 30],
+    ] as const) {
       expect((await orderState(env, orderId))?.status).toBe('Paid');
       expect((await ledgerOf(env, orderId)).map((entry) => entry.points)).toEqual([points]);
       expect(await notificationsOf(env, orderId)).toHaveLength(1);
@@ -176,7 +199,9 @@ describe('cases C3 and C4: FIFO, a failure stops its group; what follows it is n
     void placer;
     const first = await flaky.handler(event(1), lambdaContext());
 
-    expect(JSON.stringify(first)).toBe('{"batchItemFailures":[{"itemIdentifier":"m-1"},{"itemIdentifier":"m-2"},{"itemIdentifier":"m-3"}]}');
+    expect(JSON.stringify(first)).toBe(
+      '{"batchItemFailures":[{"itemIdentifier":"m-1"},{"itemIdentifier":"m-2"},{"itemIdentifier":"m-3"}]}',
+    );
     expect(calls.filter((id) => id === 'e-2' || id === 'e-3')).toEqual([]);
     expect(calls.filter((id) => id === 'e-1').length).toBeGreaterThanOrEqual(1);
     expect((await orderState(env, 'O-1'))?.status).toBe('Created');
@@ -237,15 +262,28 @@ describe('case C5: the partial batch response matches AWS contract exactly', () 
       },
     });
     const response = await handler(
-      sqsEvent(queueRecord(env, 'm-1', body.paid('e-1', 'O-1')), queueRecord(env, 'm-2', body.paid('e-2', 'O-2')), queueRecord(env, 'm-3', body.paid('e-3', 'O-3'))),
+      sqsEvent(
+        queueRecord(env, 'm-1', body.paid('e-1', 'O-1')),
+        queueRecord(env, 'm-2', body.paid('e-2', 'O-2')),
+        queueRecord(env, 'm-3', body.paid('e-3', 'O-3')),
+      ),
       lambdaContext(),
     );
     expect(JSON.stringify(response)).toBe('{"batchItemFailures":[{"itemIdentifier":"m-2"}]}');
   });
 
   it('reports every record, and does not throw, when the whole batch fails', async () => {
-    const { handler } = executionEnvironment(env, { consumer: { decide: () => { throw new InjectedFailure(); } } });
-    const response = await handler(sqsEvent(queueRecord(env, 'x-1', body.paid('x-1', 'O-1')), queueRecord(env, 'x-2', body.paid('x-2', 'O-2'))), lambdaContext());
+    const { handler } = executionEnvironment(env, {
+      consumer: {
+        decide: () => {
+          throw new InjectedFailure();
+        },
+      },
+    });
+    const response = await handler(
+      sqsEvent(queueRecord(env, 'x-1', body.paid('x-1', 'O-1')), queueRecord(env, 'x-2', body.paid('x-2', 'O-2'))),
+      lambdaContext(),
+    );
     expect(JSON.stringify(response)).toBe('{"batchItemFailures":[{"itemIdentifier":"x-1"},{"itemIdentifier":"x-2"}]}');
   });
 });
@@ -308,7 +346,9 @@ describe('a message dead-lettered after its side effect ran', () => {
     const { handler, outcomes } = executionEnvironment(env, {
       consumer: {
         decide: (event) => ({
-          writes: [{ Put: { TableName: 'orders', Item: { orderId: 'X-1', sk: 'TAKEN' }, ConditionExpression: 'attribute_not_exists(orderId)' } }],
+          writes: [
+            { Put: { TableName: 'orders', Item: { orderId: 'X-1', sk: 'TAKEN' }, ConditionExpression: 'attribute_not_exists(orderId)' } },
+          ],
           sideEffects: [{ name: 'notifyCustomer', input: { orderId: 'X-1', eventId: event.eventId, points: 1 } }],
         }),
       },
@@ -326,7 +366,16 @@ describe('a message dead-lettered after its side effect ran', () => {
     const { handler, outcomes } = executionEnvironment(env, {
       consumer: {
         decide: (event) => ({
-          writes: [{ Update: { TableName: 'orders', Key: { orderId: 'X-2', sk: 'NOTE' }, UpdateExpression: 'SET #undefined = :v', ExpressionAttributeValues: { ':v': 1 } } }],
+          writes: [
+            {
+              Update: {
+                TableName: 'orders',
+                Key: { orderId: 'X-2', sk: 'NOTE' },
+                UpdateExpression: 'SET #undefined = :v',
+                ExpressionAttributeValues: { ':v': 1 },
+              },
+            },
+          ],
           sideEffects: [{ name: 'notifyCustomer', input: { orderId: 'X-2', eventId: event.eventId, points: 1 } }],
         }),
       },
@@ -351,7 +400,10 @@ describe('case C7: a poison message goes to the DLQ at once, with why', () => {
     await placeOrders(env, 'O-1', 'O-2');
     const m1Body = JSON.stringify(body.paid('e-1', 'O-1', 'ten'));
     const { handler } = executionEnvironment(env);
-    const response = await handler(sqsEvent(queueRecord(env, 'm-1', m1Body), queueRecord(env, 'm-2', body.paid('e-2', 'O-2', 20))), lambdaContext());
+    const response = await handler(
+      sqsEvent(queueRecord(env, 'm-1', m1Body), queueRecord(env, 'm-2', body.paid('e-2', 'O-2', 20))),
+      lambdaContext(),
+    );
 
     expect(JSON.stringify(response)).toBe('{"batchItemFailures":[]}');
     const dlq = await deadLetters(env);
@@ -373,7 +425,10 @@ describe('case C7: a poison message goes to the DLQ at once, with why', () => {
     await placeOrders(env, orderId);
     const { handler } = executionEnvironment(env);
     await deadLetters(env); // hide earlier dead letters for a while
-    const response = await handler(sqsEvent(queueRecord(env, `poison-${orderId}`, poison), queueRecord(env, `ok-${orderId}`, body.paid(`e-${orderId}`, orderId, 5))), lambdaContext());
+    const response = await handler(
+      sqsEvent(queueRecord(env, `poison-${orderId}`, poison), queueRecord(env, `ok-${orderId}`, body.paid(`e-${orderId}`, orderId, 5))),
+      lambdaContext(),
+    );
 
     expect(response).toEqual({ batchItemFailures: [] });
     const dlq = (await deadLetters(env)).filter((m) => JSON.stringify(m.MessageAttributes).includes(`poison-${orderId}`));
@@ -437,11 +492,16 @@ describe('case C11: a duplicate dead-lettered from a stale read', () => {
       // Its verification read: consistent (BatchGetItem) or a snapshot (TransactGetItems).
       if ((command === 'TransactGetItemsCommand' || command === 'BatchGetItemCommand') && !raced) {
         raced = true;
-        expect(await b.handler(sqsEvent(queueRecord(env, 'b-e0', body.placed('e0', 'O'))), lambdaContext())).toEqual({ batchItemFailures: [] });
+        expect(await b.handler(sqsEvent(queueRecord(env, 'b-e0', body.placed('e0', 'O'))), lambdaContext())).toEqual({
+          batchItemFailures: [],
+        });
       }
     });
     const a = executionEnvironment(env, { dynamoDb: aClient });
-    const response = await a.handler(sqsEvent(queueRecord(env, 'a-e9', body.cancelled('e9', 'O')), queueRecord(env, 'a-e0', body.placed('e0', 'O'))), lambdaContext());
+    const response = await a.handler(
+      sqsEvent(queueRecord(env, 'a-e9', body.cancelled('e9', 'O')), queueRecord(env, 'a-e0', body.placed('e0', 'O'))),
+      lambdaContext(),
+    );
 
     expect(raced).toBe(true);
     expect(a.outcomes.find((o) => o.messageId === 'a-e0')?.outcome).toBe('duplicate');
@@ -510,15 +570,24 @@ describe('case C14: a concurrent duplicate on its last receive', () => {
     let lost = 0;
     const client = hookedClient(env, async (command) => {
       if (command !== 'TransactWriteItemsCommand' || lost >= conflicts) return;
-      if (lost === 0) expect(await other.handler(sqsEvent(queueRecord(env, `other-${orderId}`, body.paid(`e-${orderId}`, orderId, 10))), lambdaContext())).toEqual({ batchItemFailures: [] });
+      if (lost === 0)
+        expect(
+          await other.handler(sqsEvent(queueRecord(env, `other-${orderId}`, body.paid(`e-${orderId}`, orderId, 10))), lambdaContext()),
+        ).toEqual({ batchItemFailures: [] });
       lost += 1;
-      throw Object.assign(new Error('Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]'), {
-        name: 'TransactionCanceledException',
-        CancellationReasons: [{ Code: 'TransactionConflict' }, { Code: 'None' }, { Code: 'None' }, { Code: 'None' }, { Code: 'None' }],
-      });
+      throw Object.assign(
+        new Error('Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]'),
+        {
+          name: 'TransactionCanceledException',
+          CancellationReasons: [{ Code: 'TransactionConflict' }, { Code: 'None' }, { Code: 'None' }, { Code: 'None' }, { Code: 'None' }],
+        },
+      );
     });
     const last = executionEnvironment(env, { dynamoDb: client });
-    const response = await last.handler(sqsEvent(queueRecord(env, `m-${orderId}`, body.paid(`e-${orderId}`, orderId, 10), { receiveCount: 5 })), lambdaContext());
+    const response = await last.handler(
+      sqsEvent(queueRecord(env, `m-${orderId}`, body.paid(`e-${orderId}`, orderId, 10), { receiveCount: 5 })),
+      lambdaContext(),
+    );
 
     expect(response).toEqual({ batchItemFailures: [] });
     expect(last.outcomes.map((o) => o.outcome)).toEqual(['duplicate']);
@@ -547,7 +616,9 @@ describe('case C15: no side effect starts without time to finish it', () => {
     expect(normal).toEqual({ batchItemFailures: [] });
     expect(await notificationsOf(env, 'O-1')).toHaveLength(1);
     expect(await ledgerOf(env, 'O-1')).toHaveLength(1);
-    const { Items: locks } = await env.documentClient.send(new ScanCommand({ TableName: env.resources.idempotencyTable, ConsistentRead: true }));
+    const { Items: locks } = await env.documentClient.send(
+      new ScanCommand({ TableName: env.resources.idempotencyTable, ConsistentRead: true }),
+    );
     for (const lock of locks ?? []) expect(Number(lock.expiration)).toBeGreaterThan(0);
   });
 });
@@ -606,7 +677,12 @@ describe('case C17: a replaced function does not repeat the side effect', () => 
   it('sends one notification when the redelivery runs under a new function name', async () => {
     await placeOrders(env, 'O-1');
     let sends = 0;
-    const counting = { notifyCustomer: async (input: unknown, context: Parameters<typeof notifyCustomer>[1]) => { sends += 1; return notifyCustomer(input, context); } };
+    const counting = {
+      notifyCustomer: async (input: unknown, context: Parameters<typeof notifyCustomer>[1]) => {
+        sends += 1;
+        return notifyCustomer(input, context);
+      },
+    };
     // The notification is sent, then the invocation dies before its commit.
     const dying = hookedClient(env, (command) => (command === 'TransactWriteItemsCommand' ? never() : undefined));
     const v1 = executionEnvironment(env, { dynamoDb: dying, consumer: { sideEffects: counting } });
@@ -615,7 +691,10 @@ describe('case C17: a replaced function does not repeat the side effect', () => 
     await new Promise((resolve) => setTimeout(resolve, 200));
 
     const v2 = executionEnvironment(env, { consumer: { sideEffects: counting } });
-    const response = await v2.handler(sqsEvent(queueRecord(env, 'm-1', body.paid('e-1', 'O-1', 10), { receiveCount: 2 })), lambdaContext(30_000, 'cafe-consumer-v2'));
+    const response = await v2.handler(
+      sqsEvent(queueRecord(env, 'm-1', body.paid('e-1', 'O-1', 10), { receiveCount: 2 })),
+      lambdaContext(30_000, 'cafe-consumer-v2'),
+    );
     expect(response).toEqual({ batchItemFailures: [] });
     expect(sends).toBe(1);
     expect(await notificationsOf(env, 'O-1')).toHaveLength(1);
@@ -651,7 +730,9 @@ describe('case C19: ids that are not well-formed Unicode', () => {
   afterAll(() => env.dispose());
 
   it('dead-letters each as ValidationError on its first attempt, body byte-identical', async () => {
-    const raws = ['\\ud800', '\\ud801'].map((lone, i) => `{"eventId":"s-${i}","type":"OrderPlaced","orderId":"S-${lone}","occurredAt":"2026-01-01T00:00:00Z"}`);
+    const raws = ['\\ud800', '\\ud801'].map(
+      (lone, i) => `{"eventId":"s-${i}","type":"OrderPlaced","orderId":"S-${lone}","occurredAt":"2026-01-01T00:00:00Z"}`,
+    );
     const { handler } = executionEnvironment(env);
     const response = await handler(sqsEvent(queueRecord(env, 'u-0', raws[0]!), queueRecord(env, 'u-1', raws[1]!)), lambdaContext());
     expect(response).toEqual({ batchItemFailures: [] });
@@ -686,7 +767,14 @@ describe('case C21: no body content in logs', () => {
     try {
       const { handler, outcomes } = executionEnvironment(env);
       const bigType = JSON.stringify({ eventId: 'big', type: 'A'.repeat(200_000), orderId: 'B', occurredAt: '2026-01-01T00:00:00Z' });
-      const response = await handler(sqsEvent(queueRecord(env, 'ssn', 'SSN 078-05-1120'), queueRecord(env, 'mail', 'alice@example.com!!'), queueRecord(env, 'big', bigType)), lambdaContext());
+      const response = await handler(
+        sqsEvent(
+          queueRecord(env, 'ssn', 'SSN 078-05-1120'),
+          queueRecord(env, 'mail', 'alice@example.com!!'),
+          queueRecord(env, 'big', bigType),
+        ),
+        lambdaContext(),
+      );
       expect(response).toEqual({ batchItemFailures: [] });
       expect(outcomes.map((o) => [o.messageId, o.reason])).toEqual([
         ['ssn', 'ValidationError'],
@@ -758,7 +846,10 @@ describe('the inbox', () => {
     const fresh = executionEnvironment(env, { dynamoDb: client });
     await fresh.handler(sqsEvent(queueRecord(env, 'v-2s', body.shipped('sv-2', 'V-2'))), lambdaContext());
     expect(fresh.outcomes.map((o) => `${o.outcome}:${o.reason}`)).toEqual(['dead-lettered:BusinessRuleViolation']);
-    expect(requests.filter((c) => c.endsWith('GetItemsCommand') || c === 'BatchGetItemCommand')).toEqual(['BatchGetItemCommand', 'TransactGetItemsCommand']);
+    expect(requests.filter((c) => c.endsWith('GetItemsCommand') || c === 'BatchGetItemCommand')).toEqual([
+      'BatchGetItemCommand',
+      'TransactGetItemsCommand',
+    ]);
   });
 
   it('stores the payload hash and a TTL in epoch seconds, and dead-letters the same key with another payload', async () => {
@@ -783,7 +874,10 @@ describe('the inbox', () => {
       requests.push({ command, items: Array.isArray(input.TransactItems) ? input.TransactItems.length : 0 });
     });
     const { handler } = executionEnvironment(env, { dynamoDb: client });
-    const response = await handler(sqsEvent(queueRecord(env, 'f-1', body.placed('f-1', 'F')), queueRecord(env, 'f-2', body.cancelled('f-2', 'F'))), lambdaContext());
+    const response = await handler(
+      sqsEvent(queueRecord(env, 'f-1', body.placed('f-1', 'F')), queueRecord(env, 'f-2', body.cancelled('f-2', 'F'))),
+      lambdaContext(),
+    );
     expect(response).toEqual({ batchItemFailures: [] });
     // The order item written once, and the two inbox rows. (The harness's DynamoDB client has the
     // strict layer: a transaction with two actions on one item is refused there, as AWS refuses it.)

@@ -32,28 +32,52 @@ describe.runIf(deployed)('the deployed café stack (IC_OUTPUTS_FILE)', () => {
   it('applies an order sent to its source queue with the deployed function', async () => {
     const orderId = `O-${run}`;
     const send = (message: Record<string, unknown>): Promise<unknown> =>
-      env.sqs.send(new SendMessageCommand({ QueueUrl: env.resources.queueUrl, MessageBody: JSON.stringify(message), ...(env.settings.queue.fifo ? { MessageGroupId: orderId, MessageDeduplicationId: String(message.eventId) } : {}) }));
+      env.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: env.resources.queueUrl,
+          MessageBody: JSON.stringify(message),
+          ...(env.settings.queue.fifo ? { MessageGroupId: orderId, MessageDeduplicationId: String(message.eventId) } : {}),
+        }),
+      );
 
     await send(body.placed(`${orderId}-placed`, orderId));
     await send(body.paid(`${orderId}-paid`, orderId, 10));
 
-    const order = await waitFor(async () => {
-      const state = await orderState(env, orderId);
-      return state?.status === 'Paid' ? state : undefined;
-    }, { timeoutMs: 180_000, what: `order ${orderId} paid by the deployed function` });
+    const order = await waitFor(
+      async () => {
+        const state = await orderState(env, orderId);
+        return state?.status === 'Paid' ? state : undefined;
+      },
+      { timeoutMs: 180_000, what: `order ${orderId} paid by the deployed function` },
+    );
     expect(order.pointsAwarded).toBe(10);
   }, 240_000);
 
   it('dead-letters a poison message with its reason, body unchanged', async () => {
     const poison = `{"eventId":"poison-${run}","type":"OrderTeleported","orderId":"O-${run}-x"}`;
-    await env.sqs.send(new SendMessageCommand({ QueueUrl: env.resources.queueUrl, MessageBody: poison, ...(env.settings.queue.fifo ? { MessageGroupId: `O-${run}-x`, MessageDeduplicationId: `poison-${run}` } : {}) }));
+    await env.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: env.resources.queueUrl,
+        MessageBody: poison,
+        ...(env.settings.queue.fifo ? { MessageGroupId: `O-${run}-x`, MessageDeduplicationId: `poison-${run}` } : {}),
+      }),
+    );
 
-    const dead = await waitFor(async () => {
-      const { Messages = [] } = await env.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: env.resources.deadLetterQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 5, VisibilityTimeout: 2, MessageAttributeNames: ['All'] }),
-      );
-      return Messages.find((m: Message) => m.Body === poison);
-    }, { timeoutMs: 180_000, what: 'the poison message in the dead-letter queue' });
+    const dead = await waitFor(
+      async () => {
+        const { Messages = [] } = await env.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: env.resources.deadLetterQueueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 5,
+            VisibilityTimeout: 2,
+            MessageAttributeNames: ['All'],
+          }),
+        );
+        return Messages.find((m: Message) => m.Body === poison);
+      },
+      { timeoutMs: 180_000, what: 'the poison message in the dead-letter queue' },
+    );
     expect(deadLetterAttribute(dead, 'failureReason')).toBe('UnknownMessageType');
   }, 240_000);
 });

@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  TransactWriteItemsCommand,
+} from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { installFaults } from '../../packages/local/src/faultInjection.js';
@@ -7,7 +14,9 @@ import { localCredentials } from '../../packages/local/src/localClientConfig.js'
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
+const describe = describeUnlessDeployedStack(
+  "creates tables and queues of its own on the run's endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)",
+);
 
 /** Faults against the real servers: what reaches the store before and after an injected fault. */
 const endpoints = awsEndpoints();
@@ -40,8 +49,13 @@ afterAll(async () => {
   sqsReader?.destroy();
 });
 
-const stored = async (pk: string) => (await reader.send(new GetItemCommand({ TableName: table, Key: { pk: { S: pk } }, ConsistentRead: true }))).Item;
-const errorName = (call: Promise<unknown>) => call.then(() => undefined, (error: Error) => error.name);
+const stored = async (pk: string) =>
+  (await reader.send(new GetItemCommand({ TableName: table, Key: { pk: { S: pk } }, ConsistentRead: true }))).Item;
+const errorName = (call: Promise<unknown>) =>
+  call.then(
+    () => undefined,
+    (error: Error) => error.name,
+  );
 
 describe('fault injection against the servers', () => {
   it('fails a write before it reaches DynamoDB: the store is unchanged', async () => {
@@ -60,7 +74,11 @@ describe('fault injection against the servers', () => {
     installFaults(dynamoDb, { rates: { 'transaction-conflict': 1 }, seed: 5 });
 
     const name = await errorName(
-      dynamoDb.send(new TransactWriteItemsCommand({ TransactItems: ['t-1', 't-2'].map((pk) => ({ Put: { TableName: table, Item: { pk: { S: pk } } } })) })),
+      dynamoDb.send(
+        new TransactWriteItemsCommand({
+          TransactItems: ['t-1', 't-2'].map((pk) => ({ Put: { TableName: table, Item: { pk: { S: pk } } } })),
+        }),
+      ),
     );
 
     expect(name).toBe('TransactionCanceledException');

@@ -20,11 +20,15 @@ interface Run {
 /** `idempotent-consumer local …` from the sources, as `npm run cli -- local …` runs it. */
 function local(args: readonly string[], timeoutMs = 240_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'packages/cli/src/run.ts', 'local', ...args], {
-      cwd: process.cwd(),
-      env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'packages/cli/src/run.ts', 'local', ...args],
+      {
+        cwd: process.cwd(),
+        env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -99,16 +103,38 @@ describe('the local check and dead letters that are not the message own', () => 
     expect(report.injected).toEqual({ faults: { 'transaction-conflict': 0.01 } });
     // (A conflict the faults inject could, rarely, exhaust another message's retries too: excused alike.)
     const note = report.notes.find((n) => n.includes('RetriesExhausted after TransactionConflict'));
-    expect(note).toMatch(/^excused: \d+ dead letter\(s\) not their own, produced by a fault this run injects on purpose \(--fault transaction-conflict\) — /);
+    expect(note).toMatch(
+      /^excused: \d+ dead letter\(s\) not their own, produced by a fault this run injects on purpose \(--fault transaction-conflict\) — /,
+    );
     expect(note?.slice(note.lastIndexOf('lines ') + 6).split(', ')).toEqual(expect.arrayContaining(['2', '5']));
-    expect(result.stderr).toMatch(/Exactly-once check: PASSED .*\(\d+ dead letter\(s\) excused: produced by the faults this run injects on purpose\)\./);
+    expect(result.stderr).toMatch(
+      /Exactly-once check: PASSED .*\(\d+ dead letter\(s\) excused: produced by the faults this run injects on purpose\)\./,
+    );
   }, 300_000);
 });
 
 describe('the local check and the run time limit', () => {
   it('a run that hits --timeout prints its report, fails the check with the messages left unaccounted for, and exits 1', async () => {
-    const cafe = ['--handler', 'examples/cafe/handler.ts', '--settings', 'examples/cafe/settings.ts#cafeSettings', '--check', 'examples/cafe/check.ts', '--event-time', 'occurredAt'];
-    const result = await local([...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--transient-failure-rate', '0.05', '--timeout', '2', '--json']);
+    const cafe = [
+      '--handler',
+      'examples/cafe/handler.ts',
+      '--settings',
+      'examples/cafe/settings.ts#cafeSettings',
+      '--check',
+      'examples/cafe/check.ts',
+      '--event-time',
+      'occurredAt',
+    ];
+    const result = await local([
+      ...cafe,
+      '--input',
+      'examples/cafe/samples/orders.jsonl',
+      '--transient-failure-rate',
+      '0.05',
+      '--timeout',
+      '2',
+      '--json',
+    ]);
 
     expect(result.code, result.stderr.slice(-3000)).toBe(1);
     const report = lastJsonLine(result.stdout);
@@ -118,7 +144,9 @@ describe('the local check and the run time limit', () => {
     expect(report.applied + report.duplicates + report.deadLettered + report.unaccounted).toBe(report.messagesIn);
     expect(report.check.ok).toBe(false);
     expect(report.check.problems[0]).toMatch(/^the run hit its time limit \(2 s, --timeout\) before the source drained: /);
-    expect(report.check.problems).toContainEqual(expect.stringMatching(/^\d+ message\(s\) have no final outcome \(still in flight in the source, or lost\): lines /));
+    expect(report.check.problems).toContainEqual(
+      expect.stringMatching(/^\d+ message\(s\) have no final outcome \(still in flight in the source, or lost\): lines /),
+    );
     expect(result.stderr).toMatch(/Run report \(sqs, [\d.]+ s, \d+ invocations; stopped at its time limit of 2 s\)/);
     expect(result.stderr).toMatch(/ {2}510 in = \d+ applied \+ \d+ duplicates \+ \d+ dead-lettered \+ \d+ unaccounted\n/);
   }, 300_000);

@@ -8,7 +8,9 @@ import type { LocalClients } from '../../packages/local/src/aws/localClients.js'
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
+const describe = describeUnlessDeployedStack(
+  "creates tables and queues of its own on the run's endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)",
+);
 
 /** The clients of a local run: strict layer, faults on the consumer's clients only, the guard. */
 const endpoints = awsEndpoints();
@@ -18,7 +20,11 @@ let chaotic: LocalClients;
 let queueUrl: string;
 
 beforeAll(async () => {
-  clean = createLocalClients({ dynamoDbEndpoint: endpoints.dynamoDbEndpoint, sqsEndpoint: endpoints.sqsEndpoint, s3Endpoint: endpoints.sqsEndpoint });
+  clean = createLocalClients({
+    dynamoDbEndpoint: endpoints.dynamoDbEndpoint,
+    sqsEndpoint: endpoints.sqsEndpoint,
+    s3Endpoint: endpoints.sqsEndpoint,
+  });
   chaotic = createLocalClients({
     dynamoDbEndpoint: endpoints.dynamoDbEndpoint,
     sqsEndpoint: endpoints.sqsEndpoint,
@@ -41,20 +47,32 @@ afterAll(async () => {
   chaotic?.destroy();
 });
 
-const errorName = (call: Promise<unknown>) => call.then(() => undefined, (error: Error) => error.name);
-const attributes = (client: LocalClients['sqs']) => client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
-const receive = (client: LocalClients['sqs']) => import('@aws-sdk/client-sqs').then(({ ReceiveMessageCommand }) => client.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 0 })));
+const errorName = (call: Promise<unknown>) =>
+  call.then(
+    () => undefined,
+    (error: Error) => error.name,
+  );
+const attributes = (client: LocalClients['sqs']) =>
+  client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+const receive = (client: LocalClients['sqs']) =>
+  import('@aws-sdk/client-sqs').then(({ ReceiveMessageCommand }) =>
+    client.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 0 })),
+  );
 
 describe('createLocalClients', () => {
   it("gives the consumer's DynamoDB client the strict layer", async () => {
     const put = { Put: { TableName: table, Item: { pk: { S: 'same' } } } };
     const check = { ConditionCheck: { TableName: table, Key: { pk: { S: 'same' } }, ConditionExpression: 'attribute_not_exists(pk)' } };
 
-    expect(await errorName(clean.dynamoDb.send(new TransactWriteItemsCommand({ TransactItems: [put, check] })))).toBe('ValidationException');
+    expect(await errorName(clean.dynamoDb.send(new TransactWriteItemsCommand({ TransactItems: [put, check] })))).toBe(
+      'ValidationException',
+    );
   });
 
   it("injects faults into the consumer's clients only: the event source's SQS client is left alone", async () => {
-    const failed = (await chaotic.dynamoDb.send(new GetItemCommand({ TableName: table, Key: { pk: { S: 'x' } } })).catch((error: unknown) => error)) as {
+    const failed = (await chaotic.dynamoDb
+      .send(new GetItemCommand({ TableName: table, Key: { pk: { S: 'x' } } }))
+      .catch((error: unknown) => error)) as {
       name: string;
       $metadata: { attempts: number };
     };
@@ -69,8 +87,9 @@ describe('createLocalClients', () => {
     guard.kill('function timeout');
 
     expect(await guard.run(() => errorName(attributes(clean.sqs)))).toBe(InvocationStoppedError.name);
-    expect(await guard.run(() => errorName(clean.dynamoDb.send(new GetItemCommand({ TableName: table, Key: { pk: { S: 'x' } } })))))
-      .toBe(InvocationStoppedError.name);
+    expect(await guard.run(() => errorName(clean.dynamoDb.send(new GetItemCommand({ TableName: table, Key: { pk: { S: 'x' } } }))))).toBe(
+      InvocationStoppedError.name,
+    );
     expect(await guard.run(() => errorName(attributes(clean.eventSourceSqs)))).toBeUndefined();
     expect(clean.guarded).toHaveLength(3);
   });

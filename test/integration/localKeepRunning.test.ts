@@ -22,7 +22,12 @@ describe('runLocal with keepRunning', () => {
     const result = await runLocal({
       handler,
       settings: inventorySettings,
-      input: [{ line: 1, body: JSON.stringify({ requestId: 'first-1', kind: 'StockReceived', sku: 'SKU-A', quantity: 1, at: '2026-03-01T09:00:00.000Z' }) }],
+      input: [
+        {
+          line: 1,
+          body: JSON.stringify({ requestId: 'first-1', kind: 'StockReceived', sku: 'SKU-A', quantity: 1, at: '2026-03-01T09:00:00.000Z' }),
+        },
+      ],
       keepRunning: stop.signal,
       onReport: async (_report, running) => {
         const sqs = new SQSClient(localClientConfig(running.sqsEndpoint));
@@ -31,7 +36,16 @@ describe('runLocal with keepRunning', () => {
         await sqs.send(new SendMessageCommand({ QueueUrl: running.resources.queueUrl, MessageBody: JSON.stringify(received) }));
         // The run keeps consuming once this returns; watch for the message meanwhile, then stop it.
         watching = waitFor(
-          async () => (await dynamoDb.send(new GetCommand({ TableName: running.resources.inboxTable, Key: inboxKey(inventorySettings.consumerName, 'late-1'), ConsistentRead: true }))).Item,
+          async () =>
+            (
+              await dynamoDb.send(
+                new GetCommand({
+                  TableName: running.resources.inboxTable,
+                  Key: inboxKey(inventorySettings.consumerName, 'late-1'),
+                  ConsistentRead: true,
+                }),
+              )
+            ).Item,
           { timeoutMs: 60_000, what: 'the late message in the inbox' },
         ).finally(() => {
           sqs.destroy();

@@ -48,8 +48,26 @@ const local = (args: readonly string[], env: NodeJS.ProcessEnv = {}) =>
   run(process.execPath, ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'packages/cli/src/run.ts', 'local', ...args], env);
 
 /** The café's flags, as `npm start` passes them. */
-const cafe = ['--handler', 'examples/cafe/handler.ts', '--settings', 'examples/cafe/settings.ts#cafeSettings', '--check', 'examples/cafe/check.ts', '--event-time', 'occurredAt'];
-const inventory = ['--handler', 'examples/inventory/handler.ts', '--settings', 'examples/inventory/settings.ts#inventorySettings', '--check', 'examples/inventory/check.ts', '--event-time', 'at'];
+const cafe = [
+  '--handler',
+  'examples/cafe/handler.ts',
+  '--settings',
+  'examples/cafe/settings.ts#cafeSettings',
+  '--check',
+  'examples/cafe/check.ts',
+  '--event-time',
+  'occurredAt',
+];
+const inventory = [
+  '--handler',
+  'examples/inventory/handler.ts',
+  '--settings',
+  'examples/inventory/settings.ts#inventorySettings',
+  '--check',
+  'examples/inventory/check.ts',
+  '--event-time',
+  'at',
+];
 
 const lastJsonLine = (stdout: string): RunReport => JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as RunReport;
 
@@ -71,7 +89,14 @@ describe('npm start and idempotent-consumer local (the local runtime)', () => {
     expect(report.applied + report.duplicates + report.deadLettered).toBe(report.messagesIn);
     expect(report.duplicates).toBeGreaterThan(0);
     expect(report.retried).toBeGreaterThan(0); // the 5% transient failures npm start injects, and out-of-order events
-    for (const reason of ['ValidationError', 'MissingIdempotencyKey', 'UnknownMessageType', 'IdempotencyConflict', 'BusinessRuleViolation', 'RetriesExhausted']) {
+    for (const reason of [
+      'ValidationError',
+      'MissingIdempotencyKey',
+      'UnknownMessageType',
+      'IdempotencyConflict',
+      'BusinessRuleViolation',
+      'RetriesExhausted',
+    ]) {
       expect(report.deadLetteredByReason[reason], reason).toBeGreaterThan(0);
     }
     expect(report.outbox?.written).toBeGreaterThan(0);
@@ -92,7 +117,22 @@ describe('npm start and idempotent-consumer local (the local runtime)', () => {
   }, 300_000);
 
   it('runs the Kafka source, with injected DynamoDB faults, and still passes the check', async () => {
-    const result = await local([...inventory, '--input', 'examples/inventory/samples/reservations.jsonl', '--source', 'kafka', '--partitions', '2', '--fault', 'transaction-conflict=0.1', '--fault', 'throttle=0.05', '--seed', '3', '--json']);
+    const result = await local([
+      ...inventory,
+      '--input',
+      'examples/inventory/samples/reservations.jsonl',
+      '--source',
+      'kafka',
+      '--partitions',
+      '2',
+      '--fault',
+      'transaction-conflict=0.1',
+      '--fault',
+      'throttle=0.05',
+      '--seed',
+      '3',
+      '--json',
+    ]);
 
     expect(result.code, result.stderr.slice(-3000)).toBe(0);
     const report = lastJsonLine(result.stdout);
@@ -121,7 +161,14 @@ describe('npm start and idempotent-consumer local (the local runtime)', () => {
     expect(first.code, first.stderr.slice(-3000)).toBe(0);
     expect(second.code, second.stderr.slice(-3000)).toBe(0);
     const [a, b] = [lastJsonLine(first.stdout), lastJsonLine(second.stdout)];
-    expect(a).toMatchObject({ messagesIn: 7, applied: 5, duplicates: 1, deadLettered: 1, check: { ok: true }, outbox: { written: 1, published: 1 } });
+    expect(a).toMatchObject({
+      messagesIn: 7,
+      applied: 5,
+      duplicates: 1,
+      deadLettered: 1,
+      check: { ok: true },
+      outbox: { written: 1, published: 1 },
+    });
     expect(b).toMatchObject({ messagesIn: 7, applied: 0, duplicates: 6, deadLettered: 1, check: { ok: true } });
     expect(b.deadLetteredByReason).toEqual({ ValidationError: 1 });
     const html = await readFile(page, 'utf8');
@@ -147,7 +194,11 @@ describe('npm start and idempotent-consumer local (the local runtime)', () => {
   });
 
   it.each([
-    ['an input file that does not exist', () => [...cafe, '--input', join(dir, 'missing.jsonl')], /missing\.jsonl: cannot read the input file \(no such file\)/],
+    [
+      'an input file that does not exist',
+      () => [...cafe, '--input', join(dir, 'missing.jsonl')],
+      /missing\.jsonl: cannot read the input file \(no such file\)/,
+    ],
     [
       'an input line that is not JSON',
       async () => {
@@ -157,7 +208,11 @@ describe('npm start and idempotent-consumer local (the local runtime)', () => {
       },
       /bad\.jsonl:2: the line is not JSON/,
     ],
-    ['--source kafka with --fifo, as the stack refuses it', () => [...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--source', 'kafka', '--fifo'], /standard dead-letter queue/],
+    [
+      '--source kafka with --fifo, as the stack refuses it',
+      () => [...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--source', 'kafka', '--fifo'],
+      /standard dead-letter queue/,
+    ],
     [
       'a --data-dir that is a file',
       async () => {
@@ -167,11 +222,31 @@ describe('npm start and idempotent-consumer local (the local runtime)', () => {
       },
       /is not a directory/,
     ],
-    ['a rate that is not one', () => [...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--transient-failure-rate', 'lots'], /from 0 to 1/],
-    ['an unknown fault', () => [...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--fault', 'meteor=0.1'], /unknown kind "meteor"/],
-    ['a handler module without the export', () => ['--handler', 'examples/cafe/consumer.ts', '--input', 'examples/cafe/samples/orders.jsonl'], /has no export "handler"; it exports .*"cafeConsumerOptions"/],
-    ['an export that is not a handler', () => ['--handler', 'examples/cafe/consumer.ts#cafeConsumerOptions', '--input', 'examples/cafe/samples/orders.jsonl'], /is not a handler made by createIdempotentConsumer/],
-    ['a --screenshot without --report', () => [...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--screenshot', 'x.png'], /--screenshot needs --report/],
+    [
+      'a rate that is not one',
+      () => [...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--transient-failure-rate', 'lots'],
+      /from 0 to 1/,
+    ],
+    [
+      'an unknown fault',
+      () => [...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--fault', 'meteor=0.1'],
+      /unknown kind "meteor"/,
+    ],
+    [
+      'a handler module without the export',
+      () => ['--handler', 'examples/cafe/consumer.ts', '--input', 'examples/cafe/samples/orders.jsonl'],
+      /has no export "handler"; it exports .*"cafeConsumerOptions"/,
+    ],
+    [
+      'an export that is not a handler',
+      () => ['--handler', 'examples/cafe/consumer.ts#cafeConsumerOptions', '--input', 'examples/cafe/samples/orders.jsonl'],
+      /is not a handler made by createIdempotentConsumer/,
+    ],
+    [
+      'a --screenshot without --report',
+      () => [...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--screenshot', 'x.png'],
+      /--screenshot needs --report/,
+    ],
     ['no --handler', () => ['--input', 'examples/cafe/samples/orders.jsonl'], /required option '--handler/],
   ])('refuses %s with a clear error and exit code 2, before sending anything', async (_what, args, message) => {
     const result = await local(await args());
@@ -181,7 +256,10 @@ describe('npm start and idempotent-consumer local (the local runtime)', () => {
   });
 
   it('explains a flag given to npm start without `--` (npm keeps it as npm_config_fifo) instead of running without it', async () => {
-    const result = await local([...cafe, '--input', 'examples/cafe/samples/orders.jsonl'], { npm_lifecycle_event: 'start', npm_config_fifo: 'true' });
+    const result = await local([...cafe, '--input', 'examples/cafe/samples/orders.jsonl'], {
+      npm_lifecycle_event: 'start',
+      npm_config_fifo: 'true',
+    });
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/npm kept --fifo for itself: .*`npm start -- --fifo`/);
   });

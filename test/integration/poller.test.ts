@@ -15,7 +15,9 @@ import { receiveAll, sendMessages } from '../support/sqsMessages.js';
 import { testResources, describeUnlessDeployedStack } from '../support/testResources.js';
 import type { TestResources } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('sends to the source queue and consumes it with a local event source mapping: the deployed function\'s mapping would take the messages');
+const describe = describeUnlessDeployedStack(
+  "sends to the source queue and consumes it with a local event source mapping: the deployed function's mapping would take the messages",
+);
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -35,11 +37,7 @@ interface Harness {
   readonly errors: unknown[];
 }
 
-function poller(
-  env: TestResources,
-  createHandler: () => LocalSqsHandler,
-  options: Partial<SqsEventSourcePollerOptions> = {},
-): Harness {
+function poller(env: TestResources, createHandler: () => LocalSqsHandler, options: Partial<SqsEventSourcePollerOptions> = {}): Harness {
   const reports: InvocationReport[] = [];
   const errors: unknown[] = [];
   const instance = new SqsEventSourcePoller({
@@ -101,7 +99,7 @@ function observeReceives(sqs: SQSClient): Array<{ body: string; receiveCount: st
   const observer: DeserializeMiddleware<object, object> = (next, context) => async (args) => {
     const result = await next(args);
     if (context.commandName === 'ReceiveMessageCommand') {
-      for (const message of ((result.output as { Messages?: Message[] }).Messages ?? [])) {
+      for (const message of (result.output as { Messages?: Message[] }).Messages ?? []) {
         received.push({ body: message.Body ?? '', receiveCount: message.Attributes?.ApproximateReceiveCount ?? '' });
       }
     }
@@ -287,7 +285,10 @@ describe('SqsEventSourcePoller', () => {
       await sendMessages(env.sqs, env.resources.queueUrl, [expected.body], {
         messageAttributes: {
           traceparent: { DataType: 'String', StringValue: expected.messageAttributes['traceparent']!.stringValue! },
-          checksum: { DataType: 'Binary', BinaryValue: new Uint8Array(Buffer.from(expected.messageAttributes['checksum']!.binaryValue!, 'base64')) },
+          checksum: {
+            DataType: 'Binary',
+            BinaryValue: new Uint8Array(Buffer.from(expected.messageAttributes['checksum']!.binaryValue!, 'base64')),
+          },
           priority: { DataType: 'Number', StringValue: expected.messageAttributes['priority']!.stringValue! },
         },
       });
@@ -390,7 +391,9 @@ describe('SqsEventSourcePoller', () => {
         expect(ofGroup.map((call) => call.body)).toEqual([1, 2, 3].map((n) => `${group}/e-${n}`));
         ofGroup.slice(1).forEach((call, index) => expect(call.start).toBeGreaterThanOrEqual(ofGroup[index]!.end));
       }
-      const overlapped = calls.some((a) => calls.some((b) => a.body.slice(0, 3) !== b.body.slice(0, 3) && a.start < b.end && b.start < a.end));
+      const overlapped = calls.some((a) =>
+        calls.some((b) => a.body.slice(0, 3) !== b.body.slice(0, 3) && a.start < b.end && b.start < a.end),
+      );
       expect(overlapped).toBe(true);
     });
 
@@ -407,7 +410,8 @@ describe('SqsEventSourcePoller', () => {
         const start = performance.now();
         const record = event.Records[0]!;
         started += 1;
-        if (started === 1) await until(() => received.some((message) => message.body === 'e-1' && message.receiveCount === '2'), 'e-1 to be received again');
+        if (started === 1)
+          await until(() => received.some((message) => message.body === 'e-1' && message.receiveCount === '2'), 'e-1 to be received again');
         calls.push({ body: record.body, receiveCount: record.attributes.ApproximateReceiveCount, start, end: performance.now() });
       };
       const { poller: instance } = poller(env, () => handler, { concurrency: 2, batchSize: 1 });
@@ -427,7 +431,9 @@ describe('SqsEventSourcePoller', () => {
       const bodies = ['e-1', 'e-2', 'e-3', 'e-4'];
       await sendMessages(env.sqs, env.resources.queueUrl, bodies, { messageGroupId: 'G-1', deduplicationIds: bodies });
       const { seen, handler } = recordingHandler((event, all) =>
-        all.length <= bodies.length ? { batchItemFailures: event.Records.map((record) => ({ itemIdentifier: record.messageId })) } : { batchItemFailures: [] },
+        all.length <= bodies.length
+          ? { batchItemFailures: event.Records.map((record) => ({ itemIdentifier: record.messageId })) }
+          : { batchItemFailures: [] },
       );
       const { poller: instance, reports } = poller(env, () => handler, { concurrency: 2 });
 
@@ -438,20 +444,33 @@ describe('SqsEventSourcePoller', () => {
       expect(reports.map((report) => report.batchSize)).toEqual([4, 4]);
       expect(reports.every((report) => report.messageGroupIds.join() === 'G-1')).toBe(true);
       expect(seen.map((record) => `${record.body}#${record.attributes.ApproximateReceiveCount}`)).toEqual([
-        'e-1#1', 'e-2#1', 'e-3#1', 'e-4#1',
-        'e-1#2', 'e-2#2', 'e-3#2', 'e-4#2',
+        'e-1#1',
+        'e-2#1',
+        'e-3#1',
+        'e-4#1',
+        'e-1#2',
+        'e-2#2',
+        'e-3#2',
+        'e-4#2',
       ]);
     });
 
     it('redrives the messages of a group that keeps failing after maxReceiveCount receives, in order', async () => {
       const env = await queue('fiforedrive', { queue: { fifo: true, visibilityTimeoutSeconds: 1, maxReceiveCount: 2 } });
       await sendMessages(env.sqs, env.resources.queueUrl, ['p-1', 'p-2'], { messageGroupId: 'G-1', deduplicationIds: ['p-1', 'p-2'] });
-      const { seen, handler } = recordingHandler((event) => ({ batchItemFailures: event.Records.map((record) => ({ itemIdentifier: record.messageId })) }));
+      const { seen, handler } = recordingHandler((event) => ({
+        batchItemFailures: event.Records.map((record) => ({ itemIdentifier: record.messageId })),
+      }));
       const { poller: instance } = poller(env, () => handler);
 
       await instance.runUntilIdle(untilIdle);
 
-      expect(seen.map((record) => `${record.body}#${record.attributes.ApproximateReceiveCount}`)).toEqual(['p-1#1', 'p-2#1', 'p-1#2', 'p-2#2']);
+      expect(seen.map((record) => `${record.body}#${record.attributes.ApproximateReceiveCount}`)).toEqual([
+        'p-1#1',
+        'p-2#1',
+        'p-1#2',
+        'p-2#2',
+      ]);
       const deadLetters = await receiveAll(env.sqs, env.resources.deadLetterQueueUrl, 0);
       expect(deadLetters.map((message) => message.Body)).toEqual(['p-1', 'p-2']);
     });

@@ -14,7 +14,13 @@ import {
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, expect, it } from 'vitest';
-import { lambdaEnvironment, maxReceiveCount, resourceNames, tableKeys, withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import {
+  lambdaEnvironment,
+  maxReceiveCount,
+  resourceNames,
+  tableKeys,
+  withOverrides,
+} from '../../packages/idempotent-consumer/src/settings/settings.js';
 import { startEmulators } from '../../packages/local/src/emulators.js';
 import { localClientConfig, localCredentials, localS3ClientConfig } from '../../packages/local/src/localClientConfig.js';
 import { ProvisioningError } from '../../packages/local/src/errors.js';
@@ -23,7 +29,9 @@ import { awsClients, testResources, describeUnlessDeployedStack } from '../suppo
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import type { TestResources } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
+const describe = describeUnlessDeployedStack(
+  "creates tables and queues of its own on the run's endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)",
+);
 
 const disposables: Array<{ dispose(): Promise<void> }> = [];
 afterAll(async () => {
@@ -47,9 +55,24 @@ async function queueAttributes(sqs: SQSClient, queueUrl: string): Promise<Record
 describe('provisionResources', () => {
   describe('tables', () => {
     const tableCases = [
-      ['the inbox table', (env: TestResources) => env.resources.inboxTable, [{ AttributeName: tableKeys.inbox.partitionKey, KeyType: 'HASH' }], tableKeys.inbox.ttlAttribute],
-      ['the idempotency table', (env: TestResources) => env.resources.idempotencyTable, [{ AttributeName: tableKeys.idempotency.partitionKey, KeyType: 'HASH' }], tableKeys.idempotency.ttlAttribute],
-      ['a business table with a partition key', (env: TestResources) => env.resources.tables['stockItems']!, [{ AttributeName: 'sku', KeyType: 'HASH' }], undefined],
+      [
+        'the inbox table',
+        (env: TestResources) => env.resources.inboxTable,
+        [{ AttributeName: tableKeys.inbox.partitionKey, KeyType: 'HASH' }],
+        tableKeys.inbox.ttlAttribute,
+      ],
+      [
+        'the idempotency table',
+        (env: TestResources) => env.resources.idempotencyTable,
+        [{ AttributeName: tableKeys.idempotency.partitionKey, KeyType: 'HASH' }],
+        tableKeys.idempotency.ttlAttribute,
+      ],
+      [
+        'a business table with a partition key',
+        (env: TestResources) => env.resources.tables['stockItems']!,
+        [{ AttributeName: 'sku', KeyType: 'HASH' }],
+        undefined,
+      ],
       [
         'a business table with a sort key',
         (env: TestResources) => env.resources.tables['movements']!,
@@ -101,7 +124,13 @@ describe('provisionResources', () => {
     it('gives the inbox a NEW_IMAGE stream with inboxStream, also to an inbox that exists without one', async () => {
       const env = await provisioned('stream');
 
-      const again = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, settings: env.settings, prefix: env.prefix, inboxStream: true });
+      const again = await provisionResources({
+        dynamoDb: env.dynamoDb,
+        sqs: env.sqs,
+        settings: env.settings,
+        prefix: env.prefix,
+        inboxStream: true,
+      });
       const { Table } = await env.dynamoDb.send(new DescribeTableCommand({ TableName: again.inboxTable }));
 
       expect(Table?.StreamSpecification).toEqual({ StreamEnabled: true, StreamViewType: 'NEW_IMAGE' });
@@ -119,7 +148,14 @@ describe('provisionResources', () => {
       const key = { [tableKeys.inbox.partitionKey]: { S: 'consumer#key#e-1' } };
       await env.dynamoDb.send(new PutItemCommand({ TableName: env.resources.inboxTable, Item: key }));
 
-      const again = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, s3: env.s3, settings: env.settings, prefix: env.prefix, tables: businessTables });
+      const again = await provisionResources({
+        dynamoDb: env.dynamoDb,
+        sqs: env.sqs,
+        s3: env.s3,
+        settings: env.settings,
+        prefix: env.prefix,
+        tables: businessTables,
+      });
 
       expect(again).toEqual(env.resources);
       const { Item } = await env.dynamoDb.send(new GetItemCommand({ TableName: env.resources.inboxTable, Key: key }));
@@ -190,7 +226,10 @@ describe('provisionResources', () => {
         expect(attributes).toMatchObject({ FifoQueue: 'true', ContentBasedDeduplication: 'false' });
       }
       expect(source['VisibilityTimeout']).toBe('200');
-      expect(JSON.parse(source['RedrivePolicy'] ?? '{}')).toEqual({ deadLetterTargetArn: env.resources.deadLetterQueueArn, maxReceiveCount: 7 });
+      expect(JSON.parse(source['RedrivePolicy'] ?? '{}')).toEqual({
+        deadLetterTargetArn: env.resources.deadLetterQueueArn,
+        maxReceiveCount: 7,
+      });
     });
 
     it('derives a FIFO redrive policy from the retry budget when maxReceiveCount is unset', async () => {
@@ -198,7 +237,9 @@ describe('provisionResources', () => {
 
       const source = await queueAttributes(env.sqs, env.resources.queueUrl);
 
-      expect(JSON.parse(source['RedrivePolicy'] ?? '{}').maxReceiveCount).toBe(env.settings.retry.maxAttempts * env.settings.function.batchSize + 5);
+      expect(JSON.parse(source['RedrivePolicy'] ?? '{}').maxReceiveCount).toBe(
+        env.settings.retry.maxAttempts * env.settings.function.batchSize + 5,
+      );
     });
 
     it('brings an existing queue to the settings when run again', async () => {
@@ -215,7 +256,11 @@ describe('provisionResources', () => {
   describe('payload bucket', () => {
     it('creates the payload bucket on the S3 of the SQS server (path-style), and keeps it when run again', async () => {
       const env = await provisioned('bucket');
-      const s3 = new S3Client({ ...localS3ClientConfig(env.endpoints.sqsEndpoint), region: env.endpoints.region, credentials: { ...localCredentials } });
+      const s3 = new S3Client({
+        ...localS3ClientConfig(env.endpoints.sqsEndpoint),
+        region: env.endpoints.region,
+        credentials: { ...localCredentials },
+      });
       disposables.push({ dispose: async () => s3.destroy() });
 
       const resources = await provisionResources({ dynamoDb: env.dynamoDb, sqs: env.sqs, s3, settings: env.settings, prefix: env.prefix });
@@ -230,7 +275,12 @@ describe('provisionResources', () => {
     it('leaves payloadBucket out without an S3 client', async () => {
       const clients = awsClients();
       disposables.push({ dispose: async () => clients.destroy() });
-      const resources = await provisionResources({ dynamoDb: clients.dynamoDb, sqs: clients.sqs, settings: withOverrides(), prefix: `nobucket-${randomUUID().slice(0, 8)}-` });
+      const resources = await provisionResources({
+        dynamoDb: clients.dynamoDb,
+        sqs: clients.sqs,
+        settings: withOverrides(),
+        prefix: `nobucket-${randomUUID().slice(0, 8)}-`,
+      });
       expect(resources.payloadBucket).toBeUndefined();
     });
 

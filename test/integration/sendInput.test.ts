@@ -10,7 +10,9 @@ import { awsEndpoints } from '../support/awsEndpoints.js';
 import { receiveAll } from '../support/sqsMessages.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
+const describe = describeUnlessDeployedStack(
+  "creates tables and queues of its own on the run's endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)",
+);
 
 /** sendInput against the run's SQS server (strict: it refuses what SQS refuses). */
 const endpoints = awsEndpoints();
@@ -24,7 +26,10 @@ beforeAll(() => {
     if (context.commandName === 'SendMessageBatchCommand') batchSizes.push((args.input as { Entries: unknown[] }).Entries.length);
     return next(args);
   };
-  (sqs.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(countBatches, { step: 'finalizeRequest', name: 'countBatches' });
+  (sqs.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(countBatches, {
+    step: 'finalizeRequest',
+    name: 'countBatches',
+  });
 });
 afterAll(async () => {
   for (const QueueUrl of queues) await sqs.send(new DeleteQueueCommand({ QueueUrl }));
@@ -33,7 +38,10 @@ afterAll(async () => {
 
 async function queue(fifo = false): Promise<string> {
   const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({ QueueName: `input-${randomUUID().slice(0, 8)}${fifo ? '.fifo' : ''}`, Attributes: fifo ? { FifoQueue: 'true' } : {} }),
+    new CreateQueueCommand({
+      QueueName: `input-${randomUUID().slice(0, 8)}${fifo ? '.fifo' : ''}`,
+      Attributes: fifo ? { FifoQueue: 'true' } : {},
+    }),
   );
   queues.push(QueueUrl!);
   return QueueUrl!;

@@ -103,7 +103,9 @@ describe('the strict SQS server', () => {
         message: expect.stringContaining('U+0000'),
       });
       expect(
-        await refusal(sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'ok', MessageAttributes: { x: text('a\u0000') } }))),
+        await refusal(
+          sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'ok', MessageAttributes: { x: text('a\u0000') } })),
+        ),
       ).toMatchObject({ name: 'InvalidParameterValue' });
       expect(await receive(sqs, queueUrl)).toEqual([]);
     });
@@ -115,10 +117,17 @@ describe('the strict SQS server', () => {
       const lenientQueueUrl = await createQueue(fauxqsAlone);
 
       await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'ten', MessageAttributes: attributes(10) }));
-      const eleven = await refusal(sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'eleven', MessageAttributes: attributes(11) })));
-      const alone = await refusal(fauxqsAlone.send(new SendMessageCommand({ QueueUrl: lenientQueueUrl, MessageBody: 'eleven', MessageAttributes: attributes(11) })));
+      const eleven = await refusal(
+        sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'eleven', MessageAttributes: attributes(11) })),
+      );
+      const alone = await refusal(
+        fauxqsAlone.send(new SendMessageCommand({ QueueUrl: lenientQueueUrl, MessageBody: 'eleven', MessageAttributes: attributes(11) })),
+      );
 
-      expect(eleven).toEqual({ name: 'InvalidParameterValue', message: 'Number of message attributes [11] exceeds the allowed maximum [10].' });
+      expect(eleven).toEqual({
+        name: 'InvalidParameterValue',
+        message: 'Number of message attributes [11] exceeds the allowed maximum [10].',
+      });
       expect(alone).toBeUndefined();
     });
 
@@ -133,7 +142,9 @@ describe('the strict SQS server', () => {
     ] as Array<[string, Record<string, MessageAttributeValue>, RegExp]>)('refuses %s', async (_what, messageAttributes, message) => {
       const queueUrl = await createQueue(sqs);
 
-      const refused = await refusal(sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageAttributes: messageAttributes })));
+      const refused = await refusal(
+        sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageAttributes: messageAttributes })),
+      );
 
       expect(refused?.name).toBe('InvalidParameterValue');
       expect(refused?.message).toMatch(message);
@@ -142,8 +153,16 @@ describe('the strict SQS server', () => {
     it('lets fauxqs alone accept a name starting with AWS. and an empty value (the leniency the layer removes)', async () => {
       const queueUrl = await createQueue(fauxqsAlone);
 
-      expect(await refusal(fauxqsAlone.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageAttributes: { 'AWS.x': text('v') } })))).toBeUndefined();
-      expect(await refusal(fauxqsAlone.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageAttributes: { x: text('') } })))).toBeUndefined();
+      expect(
+        await refusal(
+          fauxqsAlone.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageAttributes: { 'AWS.x': text('v') } })),
+        ),
+      ).toBeUndefined();
+      expect(
+        await refusal(
+          fauxqsAlone.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageAttributes: { x: text('') } })),
+        ),
+      ).toBeUndefined();
     });
   });
 
@@ -177,9 +196,23 @@ describe('the strict SQS server', () => {
       const queueUrl = await createQueue(sqs);
       const entries = Array.from({ length: 11 }, (_, i) => ({ Id: `e${i}`, MessageBody: 'b' }));
 
-      expect((await refusal(sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }))))?.name).toBe('TooManyEntriesInBatchRequest');
+      expect((await refusal(sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }))))?.name).toBe(
+        'TooManyEntriesInBatchRequest',
+      );
       expect(
-        (await refusal(sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: [{ Id: 'a', MessageBody: '1' }, { Id: 'a', MessageBody: '2' }] }))))?.name,
+        (
+          await refusal(
+            sqs.send(
+              new SendMessageBatchCommand({
+                QueueUrl: queueUrl,
+                Entries: [
+                  { Id: 'a', MessageBody: '1' },
+                  { Id: 'a', MessageBody: '2' },
+                ],
+              }),
+            ),
+          )
+        )?.name,
       ).toBe('BatchEntryIdsNotDistinct');
     });
 
@@ -254,7 +287,9 @@ describe('the strict SQS server', () => {
       // The consumer ran A-1, failed on it and reported the rest without running them; the
       // consumer's backoff releases them one by one, in batch order.
       for (const message of first) {
-        await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle!, VisibilityTimeout: 0 }));
+        await sqs.send(
+          new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle!, VisibilityTimeout: 0 }),
+        );
       }
       const second = await receive(sqs, queueUrl);
 
@@ -281,10 +316,16 @@ describe('the strict SQS server', () => {
   describe('FIFO sends (fauxqs enforces these itself)', () => {
     it('refuses a message without a message group, and one without a deduplication id when content-based deduplication is off', async () => {
       queueCount += 1;
-      const { QueueUrl: queueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `nodedup${queueCount}.fifo`, Attributes: { FifoQueue: 'true' } }));
+      const { QueueUrl: queueUrl } = await sqs.send(
+        new CreateQueueCommand({ QueueName: `nodedup${queueCount}.fifo`, Attributes: { FifoQueue: 'true' } }),
+      );
 
-      const noGroup = await refusal(sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageDeduplicationId: 'd' })));
-      const noDeduplicationId = await refusal(sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageGroupId: 'g' })));
+      const noGroup = await refusal(
+        sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageDeduplicationId: 'd' })),
+      );
+      const noDeduplicationId = await refusal(
+        sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'b', MessageGroupId: 'g' })),
+      );
 
       expect(noGroup?.name).toBe('MissingParameter');
       expect(noDeduplicationId?.name).toBe('InvalidParameterValue');
@@ -297,7 +338,9 @@ describe('the strict SQS server', () => {
       await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'long job' }));
       const [message] = await receive(sqs, queueUrl, 30);
       const change = (seconds: number) =>
-        sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message!.ReceiptHandle!, VisibilityTimeout: seconds }));
+        sqs.send(
+          new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message!.ReceiptHandle!, VisibilityTimeout: seconds }),
+        );
 
       now += 11 * 3_600 * 1_000; // eleven hours after the receive
       const beyond = await refusal(change(3_601));
@@ -305,14 +348,23 @@ describe('the strict SQS server', () => {
 
       expect(beyond).toEqual({
         name: 'InvalidParameterValue',
-        message: 'Value 3601 for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds].',
+        message:
+          'Value 3601 for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds].',
       });
       expect(upTo).toBeUndefined();
     });
 
     it('fails only the entries of a ChangeMessageVisibilityBatch that go beyond it', async () => {
       const queueUrl = await createQueue(sqs);
-      await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: [{ Id: 'a', MessageBody: 'a' }, { Id: 'b', MessageBody: 'b' }] }));
+      await sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: [
+            { Id: 'a', MessageBody: 'a' },
+            { Id: 'b', MessageBody: 'b' },
+          ],
+        }),
+      );
       const [a, b] = await receive(sqs, queueUrl, 30);
       now += 12 * 3_600 * 1_000 - 60_000; // one minute left
 

@@ -19,7 +19,9 @@ import { itemIdentity } from '../../packages/local/src/aws/dynamoDbRules.js';
 import { awsEndpoints } from '../support/awsEndpoints.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 
-const describe = describeUnlessDeployedStack('creates tables and queues of its own on the run\'s endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)');
+const describe = describeUnlessDeployedStack(
+  "creates tables and queues of its own on the run's endpoints (without IC_OUTPUTS_FILE it runs against LocalStack, AWS_ENDPOINT_URL alone)",
+);
 
 /**
  * The strict DynamoDB layer against DynamoDB Local: each rule it adds is refused through the
@@ -28,7 +30,12 @@ const describe = describeUnlessDeployedStack('creates tables and queues of its o
  */
 const endpoints = awsEndpoints();
 const newClient = () =>
-  new DynamoDBClient({ endpoint: endpoints.dynamoDbEndpoint, region: endpoints.region, credentials: { ...localCredentials }, maxAttempts: 1 });
+  new DynamoDBClient({
+    endpoint: endpoints.dynamoDbEndpoint,
+    region: endpoints.region,
+    credentials: { ...localCredentials },
+    maxAttempts: 1,
+  });
 const table = `strict-${randomUUID().slice(0, 8)}`;
 const tracker = new ConflictTracker();
 let strict: DynamoDBClient;
@@ -54,7 +61,9 @@ afterAll(async () => {
 });
 
 const key = (pk: string) => ({ pk: { S: pk } });
-const put = (pk: string, extra: Record<string, { S: string }> = {}): TransactWriteItem => ({ Put: { TableName: table, Item: { ...key(pk), ...extra } } });
+const put = (pk: string, extra: Record<string, { S: string }> = {}): TransactWriteItem => ({
+  Put: { TableName: table, Item: { ...key(pk), ...extra } },
+});
 const conditionCheck = (pk: string, condition: string): TransactWriteItem => ({
   ConditionCheck: { TableName: table, Key: key(pk), ConditionExpression: condition },
 });
@@ -68,7 +77,8 @@ async function outcome(call: Promise<unknown>): Promise<{ name: string; message:
     await call;
     return undefined;
   } catch (error) {
-    const reasons = error instanceof TransactionCanceledException ? error.CancellationReasons?.map((reason) => reason.Code ?? '') : undefined;
+    const reasons =
+      error instanceof TransactionCanceledException ? error.CancellationReasons?.map((reason) => reason.Code ?? '') : undefined;
     return { name: (error as Error).name, message: (error as Error).message, ...(reasons ? { reasons } : {}) };
   }
 }
@@ -83,7 +93,10 @@ describe('the strict DynamoDB layer', () => {
       const throughLayer = await outcome(strict.send(new TransactWriteItemsCommand({ TransactItems: items })));
       const alone = await outcome(plain.send(new TransactWriteItemsCommand({ TransactItems: items })));
 
-      expect(throughLayer).toEqual({ name: 'ValidationException', message: 'Transaction request cannot include multiple operations on one item' });
+      expect(throughLayer).toEqual({
+        name: 'ValidationException',
+        message: 'Transaction request cannot include multiple operations on one item',
+      });
       expect(alone).toMatchObject({ name: 'TransactionCanceledException', reasons: ['None', 'ConditionalCheckFailed'] });
       expect(await stored('dup-1')).toBeUndefined();
     });
@@ -100,7 +113,9 @@ describe('the strict DynamoDB layer', () => {
     });
 
     it('accepts one action per item', async () => {
-      expect(await outcome(strict.send(new TransactWriteItemsCommand({ TransactItems: [put('one-a'), put('one-b'), increment('one-c')] })))).toBeUndefined();
+      expect(
+        await outcome(strict.send(new TransactWriteItemsCommand({ TransactItems: [put('one-a'), put('one-b'), increment('one-c')] }))),
+      ).toBeUndefined();
       expect(await stored('one-c')).toEqual({ pk: { S: 'one-c' }, n: { N: '1' } });
     });
   });
@@ -120,7 +135,9 @@ describe('the strict DynamoDB layer', () => {
       } finally {
         release();
       }
-      expect(await outcome(strict.send(new TransactWriteItemsCommand({ TransactItems: [put('free-1'), increment('held-1')] })))).toBeUndefined();
+      expect(
+        await outcome(strict.send(new TransactWriteItemsCommand({ TransactItems: [put('free-1'), increment('held-1')] }))),
+      ).toBeUndefined();
     });
 
     it('fails a PutItem of an item an ongoing transaction holds with TransactionConflictException', async () => {
@@ -151,7 +168,11 @@ describe('the strict DynamoDB layer', () => {
       // All 40 are sent in one turn of the event loop: the first holds the item while DynamoDB
       // Local works on it, so the others arrive while it is ongoing.
       const overlapping = (client: DynamoDBClient, pk: string) =>
-        Promise.all(Array.from({ length: 40 }, (_, i) => outcome(client.send(new TransactWriteItemsCommand({ TransactItems: [increment(pk), put(`${pk}-${i}`)] })))));
+        Promise.all(
+          Array.from({ length: 40 }, (_, i) =>
+            outcome(client.send(new TransactWriteItemsCommand({ TransactItems: [increment(pk), put(`${pk}-${i}`)] }))),
+          ),
+        );
 
       const throughLayer = await overlapping(strict, 'hot-strict');
       const alone = await overlapping(plain, 'hot-plain');
@@ -168,37 +189,90 @@ describe('the strict DynamoDB layer', () => {
   describe('rules DynamoDB Local enforces itself', () => {
     type Call = (client: DynamoDBClient) => Promise<unknown>;
     it.each([
-      ['101 actions in a transaction', (c) => c.send(new TransactWriteItemsCommand({ TransactItems: Array.from({ length: 101 }, (_, i) => put(`many-${i}`)) })), /length less than or equal to 100/],
+      [
+        '101 actions in a transaction',
+        (c) => c.send(new TransactWriteItemsCommand({ TransactItems: Array.from({ length: 101 }, (_, i) => put(`many-${i}`)) })),
+        /length less than or equal to 100/,
+      ],
       [
         '101 items in a TransactGetItems',
-        (c) => c.send(new TransactGetItemsCommand({ TransactItems: Array.from({ length: 101 }, (_, i) => ({ Get: { TableName: table, Key: key(`g-${i}`) } })) })),
+        (c) =>
+          c.send(
+            new TransactGetItemsCommand({
+              TransactItems: Array.from({ length: 101 }, (_, i) => ({ Get: { TableName: table, Key: key(`g-${i}`) } })),
+            }),
+          ),
         /length less than or equal to 100/,
       ],
       [
         'a transaction over 4 MB',
-        (c) => c.send(new TransactWriteItemsCommand({ TransactItems: Array.from({ length: 11 }, (_, i) => put(`big-${i}`, { d: { S: 'x'.repeat(390_000) } })) })),
+        (c) =>
+          c.send(
+            new TransactWriteItemsCommand({
+              TransactItems: Array.from({ length: 11 }, (_, i) => put(`big-${i}`, { d: { S: 'x'.repeat(390_000) } })),
+            }),
+          ),
         /Transaction payload size cannot exceed 4MB/,
       ],
-      ['an item over 400 KB', (c) => c.send(new PutItemCommand({ TableName: table, Item: { ...key('huge'), d: { S: 'x'.repeat(409_600) } } })), /Item size has exceeded the maximum allowed size/],
-      ['an empty string key', (c) => c.send(new PutItemCommand({ TableName: table, Item: key('') })), /key attribute cannot contain an empty string value/],
+      [
+        'an item over 400 KB',
+        (c) => c.send(new PutItemCommand({ TableName: table, Item: { ...key('huge'), d: { S: 'x'.repeat(409_600) } } })),
+        /Item size has exceeded the maximum allowed size/,
+      ],
+      [
+        'an empty string key',
+        (c) => c.send(new PutItemCommand({ TableName: table, Item: key('') })),
+        /key attribute cannot contain an empty string value/,
+      ],
       [
         'two Gets of one item',
-        (c) => c.send(new TransactGetItemsCommand({ TransactItems: [{ Get: { TableName: table, Key: key('g') } }, { Get: { TableName: table, Key: key('g') } }] })),
+        (c) =>
+          c.send(
+            new TransactGetItemsCommand({
+              TransactItems: [{ Get: { TableName: table, Key: key('g') } }, { Get: { TableName: table, Key: key('g') } }],
+            }),
+          ),
         /multiple operations on one item/,
       ],
-      ['101 keys in a BatchGetItem', (c) => c.send(new BatchGetItemCommand({ RequestItems: { [table]: { Keys: Array.from({ length: 101 }, (_, i) => key(`k-${i}`)) } } })), /Too many items requested for the BatchGetItem call/],
-      ['a key twice in a BatchGetItem', (c) => c.send(new BatchGetItemCommand({ RequestItems: { [table]: { Keys: [key('k'), key('k')] } } })), /Provided list of item keys contains duplicates/],
+      [
+        '101 keys in a BatchGetItem',
+        (c) =>
+          c.send(new BatchGetItemCommand({ RequestItems: { [table]: { Keys: Array.from({ length: 101 }, (_, i) => key(`k-${i}`)) } } })),
+        /Too many items requested for the BatchGetItem call/,
+      ],
+      [
+        'a key twice in a BatchGetItem',
+        (c) => c.send(new BatchGetItemCommand({ RequestItems: { [table]: { Keys: [key('k'), key('k')] } } })),
+        /Provided list of item keys contains duplicates/,
+      ],
       [
         '26 items in a BatchWriteItem',
-        (c) => c.send(new BatchWriteItemCommand({ RequestItems: { [table]: Array.from({ length: 26 }, (_, i) => ({ PutRequest: { Item: key(`w-${i}`) } })) } })),
+        (c) =>
+          c.send(
+            new BatchWriteItemCommand({
+              RequestItems: { [table]: Array.from({ length: 26 }, (_, i) => ({ PutRequest: { Item: key(`w-${i}`) } })) },
+            }),
+          ),
         /Too many items requested for the BatchWriteItem call/,
       ],
       [
         'an unused expression attribute value',
-        (c) => c.send(new PutItemCommand({ TableName: table, Item: key('u'), ConditionExpression: 'attribute_not_exists(pk)', ExpressionAttributeValues: { ':x': { S: 'x' } } })),
+        (c) =>
+          c.send(
+            new PutItemCommand({
+              TableName: table,
+              Item: key('u'),
+              ConditionExpression: 'attribute_not_exists(pk)',
+              ExpressionAttributeValues: { ':x': { S: 'x' } },
+            }),
+          ),
         /unused in expressions/,
       ],
-      ['a number of 39 digits', (c) => c.send(new PutItemCommand({ TableName: table, Item: { ...key('n'), n: { N: '1'.repeat(39) } } })), /precision up to 38 digits/],
+      [
+        'a number of 39 digits',
+        (c) => c.send(new PutItemCommand({ TableName: table, Item: { ...key('n'), n: { N: '1'.repeat(39) } } })),
+        /precision up to 38 digits/,
+      ],
     ] as Array<[string, Call, RegExp]>)('refuses %s', async (_what, call, message) => {
       const result = await outcome(call(plain));
       expect(result?.name).toBe('ValidationException');
@@ -207,7 +281,13 @@ describe('the strict DynamoDB layer', () => {
 
     it('refuses a ClientRequestToken reused for another transaction (IdempotentParameterMismatchException) and answers a retry of the same one', async () => {
       const token = randomUUID();
-      const send = (pk: string) => plain.send(new TransactWriteItemsCommand({ ClientRequestToken: token, TransactItems: [{ Put: { TableName: table, Item: key(pk), ConditionExpression: 'attribute_not_exists(pk)' } }] }));
+      const send = (pk: string) =>
+        plain.send(
+          new TransactWriteItemsCommand({
+            ClientRequestToken: token,
+            TransactItems: [{ Put: { TableName: table, Item: key(pk), ConditionExpression: 'attribute_not_exists(pk)' } }],
+          }),
+        );
 
       await send('token-a');
       const retry = await outcome(send('token-a'));
@@ -222,7 +302,9 @@ describe('the strict DynamoDB layer', () => {
       for (let start = 0; start < 50; start += 25) {
         await plain.send(
           new BatchWriteItemCommand({
-            RequestItems: { [table]: Array.from({ length: 25 }, (_, i) => ({ PutRequest: { Item: { ...key(`heavy-${start + i}`), d: { S: big } } } })) },
+            RequestItems: {
+              [table]: Array.from({ length: 25 }, (_, i) => ({ PutRequest: { Item: { ...key(`heavy-${start + i}`), d: { S: big } } } })),
+            },
           }),
         );
       }

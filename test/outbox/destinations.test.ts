@@ -5,7 +5,14 @@
  */
 import type { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { fifoMessageGroupId, MAX_OUTGOING_ATTRIBUTES, MESSAGE_ID_ATTRIBUTE, messageAttributes, OutboxMessageError, type OutboxMessage } from '../../packages/idempotent-consumer/src/outbox/OutboxDestination.js';
+import {
+  fifoMessageGroupId,
+  MAX_OUTGOING_ATTRIBUTES,
+  MESSAGE_ID_ATTRIBUTE,
+  messageAttributes,
+  OutboxMessageError,
+  type OutboxMessage,
+} from '../../packages/idempotent-consumer/src/outbox/OutboxDestination.js';
 import { outboxMessageId } from '../../packages/idempotent-consumer/src/outbox/outboxItems.js';
 import { snsTopicDestination } from '../../packages/idempotent-consumer/src/outbox/snsTopicDestination.js';
 import { sqsQueueDestination } from '../../packages/idempotent-consumer/src/outbox/sqsQueueDestination.js';
@@ -98,7 +105,9 @@ describe('built-in destinations on the SQS/SNS server', () => {
 
   it('sends no group or deduplication id to a standard topic', async () => {
     const sent: Record<string, unknown>[] = [];
-    const recording = { send: async (command: PublishCommand) => (sent.push(command.input as unknown as Record<string, unknown>), { MessageId: 'm' }) } as unknown as SNSClient;
+    const recording = {
+      send: async (command: PublishCommand) => (sent.push(command.input as unknown as Record<string, unknown>), { MessageId: 'm' }),
+    } as unknown as SNSClient;
     await snsTopicDestination({ topicArn: 'arn:aws:sns:us-east-1:123456789012:plain', client: recording }).publish(message('k-7'));
     expect(sent).toHaveLength(1);
     expect(sent[0]).not.toHaveProperty('MessageGroupId');

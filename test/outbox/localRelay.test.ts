@@ -13,7 +13,11 @@ import { CreateQueueCommand, DeleteQueueCommand } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { createIdempotentConsumer, type IdempotentConsumerHandler } from 'idempotent-consumer';
 import { lambdaEnvironment, withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
-import { createOutboxRelay, type OutboxRelayHandler, type OutboxRelayRuntimeOptions } from '../../packages/idempotent-consumer/src/outbox/createOutboxRelay.js';
+import {
+  createOutboxRelay,
+  type OutboxRelayHandler,
+  type OutboxRelayRuntimeOptions,
+} from '../../packages/idempotent-consumer/src/outbox/createOutboxRelay.js';
 import { outboxRelaySettings } from '../../packages/idempotent-consumer/src/outbox/outboxRelaySettings.js';
 import { countOutboxItems } from '../../packages/local/src/outbox/countOutboxItems.js';
 import { receiveOutboxDeliveries } from '../../packages/local/src/outbox/receiveOutboxDeliveries.js';
@@ -67,18 +71,27 @@ describe('the local relay behind a consumer', () => {
         tables: { accounts: { partitionKey: 'account' } },
         read: (deposit) => [{ table: 'accounts', key: { account: deposit.account } }],
         decide: (deposit, state) => {
-          const balance = (state.get<{ account: string; balance: number }>('accounts', { account: deposit.account })?.balance ?? 0) + deposit.amount;
+          const balance =
+            (state.get<{ account: string; balance: number }>('accounts', { account: deposit.account })?.balance ?? 0) + deposit.amount;
           return {
             writes: [{ Put: { TableName: 'accounts', Item: { account: deposit.account, balance } } }],
             outbox: [
-              { body: { type: 'Deposited', depositId: deposit.depositId, account: deposit.account, balance }, attributes: { type: 'Deposited' } },
+              {
+                body: { type: 'Deposited', depositId: deposit.depositId, account: deposit.account, balance },
+                attributes: { type: 'Deposited' },
+              },
               ...(deposit.misrouted === true ? [{ body: 'receipt', destination: 'receipts' }] : []),
             ],
           };
         },
       },
       {
-        environment: lambdaEnvironment(settings, { inboxTable: env.inboxTable, idempotencyTable: env.idempotencyTable, deadLetterQueueUrl, tables: { accounts: accountsTable } }),
+        environment: lambdaEnvironment(settings, {
+          inboxTable: env.inboxTable,
+          idempotencyTable: env.idempotencyTable,
+          deadLetterQueueUrl,
+          tables: { accounts: accountsTable },
+        }),
         clients: { dynamoDb: env.dynamoDb, sqs: env.sqs },
         ...quiet(),
       },
@@ -87,14 +100,20 @@ describe('the local relay behind a consumer', () => {
   afterEach(async () => {
     await relay?.stop();
     relay = undefined;
-    await Promise.allSettled([env.dynamoDb.send(new DeleteTableCommand({ TableName: accountsTable })), env.sqs.send(new DeleteQueueCommand({ QueueUrl: deadLetterQueueUrl }))]);
+    await Promise.allSettled([
+      env.dynamoDb.send(new DeleteTableCommand({ TableName: accountsTable })),
+      env.sqs.send(new DeleteQueueCommand({ QueueUrl: deadLetterQueueUrl })),
+    ]);
     await env.dispose();
   });
 
   const deposits = (prefix: string, count: number, extra: Partial<Deposit> = {}) =>
     Array.from({ length: count }, (_, i) => ({ depositId: `${prefix}-${i}`, account: `acct-${i % 3}`, amount: 10 + i, ...extra }));
   const deliver = (batch: readonly Deposit[], attempt = 1) =>
-    consumer(sqsEvent(...batch.map((deposit) => sqsRecord(`m-${deposit.depositId}-${attempt}`, { ...deposit }))), lambdaContext()) as Promise<unknown>;
+    consumer(
+      sqsEvent(...batch.map((deposit) => sqsRecord(`m-${deposit.depositId}-${attempt}`, { ...deposit }))),
+      lambdaContext(),
+    ) as Promise<unknown>;
 
   /** Starts the local relay on the test's tables, FIFO queue as the default destination. */
   function start(options: { relay?: OutboxRelayHandler; timeoutSeconds?: number; retryAttempts?: number } = {}) {
@@ -107,7 +126,11 @@ describe('the local relay behind a consumer', () => {
       idempotencyTableName: env.idempotencyTable,
       destinations: { default: env.fifoQueueUrl },
       clients: { sqs: env.sqs, sns: env.sns },
-      settings: outboxRelaySettings({ batchSize: 10, timeoutSeconds: options.timeoutSeconds ?? 30, retryAttempts: options.retryAttempts ?? 10 }),
+      settings: outboxRelaySettings({
+        batchSize: 10,
+        timeoutSeconds: options.timeoutSeconds ?? 30,
+        retryAttempts: options.retryAttempts ?? 10,
+      }),
       logger,
       metrics,
       ...(options.relay === undefined ? {} : { relay: options.relay }),
@@ -145,7 +168,12 @@ describe('the local relay behind a consumer', () => {
         const { dynamoDb } = clients();
         let updates = 0;
         hook(dynamoDb as DynamoDBClient, async (phase, command, input) => {
-          if (phase === 'before' && command === 'UpdateItemCommand' && JSON.stringify(input).includes(env.idempotencyTable) && ++updates === 1) {
+          if (
+            phase === 'before' &&
+            command === 'UpdateItemCommand' &&
+            JSON.stringify(input).includes(env.idempotencyTable) &&
+            ++updates === 1
+          ) {
             hung = true;
             await crash();
           }

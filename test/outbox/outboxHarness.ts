@@ -15,7 +15,11 @@ import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-s
 import type { Context, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { tableKeys } from '../../packages/idempotent-consumer/src/settings/settings.js';
 import { outboxPut } from '../../packages/idempotent-consumer/src/outbox/outboxItems.js';
-import { outboxRelayEnvironment, outboxRelaySettings, type OutboxRelaySettings } from '../../packages/idempotent-consumer/src/outbox/outboxRelaySettings.js';
+import {
+  outboxRelayEnvironment,
+  outboxRelaySettings,
+  type OutboxRelaySettings,
+} from '../../packages/idempotent-consumer/src/outbox/outboxRelaySettings.js';
 import type { OutgoingMessage } from '../../packages/idempotent-consumer/src/types.js';
 import { createLambdaContext, newLogStreamName } from '../../packages/local/src/lambdaContext.js';
 import { localCredentials } from '../../packages/local/src/localClientConfig.js';
@@ -128,14 +132,22 @@ export async function outboxResources(name: string): Promise<OutboxResources> {
   );
   const queue = async (queueName: string, fifo: boolean) => {
     const output = await sqs.send(new CreateQueueCommand({ QueueName: queueName, ...(fifo ? { Attributes: { FifoQueue: 'true' } } : {}) }));
-    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: output.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+    const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: output.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!
+      .QueueArn!;
     return { url: output.QueueUrl!, arn };
   };
   const fifoQueue = await queue(`${prefix}out.fifo`, true);
   const subscriber = await queue(`${prefix}sub.fifo`, true);
   const standardQueue = await queue(`${prefix}out`, false);
   const topic = await sns.send(new CreateTopicCommand({ Name: `${prefix}out.fifo`, Attributes: { FifoTopic: 'true' } }));
-  await sns.send(new SubscribeCommand({ TopicArn: topic.TopicArn, Protocol: 'sqs', Endpoint: subscriber.arn, Attributes: { RawMessageDelivery: 'true' } }));
+  await sns.send(
+    new SubscribeCommand({
+      TopicArn: topic.TopicArn,
+      Protocol: 'sqs',
+      Endpoint: subscriber.arn,
+      Attributes: { RawMessageDelivery: 'true' },
+    }),
+  );
   const documentClient = DynamoDBDocumentClient.from(dynamoDb, { marshallOptions: { removeUndefinedValues: true } });
   return {
     prefix,
@@ -175,7 +187,12 @@ export interface EmittedEvent {
  * Commits the outbox items of `events` as the engine does (`outboxPut`, one transaction per event)
  * and returns their message ids in order.
  */
-export async function commitOutboxItems(env: OutboxResources, events: readonly EmittedEvent[], now = new Date(), consumerName = CONSUMER): Promise<string[]> {
+export async function commitOutboxItems(
+  env: OutboxResources,
+  events: readonly EmittedEvent[],
+  now = new Date(),
+  consumerName = CONSUMER,
+): Promise<string[]> {
   const ids: string[] = [];
   for (const event of events) {
     const puts = event.outbox.map((message, position) =>
@@ -199,7 +216,11 @@ export async function commitOutboxItems(env: OutboxResources, events: readonly E
 /** The outbox item of a message id, or `undefined`. */
 export async function outboxItem(env: OutboxResources, messageId: string, consumerName = CONSUMER) {
   const output = await env.documentClient.send(
-    new GetCommand({ TableName: env.inboxTable, Key: { [tableKeys.inbox.partitionKey]: `${consumerName}#outbox#${messageId}` }, ConsistentRead: true }),
+    new GetCommand({
+      TableName: env.inboxTable,
+      Key: { [tableKeys.inbox.partitionKey]: `${consumerName}#outbox#${messageId}` },
+      ConsistentRead: true,
+    }),
   );
   return output.Item;
 }
@@ -209,7 +230,11 @@ export async function streamRecords(env: OutboxResources): Promise<DynamoDBRecor
   const described = await env.streams.send(new DescribeStreamCommand({ StreamArn: env.streamArn }));
   const records: DynamoDBRecord[] = [];
   for (const shard of described.StreamDescription?.Shards ?? []) {
-    let iterator = (await env.streams.send(new GetShardIteratorCommand({ StreamArn: env.streamArn, ShardId: shard.ShardId!, ShardIteratorType: 'TRIM_HORIZON' }))).ShardIterator;
+    let iterator = (
+      await env.streams.send(
+        new GetShardIteratorCommand({ StreamArn: env.streamArn, ShardId: shard.ShardId!, ShardIteratorType: 'TRIM_HORIZON' }),
+      )
+    ).ShardIterator;
     while (iterator !== undefined) {
       const output = await env.streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
       records.push(...(output.Records ?? []).map((record) => toLambdaRecord(record, env.streamArn)));
@@ -223,7 +248,9 @@ export async function streamRecords(env: OutboxResources): Promise<DynamoDBRecor
 /** The stream event of the insert records of `messageIds`, in stream order. */
 export async function insertEvent(env: OutboxResources, messageIds: readonly string[]): Promise<DynamoDBStreamEvent> {
   const wanted = new Set(messageIds.map((id) => `${CONSUMER}#outbox#${id}`));
-  const records = (await streamRecords(env)).filter((record) => record.eventName === 'INSERT' && wanted.has(record.dynamodb?.Keys?.[tableKeys.inbox.partitionKey]?.S ?? ''));
+  const records = (await streamRecords(env)).filter(
+    (record) => record.eventName === 'INSERT' && wanted.has(record.dynamodb?.Keys?.[tableKeys.inbox.partitionKey]?.S ?? ''),
+  );
   if (records.length !== messageIds.length) throw new Error(`found ${records.length} insert records for ${messageIds.length} messages`);
   return { Records: records };
 }

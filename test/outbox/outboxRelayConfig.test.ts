@@ -22,7 +22,9 @@ describe('destination targets', () => {
   });
 
   it('says what is wrong with anything else', () => {
-    expect(() => parseDestinationTarget('arn:aws:events:eu-west-1:123456789012:event-bus/default')).toThrow(/EventBridge bus: it is not built in/);
+    expect(() => parseDestinationTarget('arn:aws:events:eu-west-1:123456789012:event-bus/default')).toThrow(
+      /EventBridge bus: it is not built in/,
+    );
     expect(() => parseDestinationTarget('arn:aws:sqs:eu-west-1:123456789012:audit')).toThrow(/queue ARN: give the queue URL/);
     expect(() => parseDestinationTarget('payments')).toThrow(/neither an SNS topic ARN nor an SQS queue URL/);
   });
@@ -37,7 +39,11 @@ describe('the relay environment', () => {
       idempotencyTable: 'Idem-1',
       destinations: { default: topicArn, auditTrail: queueUrl },
     });
-    expect(environment).toMatchObject({ OUTBOX_DESTINATION_DEFAULT: topicArn, OUTBOX_DESTINATION_AUDIT_TRAIL: queueUrl, CONSUMER_NAME: 'payments' });
+    expect(environment).toMatchObject({
+      OUTBOX_DESTINATION_DEFAULT: topicArn,
+      OUTBOX_DESTINATION_AUDIT_TRAIL: queueUrl,
+      CONSUMER_NAME: 'payments',
+    });
     const config = readOutboxRelayConfig(environment);
     expect(config).toEqual({
       consumerName: 'payments',
@@ -87,7 +93,9 @@ describe('relay settings', () => {
   });
 
   it('refuses infinite retries, out-of-range batches and a too short idempotency window', () => {
-    const problems = outboxRelaySettingsProblems(outboxRelaySettings({ retryAttempts: -1, batchSize: 20_000, idempotencyTtlSeconds: 3600, maxRecordAgeSeconds: 30 }));
+    const problems = outboxRelaySettingsProblems(
+      outboxRelaySettings({ retryAttempts: -1, batchSize: 20_000, idempotencyTtlSeconds: 3600, maxRecordAgeSeconds: 30 }),
+    );
     expect(problems.join('\n')).toMatch(/retryAttempts -1 .*finite/);
     expect(problems.join('\n')).toMatch(/batchSize 20000/);
     expect(problems.join('\n')).toMatch(/idempotencyTtlSeconds 3600 .*24 hours/);

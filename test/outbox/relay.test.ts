@@ -8,13 +8,26 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { EnvironmentError } from '../../packages/idempotent-consumer/src/config/runtimeConfig.js';
-import { createOutboxRelay, OutboxMetricName, type OutboxRelayRuntimeOptions } from '../../packages/idempotent-consumer/src/outbox/createOutboxRelay.js';
+import {
+  createOutboxRelay,
+  OutboxMetricName,
+  type OutboxRelayRuntimeOptions,
+} from '../../packages/idempotent-consumer/src/outbox/createOutboxRelay.js';
 import type { OutboxDestination, OutboxMessage } from '../../packages/idempotent-consumer/src/outbox/OutboxDestination.js';
 import { outboxFilterPattern } from '../../packages/idempotent-consumer/src/outbox/outboxStreamRecords.js';
 import { redriveOutbox } from '../../packages/idempotent-consumer/src/outbox/redriveOutbox.js';
 import { matchesFilterPattern } from '../../packages/local/src/outbox/matchesFilterPattern.js';
 import { receiveOutboxDeliveries } from '../../packages/local/src/outbox/receiveOutboxDeliveries.js';
-import { CONSUMER, commitOutboxItems, insertEvent, invocationContext, type OutboxResources, outboxItem, outboxResources, streamRecords } from './outboxHarness.js';
+import {
+  CONSUMER,
+  commitOutboxItems,
+  insertEvent,
+  invocationContext,
+  type OutboxResources,
+  outboxItem,
+  outboxResources,
+  streamRecords,
+} from './outboxHarness.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 
 const describe = describeUnlessDeployedStack('an inbox table with a stream and destination queues of its own');
@@ -45,7 +58,10 @@ describe('the outbox relay', () => {
   });
   afterAll(() => env.dispose());
 
-  const runtime = (extra: Partial<OutboxRelayRuntimeOptions> = {}, destinations: Record<string, string> = { default: env.fifoQueueUrl }): OutboxRelayRuntimeOptions => ({
+  const runtime = (
+    extra: Partial<OutboxRelayRuntimeOptions> = {},
+    destinations: Record<string, string> = { default: env.fifoQueueUrl },
+  ): OutboxRelayRuntimeOptions => ({
     environment: env.environment(destinations, { publishedTtlSeconds: 600 }),
     clients: { dynamoDb: env.dynamoDb, sqs: env.sqs, sns: env.sns },
     logger: silentLogger(),
@@ -58,7 +74,11 @@ describe('the outbox relay', () => {
     const ids = await commitOutboxItems(
       env,
       [
-        { idempotencyKey: 'e-1', orderingKey: 'O-1', outbox: [{ body: { type: 'PaymentReceived', orderId: 'O-1' } }, { body: 'plain text', attributes: { kind: 'note' } }] },
+        {
+          idempotencyKey: 'e-1',
+          orderingKey: 'O-1',
+          outbox: [{ body: { type: 'PaymentReceived', orderId: 'O-1' } }, { body: 'plain text', attributes: { kind: 'note' } }],
+        },
         { idempotencyKey: 'e-2', orderingKey: 'O-2', outbox: [{ body: { type: 'PaymentReceived', orderId: 'O-2' } }] },
       ],
       createdAt,
@@ -73,7 +93,9 @@ describe('the outbox relay', () => {
     const deliveries = await receiveOutboxDeliveries(env.sqs, env.fifoQueueUrl);
     expect(deliveries.delivered).toBe(3);
     expect(new Set(deliveries.byMessageId.keys())).toEqual(new Set(ids));
-    expect(deliveries.messages.map((m) => m.Body)).toEqual(expect.arrayContaining(['{"type":"PaymentReceived","orderId":"O-1"}', 'plain text']));
+    expect(deliveries.messages.map((m) => m.Body)).toEqual(
+      expect.arrayContaining(['{"type":"PaymentReceived","orderId":"O-1"}', 'plain text']),
+    );
     expect(deliveries.messages.find((m) => m.Body === 'plain text')?.MessageAttributes?.['kind']?.StringValue).toBe('note');
     for (const id of ids) {
       const item = await outboxItem(env, id);
@@ -108,13 +130,25 @@ describe('the outbox relay', () => {
   });
 
   it('skips the stream records that are not new outbox items of its consumer, as the mapping’s filter does', async () => {
-    await env.documentClient.send(new PutCommand({ TableName: env.inboxTable, Item: { pk: `${CONSUMER}#key#e-9`, kind: 'inbox', consumer: CONSUMER } }));
-    const [otherId] = await commitOutboxItems(env, [{ idempotencyKey: 'e-9', outbox: [{ body: 'not mine' }] }], new Date(), 'other-consumer');
+    await env.documentClient.send(
+      new PutCommand({ TableName: env.inboxTable, Item: { pk: `${CONSUMER}#key#e-9`, kind: 'inbox', consumer: CONSUMER } }),
+    );
+    const [otherId] = await commitOutboxItems(
+      env,
+      [{ idempotencyKey: 'e-9', outbox: [{ body: 'not mine' }] }],
+      new Date(),
+      'other-consumer',
+    );
     const records = await streamRecords(env);
     const pattern = outboxFilterPattern(CONSUMER);
     const kept = records.filter((record) => matchesFilterPattern(pattern, record));
     const dropped = records.filter((record) => !matchesFilterPattern(pattern, record));
-    expect(kept.every((r) => r.eventName === 'INSERT' && r.dynamodb?.NewImage?.['kind']?.S === 'outbox' && r.dynamodb?.NewImage?.['consumer']?.S === CONSUMER)).toBe(true);
+    expect(
+      kept.every(
+        (r) =>
+          r.eventName === 'INSERT' && r.dynamodb?.NewImage?.['kind']?.S === 'outbox' && r.dynamodb?.NewImage?.['consumer']?.S === CONSUMER,
+      ),
+    ).toBe(true);
     expect(dropped.map((r) => r.eventName)).toContain('MODIFY'); // the marks of the tests above
     expect(dropped.some((r) => r.dynamodb?.NewImage?.['kind']?.S === 'inbox')).toBe(true);
     expect(dropped.some((r) => r.dynamodb?.NewImage?.['messageId']?.S === otherId)).toBe(true);
@@ -209,7 +243,9 @@ describe('the outbox relay', () => {
     const handler = createOutboxRelay({}, { ...runtime(), environment });
     await expect(handler({ Records: [] }, invocationContext().context)).rejects.toThrow(EnvironmentError);
     environment['CONSUMER_NAME'] = CONSUMER;
-    await expect(handler({ Records: [] }, invocationContext().context)).rejects.toThrow(/no outbox destination: set OUTBOX_DESTINATION_DEFAULT/);
+    await expect(handler({ Records: [] }, invocationContext().context)).rejects.toThrow(
+      /no outbox destination: set OUTBOX_DESTINATION_DEFAULT/,
+    );
     environment['OUTBOX_DESTINATION_DEFAULT'] = env.fifoQueueUrl;
     expect(await handler({ Records: [] }, invocationContext().context)).toEqual({ batchItemFailures: [] });
   });

@@ -12,7 +12,19 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { createOutboxRelay } from '../../packages/idempotent-consumer/src/outbox/createOutboxRelay.js';
 import { receiveOutboxDeliveries } from '../../packages/local/src/outbox/receiveOutboxDeliveries.js';
-import { clients, CONSUMER, commitOutboxItems, crash, eventually, hook, insertEvent, invocationContext, type OutboxResources, outboxItem, outboxResources } from './outboxHarness.js';
+import {
+  clients,
+  CONSUMER,
+  commitOutboxItems,
+  crash,
+  eventually,
+  hook,
+  insertEvent,
+  invocationContext,
+  type OutboxResources,
+  outboxItem,
+  outboxResources,
+} from './outboxHarness.js';
 import { describeUnlessDeployedStack } from '../support/testResources.js';
 
 const describe = describeUnlessDeployedStack('an inbox table with a stream and destination queues of its own');
@@ -28,7 +40,11 @@ type CrashPoint = (typeof CrashPoint)[keyof typeof CrashPoint];
 
 const destinations = [
   { name: 'a FIFO SQS queue', target: (env: OutboxResources) => env.fifoQueueUrl, receiveFrom: (env: OutboxResources) => env.fifoQueueUrl },
-  { name: 'a FIFO SNS topic', target: (env: OutboxResources) => env.fifoTopicArn, receiveFrom: (env: OutboxResources) => env.fifoTopicSubscriberUrl },
+  {
+    name: 'a FIFO SNS topic',
+    target: (env: OutboxResources) => env.fifoTopicArn,
+    receiveFrom: (env: OutboxResources) => env.fifoTopicSubscriberUrl,
+  },
 ] as const;
 
 let env: OutboxResources;
@@ -46,12 +62,20 @@ let run = 0;
  */
 async function crashAndRetry(point: CrashPoint, target: string, receiveFrom: string) {
   run += 1;
-  const ids = await commitOutboxItems(env, [1, 2, 3].map((n) => ({ idempotencyKey: `crash-${run}-${n}`, orderingKey: `group-${run}`, outbox: [{ body: `message ${n} of run ${run}` }] })));
+  const ids = await commitOutboxItems(
+    env,
+    [1, 2, 3].map((n) => ({
+      idempotencyKey: `crash-${run}-${n}`,
+      orderingKey: `group-${run}`,
+      outbox: [{ body: `message ${n} of run ${run}` }],
+    })),
+  );
   const event = await insertEvent(env, ids);
   const sends = new Map<string, number>();
   const countSends = (phase: 'before' | 'after', command: string, input: Record<string, unknown>) => {
     if (phase !== 'after' || (command !== 'SendMessageCommand' && command !== 'PublishCommand')) return;
-    const id = (input['MessageAttributes'] as Record<string, { StringValue?: string }> | undefined)?.['outboxMessageId']?.StringValue ?? '?';
+    const id =
+      (input['MessageAttributes'] as Record<string, { StringValue?: string }> | undefined)?.['outboxMessageId']?.StringValue ?? '?';
     sends.set(id, (sends.get(id) ?? 0) + 1);
   };
   const [victim, last] = [ids[1]!, ids[2]!];
@@ -112,21 +136,28 @@ describe.each(destinations)('a crash of the relay, publishing to $name', ({ targ
     [CrashPoint.BeforeCompletion, 2],
     [CrashPoint.BeforeMark, 1],
     [CrashPoint.BeforeResponse, 1],
-  ] as const)('%s: each message published at least once, delivered once, marked (the crashed message sent %i time(s))', async (point, victimSends) => {
-    const { ids, victim, response, sends, deliveries, marks } = await crashAndRetry(point, target(env), receiveFrom(env));
+  ] as const)(
+    '%s: each message published at least once, delivered once, marked (the crashed message sent %i time(s))',
+    async (point, victimSends) => {
+      const { ids, victim, response, sends, deliveries, marks } = await crashAndRetry(point, target(env), receiveFrom(env));
 
-    expect(response).toEqual({ batchItemFailures: [] });
-    for (const id of ids) expect(sends.get(id) ?? 0).toBeGreaterThanOrEqual(1);
-    expect(sends.get(victim)).toBe(victimSends);
-    expect(deliveries.withoutMessageId).toBe(0);
-    expect(Object.fromEntries(deliveries.byMessageId)).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
-    expect(marks).toEqual([expect.any(String), expect.any(String), expect.any(String)]);
-  });
+      expect(response).toEqual({ batchItemFailures: [] });
+      for (const id of ids) expect(sends.get(id) ?? 0).toBeGreaterThanOrEqual(1);
+      expect(sends.get(victim)).toBe(victimSends);
+      expect(deliveries.withoutMessageId).toBe(0);
+      expect(Object.fromEntries(deliveries.byMessageId)).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
+      expect(marks).toEqual([expect.any(String), expect.any(String), expect.any(String)]);
+    },
+  );
 });
 
 describe('a crash of the relay, publishing to a standard SQS queue (no deduplication)', () => {
   it('after the publish and before the completion record: the message arrives twice, with the same outboxMessageId', async () => {
-    const { ids, victim, response, sends, deliveries, marks } = await crashAndRetry(CrashPoint.BeforeCompletion, env.standardQueueUrl, env.standardQueueUrl);
+    const { ids, victim, response, sends, deliveries, marks } = await crashAndRetry(
+      CrashPoint.BeforeCompletion,
+      env.standardQueueUrl,
+      env.standardQueueUrl,
+    );
     expect(response).toEqual({ batchItemFailures: [] });
     expect(sends.get(victim)).toBe(2);
     expect(Object.fromEntries(deliveries.byMessageId)).toEqual({ [ids[0]!]: 1, [victim]: 2, [ids[2]!]: 1 });

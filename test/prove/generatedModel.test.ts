@@ -11,7 +11,14 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGeneratedConsumer } from '../../tools/prove/generated/consumer.js';
-import { applyUpdate, evaluateCondition, InvalidUpdate, Placeholders, renderCondition, renderUpdate } from '../../tools/prove/generated/expressions.js';
+import {
+  applyUpdate,
+  evaluateCondition,
+  InvalidUpdate,
+  Placeholders,
+  renderCondition,
+  renderUpdate,
+} from '../../tools/prove/generated/expressions.js';
 import { generatedWorkloadArbitrary, grammarParts } from '../../tools/prove/generated/grammar.js';
 import { runGeneratedModel } from '../../tools/prove/generated/model.js';
 import type { UpdateAction } from '../../tools/prove/generated/spec.js';
@@ -31,7 +38,14 @@ describe('the reference model against DynamoDB Local', () => {
   const clients = awsClients();
   const table = `prove-model-${Math.random().toString(36).slice(2, 10)}`;
   beforeAll(async () => {
-    await clients.dynamoDb.send(new CreateTableCommand({ TableName: table, BillingMode: 'PAY_PER_REQUEST', KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }], AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }] }));
+    await clients.dynamoDb.send(
+      new CreateTableCommand({
+        TableName: table,
+        BillingMode: 'PAY_PER_REQUEST',
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      }),
+    );
   });
   afterAll(async () => {
     await clients.dynamoDb.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
@@ -51,30 +65,45 @@ describe('the reference model against DynamoDB Local', () => {
 
   it('applies every update action as DynamoDB does (or refuses what it refuses)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.option(itemAttributes, { nil: undefined }), fc.uniqueArray(updateAction, { minLength: 1, maxLength: 3, selector: (a: UpdateAction) => a.attr }), fc.boolean(), async (attrs, actions, lowerCase) => {
-        const pk = `u${(n += 1)}`;
-        await put(pk, attrs);
-        const before = await stored(pk);
-        const context = { id: `e-${pk}`, position: n };
-        let expected: AvItem | 'refused';
-        try {
-          expected = applyUpdate(before, { pk: { S: pk } }, actions, context);
-        } catch (error) {
-          if (!(error instanceof InvalidUpdate)) throw error;
-          expected = 'refused';
-        }
-        const p = new Placeholders();
-        const expression = renderUpdate(actions, p, context, lowerCase);
-        let actual: AvItem | 'refused';
-        try {
-          await clients.documentClient.send(new UpdateCommand({ TableName: table, Key: { pk }, UpdateExpression: expression, ExpressionAttributeNames: p.names, ...(Object.keys(p.values).length > 0 ? { ExpressionAttributeValues: p.values } : {}) }));
-          actual = (await stored(pk)) ?? { pk: { S: pk } };
-        } catch (error) {
-          if ((error as Error).name !== 'ValidationException') throw error;
-          actual = 'refused';
-        }
-        expect(actual === 'refused' ? actual : printAv(actual), `${expression} on ${printAv(before)}`).toBe(expected === 'refused' ? expected : printAv(expected));
-      }),
+      fc.asyncProperty(
+        fc.option(itemAttributes, { nil: undefined }),
+        fc.uniqueArray(updateAction, { minLength: 1, maxLength: 3, selector: (a: UpdateAction) => a.attr }),
+        fc.boolean(),
+        async (attrs, actions, lowerCase) => {
+          const pk = `u${(n += 1)}`;
+          await put(pk, attrs);
+          const before = await stored(pk);
+          const context = { id: `e-${pk}`, position: n };
+          let expected: AvItem | 'refused';
+          try {
+            expected = applyUpdate(before, { pk: { S: pk } }, actions, context);
+          } catch (error) {
+            if (!(error instanceof InvalidUpdate)) throw error;
+            expected = 'refused';
+          }
+          const p = new Placeholders();
+          const expression = renderUpdate(actions, p, context, lowerCase);
+          let actual: AvItem | 'refused';
+          try {
+            await clients.documentClient.send(
+              new UpdateCommand({
+                TableName: table,
+                Key: { pk },
+                UpdateExpression: expression,
+                ExpressionAttributeNames: p.names,
+                ...(Object.keys(p.values).length > 0 ? { ExpressionAttributeValues: p.values } : {}),
+              }),
+            );
+            actual = (await stored(pk)) ?? { pk: { S: pk } };
+          } catch (error) {
+            if ((error as Error).name !== 'ValidationException') throw error;
+            actual = 'refused';
+          }
+          expect(actual === 'refused' ? actual : printAv(actual), `${expression} on ${printAv(before)}`).toBe(
+            expected === 'refused' ? expected : printAv(expected),
+          );
+        },
+      ),
       { numRuns: 60, seed: 20_261_201 },
     );
   }, 120_000);
@@ -90,7 +119,13 @@ describe('the reference model against DynamoDB Local', () => {
         let actual = true;
         try {
           await clients.documentClient.send(
-            new PutCommand({ TableName: table, Item: { pk: `${pk}-probe` }, ConditionExpression: expression, ExpressionAttributeNames: p.names, ...(Object.keys(p.values).length > 0 ? { ExpressionAttributeValues: p.values } : {}) }),
+            new PutCommand({
+              TableName: table,
+              Item: { pk: `${pk}-probe` },
+              ConditionExpression: expression,
+              ExpressionAttributeNames: p.names,
+              ...(Object.keys(p.values).length > 0 ? { ExpressionAttributeValues: p.values } : {}),
+            }),
           );
         } catch (error) {
           if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
@@ -100,7 +135,16 @@ describe('the reference model against DynamoDB Local', () => {
         expect(actual, `${expression} on an absent item`).toBe(evaluateCondition(spec, undefined));
         let onItem = true;
         try {
-          await clients.documentClient.send(new UpdateCommand({ TableName: table, Key: { pk }, UpdateExpression: 'SET #probe = :probe', ConditionExpression: expression, ExpressionAttributeNames: { ...p.names, '#probe': 'probe_attr' }, ExpressionAttributeValues: { ...p.values, ':probe': 1 } }));
+          await clients.documentClient.send(
+            new UpdateCommand({
+              TableName: table,
+              Key: { pk },
+              UpdateExpression: 'SET #probe = :probe',
+              ConditionExpression: expression,
+              ExpressionAttributeNames: { ...p.names, '#probe': 'probe_attr' },
+              ExpressionAttributeValues: { ...p.values, ':probe': 1 },
+            }),
+          );
         } catch (error) {
           if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
           onItem = false;
@@ -144,7 +188,9 @@ describe('the design pass and the model', () => {
   });
 
   it('marshalls what the document client takes and refuses what it refuses', () => {
-    expect(printAv(marshallItem({ a: 10n ** 20n, b: Buffer.from('x'), c: new Set([1, 2]) }))).toBe('{"a":{"N":"100000000000000000000"},"b":{"B":"eA=="},"c":{"NS":["1","2"]}}');
+    expect(printAv(marshallItem({ a: 10n ** 20n, b: Buffer.from('x'), c: new Set([1, 2]) }))).toBe(
+      '{"a":{"N":"100000000000000000000"},"b":{"B":"eA=="},"c":{"NS":["1","2"]}}',
+    );
     expect(() => marshallItem({ a: Number.NaN })).toThrow();
     expect(() => marshallItem({ a: new Set() })).toThrow();
     expect(() => marshallItem({ a: 2 ** 60 })).toThrow();
@@ -164,14 +210,31 @@ describe('the simulated sources mark a redrive', () => {
   const clock: VirtualClock = { now: () => 1_800_000_000_000, advance: () => undefined, advanceTo: () => undefined, offsetMs: 0 };
 
   it('SQS: the message attribute ic.redrive, as a Lambda record carries it', () => {
-    const queue = new SimulatedSqsQueue({ fifo: false, queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', visibilityTimeoutSeconds: 30, maxReceiveCount: 10, clock, seed: 1, staleReceiptDeletes: false });
+    const queue = new SimulatedSqsQueue({
+      fifo: false,
+      queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+      visibilityTimeoutSeconds: 30,
+      maxReceiveCount: 10,
+      clock,
+      seed: 1,
+      staleReceiptDeletes: false,
+    });
     queue.send('m-2', 'body', undefined, { 'ic.redrive': 'm-1' });
     const [record] = queue.receive(1);
-    expect(record?.messageAttributes).toEqual({ 'ic.redrive': { stringValue: 'm-1', stringListValues: [], binaryListValues: [], dataType: 'String' } });
+    expect(record?.messageAttributes).toEqual({
+      'ic.redrive': { stringValue: 'm-1', stringListValues: [], binaryListValues: [], dataType: 'String' },
+    });
   });
 
   it('Kafka: the record header ic.redrive', () => {
-    const topic = new SimulatedKafkaTopic({ topic: 't', partitions: 1, batchSize: 1, retryAttempts: 3, retryReading: 'resume-from-lowest-offset', clock });
+    const topic = new SimulatedKafkaTopic({
+      topic: 't',
+      partitions: 1,
+      batchSize: 1,
+      retryAttempts: 3,
+      retryReading: 'resume-from-lowest-offset',
+      clock,
+    });
     topic.append('k', 'value', 0, { 'ic.redrive': 't-0@3' });
     const batch = topic.poll();
     expect(batch?.event.records['t-0']?.[0]?.headers).toEqual([{ 'ic.redrive': [...Buffer.from('t-0@3')] }]);

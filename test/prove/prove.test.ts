@@ -41,7 +41,10 @@ const sqsPoints: readonly KillPoint[] = [
 const required: Record<ProveSource, readonly KillPoint[]> = {
   sqs: sqsPoints,
   fifo: sqsPoints,
-  kafka: [...sqsPoints.filter((point) => ![KillPoint.attemptSkip, KillPoint.attemptSkipsRead, KillPoint.backoff].includes(point as never)), KillPoint.attemptFailure],
+  kafka: [
+    ...sqsPoints.filter((point) => ![KillPoint.attemptSkip, KillPoint.attemptSkipsRead, KillPoint.backoff].includes(point as never)),
+    KillPoint.attemptFailure,
+  ],
 };
 
 describe('exactly-once under seeded fault schedules', () => {
@@ -57,13 +60,22 @@ describe('exactly-once under seeded fault schedules', () => {
   it.each(['sqs', 'fifo', 'kafka'] as const)(
     '%s: every invariant holds, and every await point met is killed at at least once',
     async (source) => {
-      const report = await runProve(session, { schedules: SCHEDULES_PER_SOURCE, seed: SEED, sources: [source], coverKillPoints: true, shrinkSeconds: 0, log: () => undefined });
+      const report = await runProve(session, {
+        schedules: SCHEDULES_PER_SOURCE,
+        seed: SEED,
+        sources: [source],
+        coverKillPoints: true,
+        shrinkSeconds: 0,
+        log: () => undefined,
+      });
       console.info(formatReport(report));
       const coverage = report.killPoints[source]!;
       expect(coverage.killed).toEqual(expect.arrayContaining([...required[source]]));
       expect(coverage.missing, 'await points met but never killed at').toEqual([]);
-      const failures = report.failures.map((failure) => `${failure.invariant}: ${failure.violations[0]?.detail ?? ''}\n  replay: ${JSON.stringify(failure.replay)}`);
-      expect(failures, 'violations (replay each with npm run prove -- --replay \'<json>\')').toEqual([]);
+      const failures = report.failures.map(
+        (failure) => `${failure.invariant}: ${failure.violations[0]?.detail ?? ''}\n  replay: ${JSON.stringify(failure.replay)}`,
+      );
+      expect(failures, "violations (replay each with npm run prove -- --replay '<json>')").toEqual([]);
       expect(report.violations).toBe(0);
     },
     240_000,
@@ -72,10 +84,20 @@ describe('exactly-once under seeded fault schedules', () => {
   it.each(['sqs', 'fifo', 'kafka'] as const)(
     '%s: generated consumers — every invariant holds against the sequential reference model',
     async (source) => {
-      const report = await runProve(session, { schedules: GENERATED_PER_SOURCE, seed: SEED, sources: [source], workload: 'generated', coverKillPoints: false, shrinkSeconds: 0, log: () => undefined });
+      const report = await runProve(session, {
+        schedules: GENERATED_PER_SOURCE,
+        seed: SEED,
+        sources: [source],
+        workload: 'generated',
+        coverKillPoints: false,
+        shrinkSeconds: 0,
+        log: () => undefined,
+      });
       console.info(formatReport(report));
-      const failures = report.failures.map((failure) => `${failure.invariant}: ${failure.violations[0]?.detail ?? ''}\n  replay: ${JSON.stringify(failure.replay)}`);
-      expect(failures, 'violations (replay each with npm run prove -- --replay \'<json>\')').toEqual([]);
+      const failures = report.failures.map(
+        (failure) => `${failure.invariant}: ${failure.violations[0]?.detail ?? ''}\n  replay: ${JSON.stringify(failure.replay)}`,
+      );
+      expect(failures, "violations (replay each with npm run prove -- --replay '<json>')").toEqual([]);
       expect(report.violations).toBe(0);
       expect(report.messages).toBeGreaterThan(GENERATED_PER_SOURCE * 3);
     },

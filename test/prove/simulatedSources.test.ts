@@ -126,11 +126,21 @@ describe('the simulated SQS queue', () => {
 
 describe('the simulated Kafka topic', () => {
   const topic = (reading: 'resume-from-lowest-offset' | 'retry-reported-records', retryAttempts = 3) => {
-    const t = new SimulatedKafkaTopic({ topic: 'orders', partitions: 1, batchSize: 10, retryAttempts, retryReading: reading, clock: testClock() });
+    const t = new SimulatedKafkaTopic({
+      topic: 'orders',
+      partitions: 1,
+      batchSize: 10,
+      retryAttempts,
+      retryReading: reading,
+      clock: testClock(),
+    });
     for (let i = 0; i < 4; i += 1) t.append('k', `v${i}`, 0);
     return t;
   };
-  const failing = (...offsets: number[]) => ({ kind: 'returned' as const, response: { batchItemFailures: offsets.map((offset) => ({ itemIdentifier: { partition: 'orders-0', offset } })) } });
+  const failing = (...offsets: number[]) => ({
+    kind: 'returned' as const,
+    response: { batchItemFailures: offsets.map((offset) => ({ itemIdentifier: { partition: 'orders-0', offset } })) },
+  });
 
   it('resumes a partition from its lowest reported offset', () => {
     const t = topic('resume-from-lowest-offset');
@@ -172,19 +182,27 @@ describe('the simulated Kafka topic', () => {
 
 describe('schedules and the in-order model', () => {
   it('refuses a malformed replay, naming the field', () => {
-    expect(() => parseSchedule({ version: 1, source: 'sns' })).toThrow(new ScheduleError('schedule.source must be one of sqs, fifo, kafka'));
+    expect(() => parseSchedule({ version: 1, source: 'sns' })).toThrow(
+      new ScheduleError('schedule.source must be one of sqs, fifo, kafka'),
+    );
     expect(() => parseSchedule('{}')).toThrow(ScheduleError);
   });
 
   it('applies a valid café stream in producer order, and runs out of attempts behind a malformed predecessor', () => {
-    const good = cafeWorkload({ kind: 'cafe', orders: [{ path: 'paid-cancelled', points: 7, duplicates: [1] }], strayPoison: ['unknown-type'] }, 't');
+    const good = cafeWorkload(
+      { kind: 'cafe', orders: [{ path: 'paid-cancelled', points: 7, duplicates: [1] }], strayPoison: ['unknown-type'] },
+      't',
+    );
     const model = inOrderModel(good.options, good.messages);
     expect([...model.outcomes.values()].map((o) => o.kind)).toEqual(['applied', 'applied', 'applied']);
     const order = [...model.items.values()].find((item) => item.sk === 'ORDER');
     expect(order).toMatchObject({ status: 'Cancelled', pointsAwarded: 7 });
     expect(good.messages.filter((m) => m.role === 'poison').map((m) => m.expectedReason)).toEqual(['UnknownMessageType']);
 
-    const blocked = cafeWorkload({ kind: 'cafe', orders: [{ path: 'shipped', points: 1, duplicates: [], poisonAt: 0, poisonKind: 'not-json' }], strayPoison: [] }, 't');
+    const blocked = cafeWorkload(
+      { kind: 'cafe', orders: [{ path: 'shipped', points: 1, duplicates: [], poisonAt: 0, poisonKind: 'not-json' }], strayPoison: [] },
+      't',
+    );
     expect([...inOrderModel(blocked.options, blocked.messages).outcomes.values()]).toEqual([
       { kind: 'dead-lettered', reason: 'RetriesExhausted' },
       { kind: 'dead-lettered', reason: 'RetriesExhausted' },

@@ -66,9 +66,11 @@ describe('CafeStack (default settings)', () => {
     expect(stack.consumer.tables).toEqual({ orders: stack.ordersTable });
   });
 
-  it('grants the orders table exactly the engine\'s business actions, and nothing on its indexes', () => {
+  it("grants the orders table exactly the engine's business actions, and nothing on its indexes", () => {
     expect(actionsOn(template, arnOf(stack.ordersTable))).toEqual(BUSINESS_ACTIONS);
-    const dynamodb = allowStatements(template).flatMap((s) => s.actions).filter((a) => /^dynamodb:(Scan|Query|BatchWriteItem|\*)$/.test(a));
+    const dynamodb = allowStatements(template)
+      .flatMap((s) => s.actions)
+      .filter((a) => /^dynamodb:(Scan|Query|BatchWriteItem|\*)$/.test(a));
     expect(dynamodb).toEqual([]);
   });
 
@@ -90,7 +92,7 @@ describe('CafeStack (default settings)', () => {
     template.hasOutput(outputId, { Value: value(stack) });
   });
 
-  it('outputs the dashboard\'s console URL in the stack\'s region, and exports nothing', () => {
+  it("outputs the dashboard's console URL in the stack's region, and exports nothing", () => {
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown; Export?: unknown }>;
     const url = JSON.stringify(stack.resolve(outputs.DashboardUrl?.Value));
     expect(url).toContain('{"Ref":"AWS::Region"}');
@@ -148,8 +150,10 @@ describe('CafeStack with -c tableEncryption=customer-managed', () => {
     // The relay's stream read is AWS CDK's grant for DynamoEventSource (kms:Decrypt and
     // kms:DescribeKey, to read the encrypted stream), without a condition; every other use of
     // the key is only through DynamoDB.
-    const streamRead = (statement: (typeof onKey)[number]) => statement.policy.includes('OutboxRelay') && [...statement.actions].sort().join() === 'kms:Decrypt,kms:DescribeKey';
-    for (const statement of onKey.filter((s) => !streamRead(s))) expect(JSON.stringify(statement.condition ?? null), JSON.stringify(statement)).toContain('kms:ViaService');
+    const streamRead = (statement: (typeof onKey)[number]) =>
+      statement.policy.includes('OutboxRelay') && [...statement.actions].sort().join() === 'kms:Decrypt,kms:DescribeKey';
+    for (const statement of onKey.filter((s) => !streamRead(s)))
+      expect(JSON.stringify(statement.condition ?? null), JSON.stringify(statement)).toContain('kms:ViaService');
     expect(awsSolutionsViolations(stack)).toEqual([]);
   });
 });
@@ -163,7 +167,9 @@ describe('the library boundary', () => {
     });
 
   it('the constructs name no café term', () => {
-    const offenders = filesUnder('packages/cdk/src').filter((file) => /orderId|OrderPaid|LEDGER|cafe/i.test(readFileSync(join(repositoryRoot, file), 'utf8')));
+    const offenders = filesUnder('packages/cdk/src').filter((file) =>
+      /orderId|OrderPaid|LEDGER|cafe/i.test(readFileSync(join(repositoryRoot, file), 'utf8')),
+    );
 
     expect(offenders).toEqual([]);
   });

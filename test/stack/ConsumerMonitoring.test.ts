@@ -132,11 +132,17 @@ describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
     ({ stack, template } = synthCafeStack());
   });
 
-  it('creates exactly the five SQS and Lambda alarms, beside the outbox relay\'s own', () => {
+  it("creates exactly the five SQS and Lambda alarms, beside the outbox relay's own", () => {
     const relayAlarms = Object.keys(stack.consumer.outboxRelay!.alarms).length;
     expect(relayAlarms).toBeGreaterThan(0);
     template.resourceCountIs('AWS::CloudWatch::Alarm', 5 + relayAlarms);
-    expect(Object.keys(stack.monitoring.alarms).sort()).toEqual(['deadLetterQueueNotEmpty', 'deadLettered', 'functionErrors', 'functionThrottles', 'oldestMessageAge']);
+    expect(Object.keys(stack.monitoring.alarms).sort()).toEqual([
+      'deadLetterQueueNotEmpty',
+      'deadLettered',
+      'functionErrors',
+      'functionThrottles',
+      'oldestMessageAge',
+    ]);
     expect(stack.monitoring.alarms.kafkaOffsetLag).toBeUndefined();
   });
 
@@ -159,15 +165,19 @@ describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
         ]),
       },
     });
-    const keyPolicy = (template.toJSON().Resources as Record<string, { Properties: { KeyPolicy: { Statement: Record<string, unknown>[] } } }>)[key]!
-      .Properties.KeyPolicy.Statement;
+    const keyPolicy = (
+      template.toJSON().Resources as Record<string, { Properties: { KeyPolicy: { Statement: Record<string, unknown>[] } } }>
+    )[key]!.Properties.KeyPolicy.Statement;
     const forCloudWatch = keyPolicy.filter((statement) => JSON.stringify(statement.Principal).includes('cloudwatch.amazonaws.com'));
     expect(forCloudWatch).toHaveLength(1);
     expect(forCloudWatch[0]!.Condition).toEqual({
       StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
       ArnLike: {
         'aws:SourceArn': {
-          'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:*']],
+          'Fn::Join': [
+            '',
+            ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:*'],
+          ],
         },
       },
     });
@@ -175,9 +185,7 @@ describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
     template.hasResourceProperties('AWS::SNS::TopicPolicy', {
       Topics: [{ Ref: logicalId(stack, stack.monitoring.topic) }],
       PolicyDocument: {
-        Statement: Match.arrayWith([
-          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-        ]),
+        Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
       },
     });
   });
@@ -199,7 +207,7 @@ describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
       'DuplicatesAcknowledged',
       'RetryableFailures',
       'DeadLettered',
-      "SEARCH('{IdempotentConsumer,failureReason,service} MetricName=\\\\\\\"DeadLettered\\\\\\\" service=\\\\\\\"cafe-orders\\\\\\\"'",
+      'SEARCH(\'{IdempotentConsumer,failureReason,service} MetricName=\\\\\\"DeadLettered\\\\\\" service=\\\\\\"cafe-orders\\\\\\"\'',
       'ApproximateNumberOfMessagesVisible',
       'ApproximateAgeOfOldestMessage',
       'ProcessingLatency',
@@ -282,8 +290,9 @@ describe('ConsumerMonitoring options', () => {
   it('refuses thresholds that are not positive whole numbers, all at once, before building anything', () => {
     const { consumer } = synthConsumer();
     const before = consumer.node.scope!.node.findAll().length;
-    const { error } = refusal(newApp(), () =>
-      new ConsumerMonitoring(consumer, 'Monitoring', { consumer, oldestMessageAgeThresholdSeconds: 0, kafkaOffsetLagThreshold: 1.5 }),
+    const { error } = refusal(
+      newApp(),
+      () => new ConsumerMonitoring(consumer, 'Monitoring', { consumer, oldestMessageAgeThresholdSeconds: 0, kafkaOffsetLagThreshold: 1.5 }),
     );
 
     expect((error as InvalidSettingsError).problems).toEqual([

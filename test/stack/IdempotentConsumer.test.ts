@@ -8,7 +8,12 @@ import { Role } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Code, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
-import { defaultSettings, lambdaEnvironment, maxReceiveCount, withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import {
+  defaultSettings,
+  lambdaEnvironment,
+  maxReceiveCount,
+  withOverrides,
+} from '../../packages/idempotent-consumer/src/settings/settings.js';
 import { InvalidSettingsError } from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
 import { selectConsumer } from '../../packages/cli/src/stackOutputs.js';
 import { IdempotentConsumer, type IdempotentConsumerProps } from '../../packages/cdk/src/IdempotentConsumer.js';
@@ -92,7 +97,7 @@ describe('IdempotentConsumer (default settings, business tables)', () => {
     }));
   });
 
-  it('creates a standard source queue, retained, with the settings\' visibility, retention and size, and a generated name', () => {
+  it("creates a standard source queue, retained, with the settings' visibility, retention and size, and a generated name", () => {
     template.hasResource('AWS::SQS::Queue', {
       DeletionPolicy: 'Retain',
       UpdateReplacePolicy: 'Retain',
@@ -182,7 +187,9 @@ describe('IdempotentConsumer (default settings, business tables)', () => {
           RestrictPublicBuckets: true,
         },
         LifecycleConfiguration: {
-          Rules: [Match.objectLike({ ExpirationInDays: days, AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 }, Status: 'Enabled' })],
+          Rules: [
+            Match.objectLike({ ExpirationInDays: days, AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 }, Status: 'Enabled' }),
+          ],
         },
         VersioningConfiguration: Match.absent(),
       },
@@ -235,7 +242,7 @@ describe('IdempotentConsumer (default settings, business tables)', () => {
     expect(actionsOn(template, arnOf(consumer.logGroup!))).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
   });
 
-  it('grants exactly the engine\'s actions on each table: business tables, the inbox (no DeleteItem), the idempotency table', () => {
+  it("grants exactly the engine's actions on each table: business tables, the inbox (no DeleteItem), the idempotency table", () => {
     expect(actionsOn(template, arnOf(tables.orders))).toEqual(BUSINESS_ACTIONS);
     expect(actionsOn(template, arnOf(tables.stockItems))).toEqual(BUSINESS_ACTIONS);
     expect(actionsOn(template, arnOf(consumer.inboxTable))).toEqual(INBOX_ACTIONS);
@@ -252,8 +259,10 @@ describe('IdempotentConsumer (default settings, business tables)', () => {
     expect(JSON.stringify(template.findResources('AWS::IAM::Policy'))).not.toContain('/index/');
   });
 
-  it('uses a business table\'s customer managed key only through DynamoDB', () => {
-    const statements = allowStatements(template).filter((s) => s.resources.some((r) => JSON.stringify(r) === JSON.stringify(arnOf(tables.stockKey))));
+  it("uses a business table's customer managed key only through DynamoDB", () => {
+    const statements = allowStatements(template).filter((s) =>
+      s.resources.some((r) => JSON.stringify(r) === JSON.stringify(arnOf(tables.stockKey))),
+    );
 
     expect(statements).toHaveLength(1);
     expect([...statements[0]!.actions].sort()).toEqual(TABLE_KEY_ACTIONS);
@@ -271,9 +280,7 @@ describe('IdempotentConsumer (default settings, business tables)', () => {
       'sqs:GetQueueUrl',
       'sqs:ReceiveMessage',
     ]);
-    expect(resourcesAllowing(template, 's3:PutObject')).toEqual([
-      { 'Fn::Join': ['', [arnOf(consumer.payloadBucket), '/*']] },
-    ]);
+    expect(resourcesAllowing(template, 's3:PutObject')).toEqual([{ 'Fn::Join': ['', [arnOf(consumer.payloadBucket), '/*']] }]);
     expect(allAllowedActions(template).filter((a) => a.startsWith('s3:'))).toEqual(['s3:PutObject']);
   });
 
@@ -309,9 +316,11 @@ describe('IdempotentConsumer (default settings, business tables)', () => {
 });
 
 describe('IdempotentConsumer settings', () => {
-  it('sets the batching window, and a FIFO queue\'s maxReceiveCount maxAttempts × batchSize + 5', () => {
+  it("sets the batching window, and a FIFO queue's maxReceiveCount maxAttempts × batchSize + 5", () => {
     const windowed = synthConsumer({
-      props: { settings: withOverrides({ function: { batchSize: 100, maxBatchingWindowSeconds: 2 }, queue: { visibilityTimeoutSeconds: 182 } }) },
+      props: {
+        settings: withOverrides({ function: { batchSize: 100, maxBatchingWindowSeconds: 2 }, queue: { visibilityTimeoutSeconds: 182 } }),
+      },
     }).template;
     windowed.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 100, MaximumBatchingWindowInSeconds: 2 });
 
@@ -341,10 +350,13 @@ describe('IdempotentConsumer table encryption', () => {
     template.resourceCountIs('AWS::KMS::Key', 1);
     template.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Retain', Properties: { EnableKeyRotation: true } });
     for (const table of [consumer.inboxTable, consumer.idempotencyTable]) {
-      const properties = (template.toJSON().Resources as Record<string, { Properties: Record<string, unknown> }>)[refOf(table).Ref]!.Properties;
+      const properties = (template.toJSON().Resources as Record<string, { Properties: Record<string, unknown> }>)[refOf(table).Ref]!
+        .Properties;
       expect(properties.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: arnOf(key) });
     }
-    const keyStatements = allowStatements(template).filter((s) => s.resources.some((r) => JSON.stringify(r) === JSON.stringify(arnOf(key))));
+    const keyStatements = allowStatements(template).filter((s) =>
+      s.resources.some((r) => JSON.stringify(r) === JSON.stringify(arnOf(key))),
+    );
     expect(keyStatements.length).toBeGreaterThan(0);
     for (const statement of keyStatements) {
       expect([...statement.actions].sort()).toEqual(TABLE_KEY_ACTIONS);
@@ -391,7 +403,9 @@ describe('IdempotentConsumer with an existing function', () => {
     expect(consumer.logGroup).toBeUndefined();
     template.hasResourceProperties('AWS::Lambda::Function', {
       Handler: 'index.handler',
-      Environment: { Variables: Match.objectLike({ INBOX_TABLE_NAME: refOf(consumer.inboxTable), POWERTOOLS_SERVICE_NAME: 'idempotent-consumer' }) },
+      Environment: {
+        Variables: Match.objectLike({ INBOX_TABLE_NAME: refOf(consumer.inboxTable), POWERTOOLS_SERVICE_NAME: 'idempotent-consumer' }),
+      },
     });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: refOf(consumer.function),
@@ -412,7 +426,10 @@ describe('IdempotentConsumer with an existing function', () => {
       }),
     });
 
-    Annotations.fromStack(stack).hasWarning('/Generic/Consumer', Match.stringLikeRegexp('existingFunction is imported: set its environment'));
+    Annotations.fromStack(stack).hasWarning(
+      '/Generic/Consumer',
+      Match.stringLikeRegexp('existingFunction is imported: set its environment'),
+    );
     expect(Object.keys(consumer.environment)).toContain('INBOX_TABLE_NAME');
   });
 
@@ -425,7 +442,7 @@ describe('IdempotentConsumer with an existing function', () => {
     expect(error.message).toContain('existingFunction has no execution role, so nothing can be granted to it');
   });
 
-  it('refuses a function whose timeout is not the settings\', and entry-only options', () => {
+  it("refuses a function whose timeout is not the settings', and entry-only options", () => {
     const app = newApp(skipBundling);
     const stack = new Stack(app, 'Refused');
     const existingFunction = build(stack, 60);
@@ -475,13 +492,18 @@ describe('IdempotentConsumer with existing queues', () => {
 
     Annotations.fromStack(stack).hasWarning(
       '/Generic/Consumer',
-      Match.stringLikeRegexp('visibility timeout is at least 180 s and its redrive policy sends to the dead-letter queue after at least 10 receives'),
+      Match.stringLikeRegexp(
+        'visibility timeout is at least 180 s and its redrive policy sends to the dead-letter queue after at least 10 receives',
+      ),
     );
   });
 
   it('refuses queues that do not match the settings, naming each rule, before creating anything', () => {
     const cases: [(stack: Stack) => Partial<IdempotentConsumerProps>, string][] = [
-      [(s) => ({ existingQueue: new Queue(s, 'Q', { fifo: true }) }), 'existingQueue is a FIFO queue but settings.queue.fifo says standard'],
+      [
+        (s) => ({ existingQueue: new Queue(s, 'Q', { fifo: true }) }),
+        'existingQueue is a FIFO queue but settings.queue.fifo says standard',
+      ],
       [
         (s) => ({ existingQueue: new Queue(s, 'Q', { visibilityTimeout: Duration.seconds(180) }) }),
         'existingQueue has no redrive policy: give it deadLetterQueue: { queue, maxReceiveCount: 10 }',
@@ -516,7 +538,7 @@ describe('IdempotentConsumer with existing queues', () => {
 });
 
 describe('IdempotentConsumer.addOutputs', () => {
-  it('outputs every resource under stable keys, whatever the construct\'s path, business tables as <Name>TableName', () => {
+  it("outputs every resource under stable keys, whatever the construct's path, business tables as <Name>TableName", () => {
     let tables: ReturnType<typeof businessTables> | undefined;
     const { consumer, template } = synthConsumer({
       extra: (s) => {
@@ -530,7 +552,18 @@ describe('IdempotentConsumer.addOutputs', () => {
 
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown; Export?: unknown }>;
     expect(Object.keys(outputs).sort()).toEqual(
-      ['ConsumerName', 'DeadLetterQueueUrl', 'FunctionName', 'IdempotencyTableName', 'InboxTableName', 'LogGroupName', 'OrdersTableName', 'PayloadBucketName', 'QueueUrl', 'StockItemsTableName'].sort(),
+      [
+        'ConsumerName',
+        'DeadLetterQueueUrl',
+        'FunctionName',
+        'IdempotencyTableName',
+        'InboxTableName',
+        'LogGroupName',
+        'OrdersTableName',
+        'PayloadBucketName',
+        'QueueUrl',
+        'StockItemsTableName',
+      ].sort(),
     );
     template.hasOutput('QueueUrl', { Value: refOf(consumer.queue) });
     template.hasOutput('DeadLetterQueueUrl', { Value: refOf(consumer.deadLetterQueue) });
@@ -542,7 +575,11 @@ describe('IdempotentConsumer.addOutputs', () => {
   it('keeps two consumers of one stack apart with a prefix, and the command line reads each back', () => {
     const app = newApp(skipBundling);
     const stack = new Stack(app, 'Shop');
-    const orders = new IdempotentConsumer(stack, 'Orders', { entry: fixtureEntry, bundling: sourceBundling, settings: withOverrides({ consumerName: 'shop-orders' }) });
+    const orders = new IdempotentConsumer(stack, 'Orders', {
+      entry: fixtureEntry,
+      bundling: sourceBundling,
+      settings: withOverrides({ consumerName: 'shop-orders' }),
+    });
     const payments = new IdempotentConsumer(stack, 'Payments', {
       entry: fixtureEntry,
       bundling: sourceBundling,
@@ -555,8 +592,14 @@ describe('IdempotentConsumer.addOutputs', () => {
     template.hasOutput('PaymentsQueueUrl', { Value: refOf(payments.queue) });
     template.hasOutput('QueueUrl', { Value: refOf(orders.queue) });
     const deployed = Object.fromEntries(Object.keys(template.toJSON().Outputs as object).map((key) => [key, `value-of-${key}`]));
-    expect(selectConsumer({ Shop: deployed }, { consumer: 'Payments' }, 'f.json')).toMatchObject({ queueUrl: 'value-of-PaymentsQueueUrl', consumerName: 'value-of-PaymentsConsumerName' });
-    expect(selectConsumer({ Shop: deployed }, { consumer: '' }, 'f.json')).toMatchObject({ queueUrl: 'value-of-QueueUrl', inboxTable: 'value-of-InboxTableName' });
+    expect(selectConsumer({ Shop: deployed }, { consumer: 'Payments' }, 'f.json')).toMatchObject({
+      queueUrl: 'value-of-PaymentsQueueUrl',
+      consumerName: 'value-of-PaymentsConsumerName',
+    });
+    expect(selectConsumer({ Shop: deployed }, { consumer: '' }, 'f.json')).toMatchObject({
+      queueUrl: 'value-of-QueueUrl',
+      inboxTable: 'value-of-InboxTableName',
+    });
   });
 
   it('refuses a prefix that is not letters and digits, a table named like the inbox, and a second call', () => {
@@ -565,8 +608,12 @@ describe('IdempotentConsumer.addOutputs', () => {
     const inbox = new Table(stack, 'T', { partitionKey: { name: 'id', type: AttributeType.STRING } });
     const consumer = new IdempotentConsumer(stack, 'Consumer', { entry: fixtureEntry, bundling: sourceBundling, tables: { inbox } });
 
-    expect(() => consumer.addOutputs({ prefix: 'shop-payments' })).toThrow(/output prefix "shop-payments" must be a letter followed by letters and digits/);
-    expect(() => consumer.addOutputs()).toThrow(/a business table named "inbox" would have the output key of the library's own inbox table/);
+    expect(() => consumer.addOutputs({ prefix: 'shop-payments' })).toThrow(
+      /output prefix "shop-payments" must be a letter followed by letters and digits/,
+    );
+    expect(() => consumer.addOutputs()).toThrow(
+      /a business table named "inbox" would have the output key of the library's own inbox table/,
+    );
 
     const plain = synthConsumer().consumer;
     plain.addOutputs();
@@ -597,8 +644,13 @@ describe('IdempotentConsumer props validation', () => {
     const app = newApp(skipBundling);
     const stack = new Stack(app, 'Tables');
     const table = new Table(stack, 'T', { partitionKey: { name: 'id', type: AttributeType.STRING } });
-    const { error } = refusal(app, () =>
-      new IdempotentConsumer(stack, 'Consumer', { entry: fixtureEntry, tables: { 'stock-items': table, stockItems: table, STOCK_ITEMS: table } }),
+    const { error } = refusal(
+      app,
+      () =>
+        new IdempotentConsumer(stack, 'Consumer', {
+          entry: fixtureEntry,
+          tables: { 'stock-items': table, stockItems: table, STOCK_ITEMS: table },
+        }),
     );
 
     expect(error.message).toContain(`tables: table name "stock-items" must be 1 to 64 letters, digits or '_', starting with a letter`);
@@ -613,11 +665,13 @@ describe('IdempotentConsumer props validation', () => {
     new IdempotentConsumer(stack, 'Consumer', { entry: fixtureEntry, tables: { stockItems: a, STOCK_ITEMS: b, orders: a } });
 
     Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', {
-      Environment: { Variables: Match.objectLike({ TABLE_NAME_stockItems: refOf(a), TABLE_NAME_STOCK_ITEMS: refOf(b), TABLE_NAME_ORDERS: refOf(a) }) },
+      Environment: {
+        Variables: Match.objectLike({ TABLE_NAME_stockItems: refOf(a), TABLE_NAME_STOCK_ITEMS: refOf(b), TABLE_NAME_ORDERS: refOf(a) }),
+      },
     });
   });
 
-  it('refuses environment variables the library sets, its table prefix and Lambda\'s reserved prefix', () => {
+  it("refuses environment variables the library sets, its table prefix and Lambda's reserved prefix", () => {
     const { error } = refused({
       entry: fixtureEntry,
       environment: { INBOX_TABLE_NAME: 'x', TABLE_NAME_ORDERS: 'y', AWS_REGION: 'z', POWERTOOLS_LOG_LEVEL: 'DEBUG', 'bad-name': 'w' },

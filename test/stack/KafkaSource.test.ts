@@ -83,8 +83,13 @@ describe('CafeStack with an Amazon MSK event source and IAM authentication (-c k
   it('adds one Kafka mapping to the same function as the SQS mapping', () => {
     expect(mappingsOf(template, stack.consumer.function)).toHaveLength(2);
     template.resourceCountIs('AWS::Lambda::Function', 2); // the consumer and the outbox relay
-    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: clusterArn, FunctionName: refOf(stack.consumer.function) });
-    template.hasResourceProperties('AWS::Lambda::Function', { Description: 'Idempotent consumer cafe-orders (SQS standard, Kafka topic orders)' });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: clusterArn,
+      FunctionName: refOf(stack.consumer.function),
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Description: 'Idempotent consumer cafe-orders (SQS standard, Kafka topic orders)',
+    });
   });
 
   it('C8: finite retries (kafkaRetryAttempts), an on-failure destination (the DLQ), partial batch responses, bisect and record age from the settings', () => {
@@ -107,7 +112,7 @@ describe('CafeStack with an Amazon MSK event source and IAM authentication (-c k
     expect(properties.SelfManagedEventSource).toBeUndefined();
   });
 
-  it('runs the pollers in provisioned mode with the settings\' pollers, and turns on the mapping\'s metrics', () => {
+  it("runs the pollers in provisioned mode with the settings' pollers, and turns on the mapping's metrics", () => {
     const properties = kafkaMapping(template);
 
     expect(properties.ProvisionedPollerConfig).toEqual({
@@ -171,7 +176,9 @@ describe('CafeStack with an Amazon MSK event source and IAM authentication (-c k
       .filter((c) => c.node.metadata.some((m) => JSON.stringify(m.data ?? '').includes('AwsSolutions-IAM5[Resource::*]')))
       .map((c) => c.node.path);
     // (The outbox relay acknowledges its own: dynamodb:ListStreams on *, on its role.)
-    expect(acknowledgedOn.filter((path) => !path.includes('/OutboxRelay/'))).toEqual(['CafeOrders/Consumer/KafkaSource/NetworkInterfacePolicy']);
+    expect(acknowledgedOn.filter((path) => !path.includes('/OutboxRelay/'))).toEqual([
+      'CafeOrders/Consumer/KafkaSource/NetworkInterfacePolicy',
+    ]);
   });
 });
 
@@ -200,7 +207,7 @@ describe('IdempotentConsumer with an Amazon MSK event source and a SASL/SCRAM se
     expect(onKey[0]!.condition).toEqual({ StringEquals: { 'kms:ViaService': 'secretsmanager.us-east-1.amazonaws.com' } });
   });
 
-  it('keeps the cluster discovery permissions and grants no IAM-authentication action (the brokers\' ACLs decide)', () => {
+  it("keeps the cluster discovery permissions and grants no IAM-authentication action (the brokers' ACLs decide)", () => {
     expect(resourcesAllowing(template, 'kafka:GetBootstrapBrokers')).toEqual([clusterArn]);
     expect(allAllowedActions(template).filter((a) => a.startsWith('kafka-cluster:'))).toEqual([]);
   });
@@ -274,7 +281,7 @@ describe('IdempotentConsumer with a self-managed Kafka event source in a VPC', (
     mapping = kafkaMapping(template);
   });
 
-  it('reads the brokers with the secret (SASL/SCRAM-512 by default) from the VPC\'s subnets', () => {
+  it("reads the brokers with the secret (SASL/SCRAM-512 by default) from the VPC's subnets", () => {
     expect(mapping).toMatchObject({
       SelfManagedEventSource: { Endpoints: { KafkaBootstrapServers: ['b-1.kafka.internal:9096', 'b-2.kafka.internal:9096'] } },
       SourceAccessConfigurations: [
@@ -310,7 +317,7 @@ describe('IdempotentConsumer with a self-managed Kafka event source in a VPC', (
     expect(consumer.kafkaSource?.kind).toBe('self-managed');
   });
 
-  it('may read the secret and manage the pollers\' network interfaces, and has no MSK permission', () => {
+  it("may read the secret and manage the pollers' network interfaces, and has no MSK permission", () => {
     expect(resourcesAllowing(template, 'secretsmanager:GetSecretValue')).toEqual([selfManagedSecretArn]);
     expect(resourcesAllowing(template, 'ec2:CreateNetworkInterface')).toEqual(['*']);
     expect(allAllowedActions(template).filter((a) => a.startsWith('kafka') || a.startsWith('kms:'))).toEqual([]);
@@ -348,14 +355,22 @@ describe('synth-time validation of the Kafka event source', () => {
   });
 
   it('refuses Kafka on a FIFO queue: the on-failure destination (the DLQ) would be FIFO', () => {
-    expect(refused({ kafkaClusterArn: clusterArn, fifo: 'true' }).message).toContain('a Kafka event source needs a standard dead-letter queue');
+    expect(refused({ kafkaClusterArn: clusterArn, fifo: 'true' }).message).toContain(
+      'a Kafka event source needs a standard dead-letter queue',
+    );
   });
 
   it('refuses self-managed brokers over the internet without a secret, and malformed values', () => {
-    expect(refused({ kafkaBootstrapServers: 'b-1.example.com:9096' }).message).toContain('self-managed Kafka reached over the internet needs a secret ARN');
-    expect(refused({ kafkaBootstrapServers: 'b-1.example.com', kafkaSecretArn: selfManagedSecretArn }).message).toContain('must each be host:port');
+    expect(refused({ kafkaBootstrapServers: 'b-1.example.com:9096' }).message).toContain(
+      'self-managed Kafka reached over the internet needs a secret ARN',
+    );
+    expect(refused({ kafkaBootstrapServers: 'b-1.example.com', kafkaSecretArn: selfManagedSecretArn }).message).toContain(
+      'must each be host:port',
+    );
     expect(refused({ kafkaClusterArn: 'arn:aws:sqs:us-east-1:123456789012:queue' }).message).toContain('is not an Amazon MSK cluster ARN');
-    expect(refused({ kafkaClusterArn: clusterArn, kafkaConsumerGroup: 'bad group' }).message).toContain('Kafka consumer group id "bad group"');
+    expect(refused({ kafkaClusterArn: clusterArn, kafkaConsumerGroup: 'bad group' }).message).toContain(
+      'Kafka consumer group id "bad group"',
+    );
     expect(refused({ kafkaClusterArn: ' ' }).message).toContain('CDK context "kafkaClusterArn" must be a non-empty string');
     expect(refused({ kafkaClusterARN: clusterArn }).message).toContain('unknown CDK context "kafkaClusterARN"');
   });
@@ -373,18 +388,23 @@ describe('synth-time validation of the Kafka event source', () => {
   });
 
   it('refuses an MSK SASL/SCRAM secret whose name lacks AmazonMSK_ or whose customer managed key is not given (AWS rules)', () => {
-    const error = refused({ kafkaClusterArn: clusterArn, kafkaSecretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:orders-user-AbCdEf' });
+    const error = refused({
+      kafkaClusterArn: clusterArn,
+      kafkaSecretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:orders-user-AbCdEf',
+    });
 
     expect((error as InvalidSettingsError).problems).toEqual([
       expect.stringContaining('an Amazon MSK SASL/SCRAM secret must be encrypted with a customer managed KMS key'),
-      expect.stringContaining('Kafka secret "orders-user" cannot authenticate with Amazon MSK: the name of an MSK SASL/SCRAM secret must start with AmazonMSK_'),
+      expect.stringContaining(
+        'Kafka secret "orders-user" cannot authenticate with Amazon MSK: the name of an MSK SASL/SCRAM secret must start with AmazonMSK_',
+      ),
     ]);
   });
 
   it('refuses a secret key that is not a key ARN, or a key without a secret', () => {
-    expect(
-      refused({ kafkaClusterArn: clusterArn, kafkaSecretArn: scramSecretArn, kafkaSecretKeyArn: 'alias/msk' }).message,
-    ).toContain('Kafka secret encryption key ARN "alias/msk" is not a KMS key ARN');
+    expect(refused({ kafkaClusterArn: clusterArn, kafkaSecretArn: scramSecretArn, kafkaSecretKeyArn: 'alias/msk' }).message).toContain(
+      'Kafka secret encryption key ARN "alias/msk" is not a KMS key ARN',
+    );
     expect(refused({ kafkaClusterArn: clusterArn, kafkaSecretKeyArn: secretKeyArn }).message).toContain(
       'a Kafka secret encryption key ARN applies only with a secret ARN',
     );
@@ -397,7 +417,9 @@ describe('synth-time validation of the Kafka event source', () => {
     cfn.maximumRetryAttempts = -1;
     cfn.destinationConfig = undefined;
 
-    expect(() => app.synth({ force: true })).toThrow(/MaximumRetryAttempts -1: it must be 0 to 10000 \(rule: Kafka retries finite with an on-failure destination/);
+    expect(() => app.synth({ force: true })).toThrow(
+      /MaximumRetryAttempts -1: it must be 0 to 10000 \(rule: Kafka retries finite with an on-failure destination/,
+    );
     expect(() => app.synth({ force: true })).toThrow(/no on-failure destination \(DestinationConfig\.OnFailure\)/);
   });
 });
@@ -415,7 +437,7 @@ function readmeCdkCommands(): { command: string; context: Record<string, string>
   });
 }
 
-describe('the README\'s cdk commands', () => {
+describe("the README's cdk commands", () => {
   const commands = readmeCdkCommands();
 
   it('include the Kafka examples (MSK and self-managed)', () => {

@@ -27,8 +27,11 @@ function recordingIo(): RunCdkAppIo & { lines: string[]; codes: number[] } {
 /** consumerContext of a construct in an app with this context. */
 const contextOf = (context: Record<string, unknown>) => consumerContext(new Stack(new App({ context }), 'S'));
 
-describe('cdk.json (the café\'s, which owns the CDK app)', () => {
-  const cdkJson = JSON.parse(readFileSync(join(repositoryRoot, 'examples', 'cafe', 'cdk.json'), 'utf8')) as { app: string; context: Record<string, unknown> };
+describe("cdk.json (the café's, which owns the CDK app)", () => {
+  const cdkJson = JSON.parse(readFileSync(join(repositoryRoot, 'examples', 'cafe', 'cdk.json'), 'utf8')) as {
+    app: string;
+    context: Record<string, unknown>;
+  };
 
   it('runs the TypeScript app with the source condition, so in-repo code imports the package by name', () => {
     expect(cdkJson.app).toBe('npx tsx --conditions=@idempotent-consumer/source infra/app.ts');
@@ -54,7 +57,10 @@ describe('consumerContext', () => {
       alarmEmail: 'ops@example.com',
       tableEncryption: TableEncryption.CUSTOMER_MANAGED,
     });
-    expect(contextOf({ fifo: false, tableEncryption: 'aws-managed' })).toEqual({ fifo: false, tableEncryption: TableEncryption.AWS_MANAGED });
+    expect(contextOf({ fifo: false, tableEncryption: 'aws-managed' })).toEqual({
+      fifo: false,
+      tableEncryption: TableEncryption.AWS_MANAGED,
+    });
     expect(contextOf({ kafkaBootstrapServers: 'b1:9096, b2:9096', kafkaSecretArn: 'arn', kafkaTopic: 't' }).kafka).toEqual({
       bootstrapServers: ['b1:9096', 'b2:9096'],
       secretArn: 'arn',
@@ -109,7 +115,9 @@ describe('runCdkApp', () => {
     const app = runCdkApp((a) => new CafeStack(a, 'Cafe'), { context: { ...cdkJsonContext(), ...skipBundling, fifo: 'yes' } }, io);
 
     expect(app).toBeUndefined();
-    expect(io.lines).toEqual(['error: Invalid consumer settings:\n- CDK context "fifo" must be true or false (for example -c fifo=true), got "yes"']);
+    expect(io.lines).toEqual([
+      'error: Invalid consumer settings:\n- CDK context "fifo" must be true or false (for example -c fifo=true), got "yes"',
+    ]);
     expect(io.codes).toEqual([1]);
   });
 
@@ -122,7 +130,10 @@ describe('runCdkApp', () => {
           const stack = new CafeStack(a, 'Tampered');
           stack.consumer.kafkaSource!.cfnMapping.maximumRetryAttempts = -1;
         },
-        { outdir, context: { ...cdkJsonContext(), ...skipBundling, kafkaClusterArn: 'arn:aws:kafka:us-east-1:123456789012:cluster/demo/abc' } },
+        {
+          outdir,
+          context: { ...cdkJsonContext(), ...skipBundling, kafkaClusterArn: 'arn:aws:kafka:us-east-1:123456789012:cluster/demo/abc' },
+        },
         io,
       );
     } finally {
@@ -180,20 +191,30 @@ describe('npx cdk synth (the CLI, with cdk.json)', () => {
     }
   }
 
-  it('synthesizes the café stack (bundling its handler) without a feature flag notice', async () => {
-    const { code, stdout, stderr } = await synth([]);
+  it(
+    'synthesizes the café stack (bundling its handler) without a feature flag notice',
+    async () => {
+      const { code, stdout, stderr } = await synth([]);
 
-    expect({ code, stderr: stderr.includes('feature flags') }).toEqual({ code: 0, stderr: false });
-    expect(stdout).not.toContain('feature flags');
-    const template = JSON.parse(readFileSync(join(outdir, 'CafeOrders.template.json'), 'utf8')) as { Resources: object };
-    expect(JSON.stringify(template.Resources)).toContain('"Handler":"index.handler"');
-  }, CLI_TIMEOUT_MS);
+      expect({ code, stderr: stderr.includes('feature flags') }).toEqual({ code: 0, stderr: false });
+      expect(stdout).not.toContain('feature flags');
+      const template = JSON.parse(readFileSync(join(outdir, 'CafeOrders.template.json'), 'utf8')) as { Resources: object };
+      expect(JSON.stringify(template.Resources)).toContain('"Handler":"index.handler"');
+    },
+    CLI_TIMEOUT_MS,
+  );
 
-  it('prints a bad context value as one clear message, without a stack trace, and exits non-zero', async () => {
-    const { code, stderr } = await synth(['-c', 'fifo=yes']);
+  it(
+    'prints a bad context value as one clear message, without a stack trace, and exits non-zero',
+    async () => {
+      const { code, stderr } = await synth(['-c', 'fifo=yes']);
 
-    expect(code).not.toBe(0);
-    expect(stderr).toContain('error: Invalid consumer settings:\n- CDK context "fifo" must be true or false (for example -c fifo=true), got "yes"');
-    expect(stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
-  }, CLI_TIMEOUT_MS);
+      expect(code).not.toBe(0);
+      expect(stderr).toContain(
+        'error: Invalid consumer settings:\n- CDK context "fifo" must be true or false (for example -c fifo=true), got "yes"',
+      );
+      expect(stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
+    },
+    CLI_TIMEOUT_MS,
+  );
 });

@@ -65,7 +65,9 @@ function statements(stackName: string): { Action: string | string[]; Resource: u
   const template = JSON.parse(readFileSync(join(outdir, `${stackName}.template.json`), 'utf8')) as { Resources: Record<string, Resource> };
   return Object.values(template.Resources)
     .filter((resource) => resource.Type === 'AWS::IAM::Policy')
-    .flatMap((resource) => (resource.Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }).Statement);
+    .flatMap(
+      (resource) => (resource.Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }).Statement,
+    );
 }
 
 beforeAll(() => {
@@ -101,19 +103,28 @@ describe('docs/kafka.md', () => {
     );
   });
 
-  it('type-checks every TypeScript block with the repository\'s compiler options', () => {
-    const config = ts.readConfigFile(join(repositoryRoot, 'tsconfig.json'), (path) => ts.sys.readFile(path));
-    const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, repositoryRoot);
-    const roots = files.map((file) => join(project, file.title!));
-    const program = ts.createProgram(roots, { ...options, noEmit: true });
-    const diagnostics = ts.getPreEmitDiagnostics(program).filter((diagnostic) => diagnostic.file === undefined || roots.includes(diagnostic.file.fileName));
-    expect(
-      diagnostics.map((diagnostic) => {
-        const where = diagnostic.file === undefined ? '' : `${diagnostic.file.fileName.slice(project.length + 1)}:${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1}: `;
-        return `${where}${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`;
-      }),
-    ).toEqual([]);
-  }, SLOW_MS);
+  it(
+    "type-checks every TypeScript block with the repository's compiler options",
+    () => {
+      const config = ts.readConfigFile(join(repositoryRoot, 'tsconfig.json'), (path) => ts.sys.readFile(path));
+      const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, repositoryRoot);
+      const roots = files.map((file) => join(project, file.title!));
+      const program = ts.createProgram(roots, { ...options, noEmit: true });
+      const diagnostics = ts
+        .getPreEmitDiagnostics(program)
+        .filter((diagnostic) => diagnostic.file === undefined || roots.includes(diagnostic.file.fileName));
+      expect(
+        diagnostics.map((diagnostic) => {
+          const where =
+            diagnostic.file === undefined
+              ? ''
+              : `${diagnostic.file.fileName.slice(project.length + 1)}:${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1}: `;
+          return `${where}${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`;
+        }),
+      ).toEqual([]);
+    },
+    SLOW_MS,
+  );
 
   describe('bin/app.ts, run as cdk synth runs it (with cdk-nag)', () => {
     let result: CommandResult;
@@ -124,10 +135,11 @@ describe('docs/kafka.md', () => {
     it('synthesizes the three stacks, exit code 0, no finding and nothing on standard error', () => {
       expect(result.exitCode, describeResult('bin/app.ts', result)).toBe(0);
       expect(result.stderr.trim()).toBe('');
-      for (const stack of ['MskReservations', 'ScramReservations', 'SelfManagedReservations']) expect(kafkaMappings(stack).length, stack).toBeGreaterThan(0);
+      for (const stack of ['MskReservations', 'ScramReservations', 'SelfManagedReservations'])
+        expect(kafkaMappings(stack).length, stack).toBeGreaterThan(0);
     });
 
-    it('MSK with IAM: the settings\' mapping (finite retries 3 × 50 − 1, the DLQ on failure), and a second topic with the Glue registry on the same function', () => {
+    it("MSK with IAM: the settings' mapping (finite retries 3 × 50 − 1, the DLQ on failure), and a second topic with the Glue registry on the same function", () => {
       const [reservations, web] = kafkaMappings('MskReservations');
       expect(reservations).toMatchObject({
         Topics: ['reservations'],
@@ -144,7 +156,11 @@ describe('docs/kafka.md', () => {
         FunctionName: reservations?.FunctionName,
         MaximumRetryAttempts: 154,
         AmazonManagedKafkaEventSourceConfig: {
-          SchemaRegistryConfig: { SchemaRegistryURI: 'arn:aws:glue:eu-west-1:123456789012:registry/shop', EventRecordFormat: 'SOURCE', SchemaValidationConfigs: [{ Attribute: 'VALUE' }] },
+          SchemaRegistryConfig: {
+            SchemaRegistryURI: 'arn:aws:glue:eu-west-1:123456789012:registry/shop',
+            EventRecordFormat: 'SOURCE',
+            SchemaValidationConfigs: [{ Attribute: 'VALUE' }],
+          },
         },
       });
       const actions = statements('MskReservations').flatMap((statement) => [statement.Action].flat());
@@ -156,40 +172,58 @@ describe('docs/kafka.md', () => {
       const [mapping] = kafkaMappings('ScramReservations');
       expect(mapping?.SourceAccessConfigurations).toEqual([{ Type: 'SASL_SCRAM_512_AUTH', URI: secretArn }]);
       const all = statements('ScramReservations');
-      expect(all.some((statement) => [statement.Action].flat().includes('secretsmanager:GetSecretValue') && JSON.stringify(statement.Resource) === JSON.stringify(secretArn))).toBe(true);
-      expect(all.find((statement) => [statement.Action].flat().includes('kms:Decrypt') && JSON.stringify(statement.Resource).includes('1234abcd'))?.Condition).toEqual({
+      expect(
+        all.some(
+          (statement) =>
+            [statement.Action].flat().includes('secretsmanager:GetSecretValue') &&
+            JSON.stringify(statement.Resource) === JSON.stringify(secretArn),
+        ),
+      ).toBe(true);
+      expect(
+        all.find(
+          (statement) => [statement.Action].flat().includes('kms:Decrypt') && JSON.stringify(statement.Resource).includes('1234abcd'),
+        )?.Condition,
+      ).toEqual({
         StringEquals: { 'kms:ViaService': 'secretsmanager.eu-west-1.amazonaws.com' },
       });
     });
 
-    it('self-managed: the brokers, SASL/SCRAM-256 with the app\'s secret, and the Confluent registry with its own secret', () => {
+    it("self-managed: the brokers, SASL/SCRAM-256 with the app's secret, and the Confluent registry with its own secret", () => {
       const [mapping] = kafkaMappings('SelfManagedReservations');
       expect(mapping).toMatchObject({
         SelfManagedEventSource: { Endpoints: { KafkaBootstrapServers: ['b-1.kafka.example.com:9096', 'b-2.kafka.example.com:9096'] } },
-        SourceAccessConfigurations: [{ Type: 'SASL_SCRAM_256_AUTH', URI: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:kafka/reservations-AbCdEf' }],
+        SourceAccessConfigurations: [
+          { Type: 'SASL_SCRAM_256_AUTH', URI: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:kafka/reservations-AbCdEf' },
+        ],
         SelfManagedKafkaEventSourceConfig: {
           SchemaRegistryConfig: {
             SchemaRegistryURI: 'https://schema-registry.example.com',
             EventRecordFormat: 'SOURCE',
-            AccessConfigs: [{ Type: 'BASIC_AUTH', URI: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:schema-registry/reservations-Xy12Ab' }],
+            AccessConfigs: [
+              { Type: 'BASIC_AUTH', URI: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:schema-registry/reservations-Xy12Ab' },
+            ],
           },
         },
       });
     });
   });
 
-  it('prints what the page shows for a secret ARN without its suffix, without a stack trace, and exits 1', async () => {
-    const command = blocks.find((block) => block.language === 'sh' && block.text.includes('-c kafkaSecretArn='));
-    const shown = blocks[blocks.indexOf(command!) + 1];
-    expect(shown?.language).toBe('text');
-    const secretArn = /-c kafkaSecretArn=(\S+)/.exec(command?.text ?? '')?.[1];
+  it(
+    'prints what the page shows for a secret ARN without its suffix, without a stack trace, and exits 1',
+    async () => {
+      const command = blocks.find((block) => block.language === 'sh' && block.text.includes('-c kafkaSecretArn='));
+      const shown = blocks[blocks.indexOf(command!) + 1];
+      expect(shown?.language).toBe('text');
+      const secretArn = /-c kafkaSecretArn=(\S+)/.exec(command?.text ?? '')?.[1];
 
-    const result = await synthesize({ kafkaSecretArn: secretArn });
+      const result = await synthesize({ kafkaSecretArn: secretArn });
 
-    expect(result.exitCode, describeResult('bin/app.ts -c kafkaSecretArn=…', result)).toBe(1);
-    expect(result.stderr.trim()).toBe(shown?.text.trim());
-    expect(result.stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
-  }, SLOW_MS);
+      expect(result.exitCode, describeResult('bin/app.ts -c kafkaSecretArn=…', result)).toBe(1);
+      expect(result.stderr.trim()).toBe(shown?.text.trim());
+      expect(result.stderr).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
+    },
+    SLOW_MS,
+  );
 });
 
 describe('KafkaSource on its own', () => {
@@ -214,15 +248,27 @@ describe('KafkaSource on its own', () => {
   it('adds a second topic to a function that has one: its own mapping and statement ids, the first ones unchanged', () => {
     const clusterArn = 'arn:aws:kafka:us-east-1:123456789012:cluster/demo/abc';
     const { stack, consumer } = synthConsumer({ props: { kafka: { clusterArn, topic: 'orders' } } });
-    const second = new KafkaSource(stack, 'Payments', { function: consumer.function, deadLetterQueue: consumer.deadLetterQueue, settings: consumer.settings, clusterArn, topic: 'payments' });
+    const second = new KafkaSource(stack, 'Payments', {
+      function: consumer.function,
+      deadLetterQueue: consumer.deadLetterQueue,
+      settings: consumer.settings,
+      clusterArn,
+      topic: 'payments',
+    });
 
     expect(consumer.kafkaSource?.mapping.node.id).toBe('KafkaEventSource');
     expect(second.mapping.node.id).toMatch(/^KafkaEventSource[0-9A-F]{8}$/);
     const sids = Stack.of(stack)
-      .resolve((consumer.role.node.tryFindChild('DefaultPolicy') as unknown as { document: { toJSON(): { Statement: { Sid?: string }[] } } }).document.toJSON())
+      .resolve(
+        (
+          consumer.role.node.tryFindChild('DefaultPolicy') as unknown as { document: { toJSON(): { Statement: { Sid?: string }[] } } }
+        ).document.toJSON(),
+      )
       .Statement.map((statement: { Sid?: string }) => statement.Sid)
       .filter((sid: string | undefined) => sid?.startsWith('Kafka'));
-    expect(sids).toEqual(expect.arrayContaining(['KafkaClusterDiscovery', 'KafkaTopicRead', `KafkaTopicRead${second.mapping.node.id.slice(-8)}`]));
+    expect(sids).toEqual(
+      expect.arrayContaining(['KafkaClusterDiscovery', 'KafkaTopicRead', `KafkaTopicRead${second.mapping.node.id.slice(-8)}`]),
+    );
     expect(new Set(sids).size).toBe(sids.length);
   });
 });

@@ -13,7 +13,10 @@ function refused(props: ConstructorParameters<typeof CafeStack>[2], context: Rec
 
 describe('synth-time validation of the settings', () => {
   it('C9: refuses function timeout 900 s with visibility timeout 900 s and batching window 5 s, naming the values and the rule', () => {
-    const settings = withOverrides({ function: { timeoutSeconds: 900, maxBatchingWindowSeconds: 5 }, queue: { visibilityTimeoutSeconds: 900 } }, cafeSettings);
+    const settings = withOverrides(
+      { function: { timeoutSeconds: 900, maxBatchingWindowSeconds: 5 }, queue: { visibilityTimeoutSeconds: 900 } },
+      cafeSettings,
+    );
 
     const error = refused({ settings });
 
@@ -27,13 +30,20 @@ describe('synth-time validation of the settings', () => {
   });
 
   it('refuses a visibility timeout one second below 6 × timeout + window, and only that', () => {
-    const settings = withOverrides({ function: { timeoutSeconds: 30, maxBatchingWindowSeconds: 5 }, queue: { visibilityTimeoutSeconds: 184 } });
+    const settings = withOverrides({
+      function: { timeoutSeconds: 30, maxBatchingWindowSeconds: 5 },
+      queue: { visibilityTimeoutSeconds: 184 },
+    });
 
-    expect(refused({ settings }).message).toContain('visibility timeout 184 s is below 6 × function timeout 30 s + batching window 5 s = 185 s');
+    expect(refused({ settings }).message).toContain(
+      'visibility timeout 184 s is below 6 × function timeout 30 s + batching window 5 s = 185 s',
+    );
   });
 
   it('refuses a maxReceiveCount below 5, and one below maxAttempts + 5', () => {
-    expect(refused({ settings: withOverrides({ queue: { maxReceiveCount: 3 } }) }).message).toContain('maxReceiveCount 3 must be an integer from 5 to 1000');
+    expect(refused({ settings: withOverrides({ queue: { maxReceiveCount: 3 } }) }).message).toContain(
+      'maxReceiveCount 3 must be an integer from 5 to 1000',
+    );
     expect(refused({ settings: withOverrides({ queue: { maxReceiveCount: 9 } }) }).message).toContain('maxReceiveCount 9 is below 10');
   });
 
@@ -44,7 +54,9 @@ describe('synth-time validation of the settings', () => {
   });
 
   it('refuses a "fifo" context value other than true or false', () => {
-    expect(refused({}, { fifo: 'yes' }).message).toContain('CDK context "fifo" must be true or false (for example -c fifo=true), got "yes"');
+    expect(refused({}, { fifo: 'yes' }).message).toContain(
+      'CDK context "fifo" must be true or false (for example -c fifo=true), got "yes"',
+    );
   });
 });
 
@@ -81,7 +93,9 @@ describe('CafeStack with -c fifo=true', () => {
   });
 
   it('tells the function the queue is FIFO, and keeps the mapping without a batching window', () => {
-    template.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ SOURCE_QUEUE_FIFO: 'true' }) } });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ SOURCE_QUEUE_FIFO: 'true' }) },
+    });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BatchSize: 10,

@@ -33,9 +33,10 @@ export function newApp(context: Record<string, unknown> = {}): App {
 export const skipBundling: Record<string, unknown> = { 'aws:cdk:bundling-stacks': [] };
 
 /** A synthesized café stack (bundling skipped unless `bundle`) and its template. */
-export function synthCafeStack(
-  options: { props?: CafeStackProps; context?: Record<string, unknown>; bundle?: boolean } = {},
-): { stack: CafeStack; template: Template } {
+export function synthCafeStack(options: { props?: CafeStackProps; context?: Record<string, unknown>; bundle?: boolean } = {}): {
+  stack: CafeStack;
+  template: Template;
+} {
   const app = newApp({ ...(options.bundle === true ? {} : skipBundling), ...options.context });
   const stack = new CafeStack(app, 'CafeOrders', options.props);
   return { stack, template: Template.fromStack(stack) };
@@ -93,7 +94,11 @@ export function allowStatements(template: Template): AllowStatement[] {
   const asArray = <T>(value: T | T[]): T[] => (Array.isArray(value) ? value : [value]);
   const policies = template.findResources('AWS::IAM::Policy') as Record<
     string,
-    { Properties: { PolicyDocument: { Statement: { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[] } } }
+    {
+      Properties: {
+        PolicyDocument: { Statement: { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[] };
+      };
+    }
   >;
   return Object.entries(policies).flatMap(([policy, resource]) =>
     resource.Properties.PolicyDocument.Statement.filter((statement) => statement.Effect === 'Allow').map((statement) => ({

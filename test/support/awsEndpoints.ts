@@ -45,9 +45,20 @@ export function endpointsFromEnvironment(env: NodeJS.ProcessEnv = process.env): 
   if (dynamoDbEndpoint === undefined && sqsEndpoint === undefined) {
     const deployed = deployedStackFromEnvironment(env);
     if (deployed === undefined) return undefined;
-    const region = env['AWS_REGION'] || env['AWS_DEFAULT_REGION'] || /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com\//.exec(deployed.deadLetterQueueUrl)?.[1];
-    if (region === undefined) throw new Error(`IC_OUTPUTS_FILE names a stack on AWS, but its region is unknown: set AWS_REGION (or AWS_ENDPOINT_URL for LocalStack)`);
-    return { dynamoDbEndpoint: `https://dynamodb.${region}.amazonaws.com`, sqsEndpoint: `https://sqs.${region}.amazonaws.com`, region, source: 'aws' };
+    const region =
+      env['AWS_REGION'] ||
+      env['AWS_DEFAULT_REGION'] ||
+      /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com\//.exec(deployed.deadLetterQueueUrl)?.[1];
+    if (region === undefined)
+      throw new Error(
+        `IC_OUTPUTS_FILE names a stack on AWS, but its region is unknown: set AWS_REGION (or AWS_ENDPOINT_URL for LocalStack)`,
+      );
+    return {
+      dynamoDbEndpoint: `https://dynamodb.${region}.amazonaws.com`,
+      sqsEndpoint: `https://sqs.${region}.amazonaws.com`,
+      region,
+      source: 'aws',
+    };
   }
   if (dynamoDbEndpoint === undefined || sqsEndpoint === undefined) {
     throw new Error(
@@ -90,9 +101,16 @@ export function deployedStackFromEnvironment(env: NodeJS.ProcessEnv = process.en
   try {
     content = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new StackOutputsError(`IC_OUTPUTS_FILE=${file}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`, { cause: error });
+    throw new StackOutputsError(
+      `IC_OUTPUTS_FILE=${file}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+      { cause: error },
+    );
   }
   const stack = env['IC_STACK'] || undefined;
   const consumer = env['IC_CONSUMER'] || undefined;
-  return selectConsumer(parseStackOutputs(content, file), { ...(stack === undefined ? {} : { stack }), ...(consumer === undefined ? {} : { consumer }) }, file);
+  return selectConsumer(
+    parseStackOutputs(content, file),
+    { ...(stack === undefined ? {} : { stack }), ...(consumer === undefined ? {} : { consumer }) },
+    file,
+  );
 }

@@ -39,13 +39,20 @@ export function executionEnvironment(env: TestResources, options: { consumer?: P
 }
 
 /** A record of the test's source queue (so its ARN is real). */
-export function queueRecord(env: TestResources, messageId: string, body: string | Record<string, unknown>, options: { receiveCount?: number; groupId?: string } = {}): SQSRecord {
+export function queueRecord(
+  env: TestResources,
+  messageId: string,
+  body: string | Record<string, unknown>,
+  options: { receiveCount?: number; groupId?: string } = {},
+): SQSRecord {
   return sqsRecord(messageId, body, { ...options, queueArn: env.resources.queueArn });
 }
 
 /** The order's state item, or `undefined`. */
 export async function orderState(env: TestResources, orderId: string) {
-  const output = await env.documentClient.send(new GetCommand({ TableName: env.resources.tables.orders, Key: { orderId, sk: ORDER_SK }, ConsistentRead: true }));
+  const output = await env.documentClient.send(
+    new GetCommand({ TableName: env.resources.tables.orders, Key: { orderId, sk: ORDER_SK }, ConsistentRead: true }),
+  );
   return output.Item as { status: string; history: { status: string; eventId: string }[]; pointsAwarded: number } | undefined;
 }
 
@@ -68,7 +75,14 @@ export const notificationsOf = (env: TestResources, orderId: string) => itemsWit
 
 /** Every item of the inbox table of a kind (`inbox`, `outbox`, `attempts`). */
 export async function inboxItems(env: TestResources, kind: string) {
-  const output = await env.documentClient.send(new ScanCommand({ TableName: env.resources.inboxTable, ConsistentRead: true, FilterExpression: 'kind = :k', ExpressionAttributeValues: { ':k': kind } }));
+  const output = await env.documentClient.send(
+    new ScanCommand({
+      TableName: env.resources.inboxTable,
+      ConsistentRead: true,
+      FilterExpression: 'kind = :k',
+      ExpressionAttributeValues: { ':k': kind },
+    }),
+  );
   return output.Items ?? [];
 }
 

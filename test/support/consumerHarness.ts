@@ -10,7 +10,13 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Message } from '@aws-sdk/client-sqs';
 import { GetCommand, ScanCommand, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { createIdempotentConsumer, type IdempotentConsumerHandler, type IdempotentConsumerOptions, type Item, type OutcomeRecord } from 'idempotent-consumer';
+import {
+  createIdempotentConsumer,
+  type IdempotentConsumerHandler,
+  type IdempotentConsumerOptions,
+  type Item,
+  type OutcomeRecord,
+} from 'idempotent-consumer';
 import { sqsRecord } from './sqsEvents.js';
 import type { TestResources } from './testResources.js';
 
@@ -25,7 +31,11 @@ export interface ExecutionEnvironment {
  * with `createIdempotentConsumer(options, runtime)` on the test's resources, whose observer
  * collects every outcome. Two calls give two environments that share nothing but the tables.
  */
-export function consumerEnvironment<Event>(env: TestResources, options: IdempotentConsumerOptions<Event>, runtime: { readonly dynamoDb?: DynamoDBClient } = {}): ExecutionEnvironment {
+export function consumerEnvironment<Event>(
+  env: TestResources,
+  options: IdempotentConsumerOptions<Event>,
+  runtime: { readonly dynamoDb?: DynamoDBClient } = {},
+): ExecutionEnvironment {
   const outcomes: OutcomeRecord[] = [];
   const handler = createIdempotentConsumer(options, {
     environment: env.environment,
@@ -51,7 +61,10 @@ export function sourceRecord(
     queueArn: env.resources.queueArn,
   });
   const attributes = Object.fromEntries(
-    Object.entries(options.stringAttributes ?? {}).map(([name, value]) => [name, { stringValue: value, dataType: 'String', stringListValues: [], binaryListValues: [] }]),
+    Object.entries(options.stringAttributes ?? {}).map(([name, value]) => [
+      name,
+      { stringValue: value, dataType: 'String', stringListValues: [], binaryListValues: [] },
+    ]),
   );
   return { ...record, messageAttributes: attributes };
 }
@@ -103,11 +116,22 @@ export async function storedItem<T extends Item = Item>(env: TestResources, tabl
 }
 
 /** Every item of a physical table (consistent scan, all pages), optionally filtered. */
-export async function scanAll(env: TestResources, tableName: string, filter: Pick<ScanCommandInput, 'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> = {}): Promise<Item[]> {
+export async function scanAll(
+  env: TestResources,
+  tableName: string,
+  filter: Pick<ScanCommandInput, 'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> = {},
+): Promise<Item[]> {
   const items: Item[] = [];
   let start: Item | undefined;
   do {
-    const output = await env.documentClient.send(new ScanCommand({ TableName: tableName, ConsistentRead: true, ...filter, ...(start === undefined ? {} : { ExclusiveStartKey: start }) }));
+    const output = await env.documentClient.send(
+      new ScanCommand({
+        TableName: tableName,
+        ConsistentRead: true,
+        ...filter,
+        ...(start === undefined ? {} : { ExclusiveStartKey: start }),
+      }),
+    );
     items.push(...((output.Items ?? []) as Item[]));
     start = output.LastEvaluatedKey as Item | undefined;
   } while (start !== undefined);
@@ -117,7 +141,11 @@ export async function scanAll(env: TestResources, tableName: string, filter: Pic
 /** The inbox row of an idempotency key (applied or dead-lettered), or `undefined`. */
 export async function inboxRowOf(env: TestResources, idempotencyKey: string): Promise<Item | undefined> {
   const output = await env.documentClient.send(
-    new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: `${env.settings.consumerName}#key#${idempotencyKey}` }, ConsistentRead: true }),
+    new GetCommand({
+      TableName: env.resources.inboxTable,
+      Key: { pk: `${env.settings.consumerName}#key#${idempotencyKey}` },
+      ConsistentRead: true,
+    }),
   );
   return output.Item as Item | undefined;
 }
@@ -125,7 +153,11 @@ export async function inboxRowOf(env: TestResources, idempotencyKey: string): Pr
 /** The attempt record of a source id (`sqs:<messageId>`, `kafka:<topic>-<partition>@<offset>`), or `undefined`. */
 export async function attemptRecordOf(env: TestResources, sourceId: string): Promise<Item | undefined> {
   const output = await env.documentClient.send(
-    new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: `${env.settings.consumerName}#attempt#${sourceId}` }, ConsistentRead: true }),
+    new GetCommand({
+      TableName: env.resources.inboxTable,
+      Key: { pk: `${env.settings.consumerName}#attempt#${sourceId}` },
+      ConsistentRead: true,
+    }),
   );
   return output.Item as Item | undefined;
 }

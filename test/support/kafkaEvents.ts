@@ -44,7 +44,12 @@ export function kafkaRecord(
 export function mskEvent(...records: KafkaRecord[]): KafkaEvent {
   const grouped: Record<string, KafkaRecord[]> = {};
   for (const record of records) (grouped[`${record.topic}-${record.partition}`] ??= []).push(record);
-  return { eventSource: 'aws:kafka', eventSourceArn: MSK_CLUSTER_ARN, bootstrapServers: 'b-1.orders.kafka.us-east-1.amazonaws.com:9098', records: grouped };
+  return {
+    eventSource: 'aws:kafka',
+    eventSourceArn: MSK_CLUSTER_ARN,
+    bootstrapServers: 'b-1.orders.kafka.us-east-1.amazonaws.com:9098',
+    records: grouped,
+  };
 }
 
 /**

@@ -22,7 +22,12 @@ import type { TableDefinition } from 'idempotent-consumer';
 import { describe, it } from 'vitest';
 import type { ConsumerResources } from '../../packages/cli/src/stackOutputs.js';
 import { businessTableOutputName } from '../../packages/idempotent-consumer/src/settings/outputKeys.js';
-import { type ConsumerSettings, lambdaEnvironment, type SettingsOverrides, withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import {
+  type ConsumerSettings,
+  lambdaEnvironment,
+  type SettingsOverrides,
+  withOverrides,
+} from '../../packages/idempotent-consumer/src/settings/settings.js';
 import { installStrictDynamoDb } from '../../packages/local/src/aws/strictDynamoDb.js';
 import { localCredentials } from '../../packages/local/src/localClientConfig.js';
 import { provisionResources } from '../../packages/local/src/provision.js';
@@ -123,7 +128,15 @@ export async function testResources(
   const prefix = `${name}-${randomUUID().slice(0, 8)}-`;
   try {
     // The local runtime's own provisioner: tests and `npm start` create the same resources.
-    const provisioned = await provisionResources({ dynamoDb: clients.dynamoDb, sqs: clients.sqs, s3: clients.s3, settings, tables, prefix, ...(options.inboxStream ? { inboxStream: true } : {}) });
+    const provisioned = await provisionResources({
+      dynamoDb: clients.dynamoDb,
+      sqs: clients.sqs,
+      s3: clients.s3,
+      settings,
+      tables,
+      prefix,
+      ...(options.inboxStream ? { inboxStream: true } : {}),
+    });
     const resources: TestResourceNames = { ...provisioned, payloadBucket: provisioned.payloadBucket! };
     const environment = lambdaEnvironment(settings, resources);
     let disposed: Promise<void> | undefined;
@@ -137,8 +150,12 @@ export async function testResources(
         (disposed ??= (async () => {
           try {
             await Promise.allSettled([
-              ...[resources.queueUrl, resources.deadLetterQueueUrl].map((QueueUrl) => clients.sqs.send(new DeleteQueueCommand({ QueueUrl }))),
-              ...[resources.inboxTable, resources.idempotencyTable, ...Object.values(resources.tables)].map((TableName) => clients.dynamoDb.send(new DeleteTableCommand({ TableName }))),
+              ...[resources.queueUrl, resources.deadLetterQueueUrl].map((QueueUrl) =>
+                clients.sqs.send(new DeleteQueueCommand({ QueueUrl })),
+              ),
+              ...[resources.inboxTable, resources.idempotencyTable, ...Object.values(resources.tables)].map((TableName) =>
+                clients.dynamoDb.send(new DeleteTableCommand({ TableName })),
+              ),
             ]);
           } finally {
             clients.destroy();
@@ -204,19 +221,30 @@ export function deployedTestResources(
  * @param who - who asks, for the error message
  * @throws DeployedStackMismatchError naming every mismatch
  */
-export function deployedResourceNames(deployed: ConsumerResources, who: string, tables: readonly string[], settings: ConsumerSettings, region: string): TestResourceNames {
+export function deployedResourceNames(
+  deployed: ConsumerResources,
+  who: string,
+  tables: readonly string[],
+  settings: ConsumerSettings,
+  region: string,
+): TestResourceNames {
   const where = `the deployed consumer of IC_OUTPUTS_FILE (stack ${deployed.stackName}${deployed.consumerName === undefined ? '' : `, ${deployed.consumerName}`})`;
   const problems: string[] = [];
   const { queueUrl, inboxTable, idempotencyTable, payloadBucket } = deployed;
   const missing = (['queueUrl', 'inboxTable', 'idempotencyTable', 'payloadBucket'] as const).filter((what) => deployed[what] === undefined);
   if (missing.length > 0) problems.push(`its outputs lack ${missing.join(', ')} (IdempotentConsumer.addOutputs() writes them)`);
   if (queueUrl !== undefined && queueUrl.endsWith('.fifo') !== settings.queue.fifo) {
-    problems.push(`the test needs a ${settings.queue.fifo ? 'FIFO' : 'standard'} queue, the stack has a ${queueUrl.endsWith('.fifo') ? 'FIFO' : 'standard'} one`);
+    problems.push(
+      `the test needs a ${settings.queue.fifo ? 'FIFO' : 'standard'} queue, the stack has a ${queueUrl.endsWith('.fifo') ? 'FIFO' : 'standard'} one`,
+    );
   }
   const physical: Record<string, string> = {};
   for (const logicalName of tables) {
     const table = deployed.tables[businessTableOutputName(logicalName)];
-    if (table === undefined) problems.push(`the test needs the table "${logicalName}", the stack has ${Object.keys(deployed.tables).join(', ') || 'no business table'}`);
+    if (table === undefined)
+      problems.push(
+        `the test needs the table "${logicalName}", the stack has ${Object.keys(deployed.tables).join(', ') || 'no business table'}`,
+      );
     else physical[logicalName] = table;
   }
   if (problems.length > 0) throw new DeployedStackMismatchError(`${who} cannot use ${where}: ${problems.join('; ')}`);

@@ -6,7 +6,10 @@
  * @param options.what - what is awaited, for the error message
  * @throws Error naming `what` when the time runs out
  */
-export async function waitFor<T>(probe: () => Promise<T | undefined>, options: { readonly timeoutMs: number; readonly what: string }): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined>,
+  options: { readonly timeoutMs: number; readonly what: string },
+): Promise<T> {
   const deadline = Date.now() + options.timeoutMs;
   let pause = 50;
   for (;;) {

@@ -78,7 +78,15 @@ describe('KafkaEventSourcePoller: the event', () => {
             value: Buffer.from('{"eventId":"e-10"}').toString('base64'),
             headers: [{ source: [116, 105, 108, 108] }],
           },
-          { topic: 'orders', partition: 0, offset: 1, timestamp: 1_767_268_800_000, timestampType: 'CREATE_TIME', value: null, headers: [] },
+          {
+            topic: 'orders',
+            partition: 0,
+            offset: 1,
+            timestamp: 1_767_268_800_000,
+            timestampType: 'CREATE_TIME',
+            value: null,
+            headers: [],
+          },
         ] satisfies KafkaRecord[],
       },
     });
@@ -115,7 +123,12 @@ describe('KafkaEventSourcePoller: reading the response', () => {
   it('resumes a reported partition from its lowest reported offset and commits the other partitions', async () => {
     const { poller, events } = pollerWith(logWith(['a', 'b', 'c', 'd'], ['x', 'y']), (_, invocation) =>
       invocation === 1
-        ? { batchItemFailures: [{ itemIdentifier: { partition: 'orders-0', offset: 3 } }, { itemIdentifier: { partition: 'orders-0', offset: 2 } }] }
+        ? {
+            batchItemFailures: [
+              { itemIdentifier: { partition: 'orders-0', offset: 3 } },
+              { itemIdentifier: { partition: 'orders-0', offset: 2 } },
+            ],
+          }
         : null,
     );
 
@@ -145,7 +158,9 @@ describe('KafkaEventSourcePoller: reading the response', () => {
   });
 
   it('treats a wrongly cased key as success: the failures it lists are lost, as AWS does', async () => {
-    const { poller } = pollerWith(logWith(['a', 'b']), () => ({ BatchItemFailures: [{ itemIdentifier: { partition: 'orders-0', offset: 1 } }] }));
+    const { poller } = pollerWith(logWith(['a', 'b']), () => ({
+      BatchItemFailures: [{ itemIdentifier: { partition: 'orders-0', offset: 1 } }],
+    }));
     await poller.pollOnce();
     expect(poller.committedOffset(0)).toBe(2);
   });
@@ -181,14 +196,26 @@ describe('KafkaEventSourcePoller: reading the response', () => {
 describe('KafkaEventSourcePoller: the deadline', () => {
   it('refuses the calls a timed-out invocation makes afterwards on the guarded clients', async () => {
     // A client whose requests never leave the process: the innermost middleware counts them.
-    const client = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 1 });
+    const client = new DynamoDBClient({
+      region: 'us-east-1',
+      endpoint: 'http://127.0.0.1:9',
+      credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+      maxAttempts: 1,
+    });
     let sent = 0;
     const server: DeserializeMiddleware<object, object> = () => async () => {
       sent += 1;
       const body = new TextEncoder().encode('{}');
-      return { response: { statusCode: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body }, output: undefined } as unknown as DeserializeHandlerOutput<object>;
+      return {
+        response: { statusCode: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body },
+        output: undefined,
+      } as unknown as DeserializeHandlerOutput<object>;
     };
-    (client.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(server, { step: 'deserialize', priority: 'low', name: 'fakeServer' });
+    (client.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(server, {
+      step: 'deserialize',
+      priority: 'low',
+      name: 'fakeServer',
+    });
     let allowLateWrite!: () => void;
     const lateWriteAllowed = new Promise<void>((resolve) => (allowLateWrite = resolve));
     let startLateWrite!: (started: { write: Promise<unknown> }) => void;
@@ -260,9 +287,13 @@ describe('KafkaEventSourcePoller: finite retries and the on-failure destination'
   });
 
   it('gives up on a partition without touching the others', async () => {
-    const { poller, onFailure } = pollerWith(logWith(['a'], ['x', 'y']), (event) => (idsOf(event).includes('0@0') ? failAt('orders-0', 0) : null), {
-      retryAttempts: 0,
-    });
+    const { poller, onFailure } = pollerWith(
+      logWith(['a'], ['x', 'y']),
+      (event) => (idsOf(event).includes('0@0') ? failAt('orders-0', 0) : null),
+      {
+        retryAttempts: 0,
+      },
+    );
 
     await poller.runUntilIdle();
 
@@ -344,7 +375,10 @@ describe('KafkaEventSourcePoller: the two readings of "retry the failed records"
 
     await poller.runUntilIdle();
 
-    expect(events.map(idsOf)).toEqual([['0@0', '0@1', '0@2', '0@3'], ['0@1', '0@2', '0@3']]);
+    expect(events.map(idsOf)).toEqual([
+      ['0@0', '0@1', '0@2', '0@3'],
+      ['0@1', '0@2', '0@3'],
+    ]);
   });
 
   it('retry-reported-records brings back only the reported records, alone, and moves the partition past the batch', async () => {
@@ -361,9 +395,13 @@ describe('KafkaEventSourcePoller: the two readings of "retry the failed records"
   });
 
   it('retry-reported-records gives up on the reported records only, after the retries', async () => {
-    const { poller, events, onFailure } = pollerWith(logWith(['a', 'b', 'c']), (event) => (idsOf(event).includes('0@1') ? failAt('orders-0', 1) : null), {
-      retryReading: 'retry-reported-records',
-    });
+    const { poller, events, onFailure } = pollerWith(
+      logWith(['a', 'b', 'c']),
+      (event) => (idsOf(event).includes('0@1') ? failAt('orders-0', 1) : null),
+      {
+        retryReading: 'retry-reported-records',
+      },
+    );
 
     await poller.runUntilIdle();
 

@@ -46,7 +46,15 @@ describe('PartitionedLog', () => {
 
   it('keeps tombstones, keys and repeated headers as bytes', () => {
     const log = new PartitionedLog({ topic: 'orders', partitions: 1 });
-    log.append({ key: 'O-1', value: null, headers: [{ name: 'h', value: 'one' }, { name: 'h', value: new Uint8Array([0xff]) }], timestamp: 7 });
+    log.append({
+      key: 'O-1',
+      value: null,
+      headers: [
+        { name: 'h', value: 'one' },
+        { name: 'h', value: new Uint8Array([0xff]) },
+      ],
+      timestamp: 7,
+    });
     const [record] = log.read(0, 0, 1);
     expect(record?.value).toBeNull();
     expect(Buffer.from(record!.key!).toString()).toBe('O-1');
@@ -66,19 +74,23 @@ describe('PartitionedLog', () => {
 
   it('keeps every key in one partition, in the order it was appended (property)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 8 }), fc.array(fc.constantFrom('O-1', 'O-2', 'O-3', 'O-4', 'O-5'), { maxLength: 60 }), (partitions, keys) => {
-        const log = new PartitionedLog({ topic: 'orders', partitions });
-        keys.forEach((key, index) => log.append({ key, value: `${key}#${index}` }));
+      fc.property(
+        fc.integer({ min: 1, max: 8 }),
+        fc.array(fc.constantFrom('O-1', 'O-2', 'O-3', 'O-4', 'O-5'), { maxLength: 60 }),
+        (partitions, keys) => {
+          const log = new PartitionedLog({ topic: 'orders', partitions });
+          keys.forEach((key, index) => log.append({ key, value: `${key}#${index}` }));
 
-        for (const key of new Set(keys)) {
-          const partition = log.partitionFor(key);
-          const values = log.read(partition, 0, keys.length).map((r) => Buffer.from(r.value!).toString());
-          const ofKey = values.filter((v) => v.startsWith(`${key}#`));
-          expect(ofKey).toEqual(keys.flatMap((k, index) => (k === key ? [`${key}#${index}`] : [])));
-        }
-        const total = Array.from({ length: partitions }, (_, p) => log.endOffset(p)).reduce((a, b) => a + b, 0);
-        expect(total).toBe(keys.length);
-      }),
+          for (const key of new Set(keys)) {
+            const partition = log.partitionFor(key);
+            const values = log.read(partition, 0, keys.length).map((r) => Buffer.from(r.value!).toString());
+            const ofKey = values.filter((v) => v.startsWith(`${key}#`));
+            expect(ofKey).toEqual(keys.flatMap((k, index) => (k === key ? [`${key}#${index}`] : [])));
+          }
+          const total = Array.from({ length: partitions }, (_, p) => log.endOffset(p)).reduce((a, b) => a + b, 0);
+          expect(total).toBe(keys.length);
+        },
+      ),
     );
   });
 });

@@ -51,11 +51,20 @@ describe('the simulated queue', () => {
   const message = (id: string) => ({ messageId: id, body: `{"n":"${id}"}` });
 
   it('delivers in order with receive counts, brings failures back after what is queued, and redrives after maxReceiveCount', () => {
-    const queue = new SimulatedQueue([message('a'), message('b'), message('c')], { queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', maxReceiveCount: 2 });
+    const queue = new SimulatedQueue([message('a'), message('b'), message('c')], {
+      queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+      maxReceiveCount: 2,
+    });
     const first = queue.receive(2);
-    expect(first.map((r) => [r.messageId, r.attributes.ApproximateReceiveCount])).toEqual([['a', '1'], ['b', '1']]);
+    expect(first.map((r) => [r.messageId, r.attributes.ApproximateReceiveCount])).toEqual([
+      ['a', '1'],
+      ['b', '1'],
+    ]);
     expect(queue.settle(new Set(['a']))).toEqual([]);
-    expect(queue.receive(10).map((r) => [r.messageId, r.attributes.ApproximateReceiveCount])).toEqual([['c', '1'], ['a', '2']]);
+    expect(queue.receive(10).map((r) => [r.messageId, r.attributes.ApproximateReceiveCount])).toEqual([
+      ['c', '1'],
+      ['a', '2'],
+    ]);
     expect(queue.settle(new Set(['a']))).toEqual(['a']);
     expect(queue.isEmpty).toBe(true);
     expect(queue.totals).toEqual({ deleted: 2, redriven: 1, deliveries: 4 });
@@ -83,8 +92,21 @@ describe('the benchmark flags', () => {
   });
 
   it('runs the scenarios in their order (fresh before duplicates) and reads the endpoints', () => {
-    const flags = parseFlags(['--scenarios', 'duplicates,fresh', '--dynamodb-endpoint', 'http://127.0.0.1:1', '--sqs-endpoint', 'http://127.0.0.1:2', '--heap-messages', '0']);
-    expect(flags).toMatchObject({ scenarios: ['fresh', 'duplicates'], endpoints: { dynamoDb: 'http://127.0.0.1:1', sqs: 'http://127.0.0.1:2' }, heap: undefined });
+    const flags = parseFlags([
+      '--scenarios',
+      'duplicates,fresh',
+      '--dynamodb-endpoint',
+      'http://127.0.0.1:1',
+      '--sqs-endpoint',
+      'http://127.0.0.1:2',
+      '--heap-messages',
+      '0',
+    ]);
+    expect(flags).toMatchObject({
+      scenarios: ['fresh', 'duplicates'],
+      endpoints: { dynamoDb: 'http://127.0.0.1:1', sqs: 'http://127.0.0.1:2' },
+      heap: undefined,
+    });
   });
 
   it.each([

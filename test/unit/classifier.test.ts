@@ -15,7 +15,8 @@ import {
   ValidationError,
 } from '../../packages/idempotent-consumer/src/errors.js';
 
-const awsError = (name: string, status: number) => Object.assign(new Error(`${name} happened`), { name, $metadata: { httpStatusCode: status } });
+const awsError = (name: string, status: number) =>
+  Object.assign(new Error(`${name} happened`), { name, $metadata: { httpStatusCode: status } });
 
 class OutOfStock extends NonRetryableError {}
 class StockLedgerBehind extends RetryableError {}
@@ -58,15 +59,24 @@ describe('classify: the one place that decides', () => {
   });
 
   it("retries a side-effect lock held elsewhere without counting an attempt, not before the lock's expiry", () => {
-    const error = Object.assign(new Error('in progress'), { name: 'IdempotencyAlreadyInProgressError', existingRecord: { inProgressExpiryTimestamp: 1_767_268_830_000 } });
+    const error = Object.assign(new Error('in progress'), {
+      name: 'IdempotencyAlreadyInProgressError',
+      existingRecord: { inProgressExpiryTimestamp: 1_767_268_830_000 },
+    });
     expect(classify(error)).toMatchObject({ retryable: true, countsAsAttempt: false, retryAt: 1_767_268_830_000 });
     expect(classify(new NotAttempted('too late'))).toMatchObject({ retryable: true, countsAsAttempt: false });
   });
 
   it("asks the user's classifyError about errors it does not know, and ignores one that throws", () => {
     const error = Object.assign(new Error('card declined'), { name: 'CardDeclined' });
-    expect(classify(error, (e) => (e instanceof Error && e.name === 'CardDeclined' ? { retryable: false, reason: 'CardDeclined' } : undefined))).toMatchObject({ retryable: false, reason: 'CardDeclined' });
-    expect(classify(error, () => { throw new Error('bug'); })).toMatchObject({ retryable: true });
+    expect(
+      classify(error, (e) => (e instanceof Error && e.name === 'CardDeclined' ? { retryable: false, reason: 'CardDeclined' } : undefined)),
+    ).toMatchObject({ retryable: false, reason: 'CardDeclined' });
+    expect(
+      classify(error, () => {
+        throw new Error('bug');
+      }),
+    ).toMatchObject({ retryable: true });
   });
 
   it('caps the error message at 1,024 characters', () => {

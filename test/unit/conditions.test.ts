@@ -1,12 +1,32 @@
 import { describe, expect, it } from 'vitest';
-import { and, newVersion, sameIncarnation, unchangedCondition, userCondition, versionOf, withVersionSet } from '../../packages/idempotent-consumer/src/engine/conditions.js';
+import {
+  and,
+  newVersion,
+  sameIncarnation,
+  unchangedCondition,
+  userCondition,
+  versionOf,
+  withVersionSet,
+} from '../../packages/idempotent-consumer/src/engine/conditions.js';
 
 describe('the conditions the engine adds', () => {
   it('checks absence, the version read, or a present item without a version', () => {
-    expect(unchangedCondition({ exists: false, item: undefined }, 'sku', '_version')).toEqual({ expression: 'attribute_not_exists(#__ic_pk)', names: { '#__ic_pk': 'sku' }, values: {} });
-    expect(unchangedCondition({ exists: true, item: { sku: 'A', _version: 3 } }, 'sku', '_version')).toEqual({ expression: '#__ic_v = :__ic_v', names: { '#__ic_v': '_version' }, values: { ':__ic_v': 3 } });
-    expect(unchangedCondition({ exists: true, item: { sku: 'A' } }, 'sku', '_version').expression).toBe('attribute_exists(#__ic_pk) AND attribute_not_exists(#__ic_v)');
-    expect(unchangedCondition({ exists: true, item: { sku: 'A', _version: 'tok' } }, 'sku', '_version').values).toEqual({ ':__ic_v': 'tok' });
+    expect(unchangedCondition({ exists: false, item: undefined }, 'sku', '_version')).toEqual({
+      expression: 'attribute_not_exists(#__ic_pk)',
+      names: { '#__ic_pk': 'sku' },
+      values: {},
+    });
+    expect(unchangedCondition({ exists: true, item: { sku: 'A', _version: 3 } }, 'sku', '_version')).toEqual({
+      expression: '#__ic_v = :__ic_v',
+      names: { '#__ic_v': '_version' },
+      values: { ':__ic_v': 3 },
+    });
+    expect(unchangedCondition({ exists: true, item: { sku: 'A' } }, 'sku', '_version').expression).toBe(
+      'attribute_exists(#__ic_pk) AND attribute_not_exists(#__ic_v)',
+    );
+    expect(unchangedCondition({ exists: true, item: { sku: 'A', _version: 'tok' } }, 'sku', '_version').values).toEqual({
+      ':__ic_v': 'tok',
+    });
     expect(versionOf({ _version: '3' }, '_version')).toBe('3');
     expect(versionOf({ sku: 'A' }, '_version')).toBeUndefined();
   });
@@ -26,7 +46,11 @@ describe('the conditions the engine adds', () => {
   it("ANDs a user's condition with the engine's, keeping both sets of placeholders", () => {
     const user = userCondition({ ConditionExpression: 'available >= :q', ExpressionAttributeValues: { ':q': 2 } });
     const merged = and(user, { expression: '#__ic_v = :__ic_v', names: { '#__ic_v': '_version' }, values: { ':__ic_v': 1 } });
-    expect(merged).toEqual({ expression: '(available >= :q) AND (#__ic_v = :__ic_v)', names: { '#__ic_v': '_version' }, values: { ':q': 2, ':__ic_v': 1 } });
+    expect(merged).toEqual({
+      expression: '(available >= :q) AND (#__ic_v = :__ic_v)',
+      names: { '#__ic_v': '_version' },
+      values: { ':q': 2, ':__ic_v': 1 },
+    });
     expect(userCondition({ ConditionExpression: '  ' })).toBeUndefined();
   });
 

@@ -17,7 +17,11 @@ import {
   type DeadLetterFailure,
 } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
 import { builtInFailureReasons, FailureReason, isValidFailureReason } from '../../packages/idempotent-consumer/src/dlq/failureReasons.js';
-import { EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, parsePayloadPointer, PAYLOAD_POINTER_CLASS } from '../../packages/idempotent-consumer/src/dlq/payloadPointer.js';
+import {
+  EXTENDED_PAYLOAD_SIZE_ATTRIBUTE,
+  parsePayloadPointer,
+  PAYLOAD_POINTER_CLASS,
+} from '../../packages/idempotent-consumer/src/dlq/payloadPointer.js';
 
 const failure: DeadLetterFailure = { reason: 'ValidationError', errorType: 'ValidationError', errorMessage: 'points: expected number' };
 const context = (overrides: Partial<DeadLetterContext> = {}): DeadLetterContext => ({
@@ -67,12 +71,16 @@ describe('buildDeadLetterMessage: layout', () => {
 
     const info = readDeadLetterAttributes(input.MessageAttributes ?? {});
 
-    expect(info).toMatchObject({ failureReason: 'ValidationError', errorType: 'ValidationError', failedAt: new Date('2026-01-01T00:00:00Z') });
+    expect(info).toMatchObject({
+      failureReason: 'ValidationError',
+      errorType: 'ValidationError',
+      failedAt: new Date('2026-01-01T00:00:00Z'),
+    });
     expect(info?.context).toMatchObject({ source: 'arn:aws:sqs:us-east-1:000000000000:events', originalMessageId: 'm-1', attempts: 4 });
     expect(readDeadLetterAttributes({ source: str('web-checkout'), attempts: str('3') })).toBeUndefined();
   });
 
-  it('C22: the producer\'s attributes (source=web-checkout, attempts=3) stay real attributes beside the consumer\'s, and a redrive restores exactly them', () => {
+  it("C22: the producer's attributes (source=web-checkout, attempts=3) stay real attributes beside the consumer's, and a redrive restores exactly them", () => {
     const producer = { source: str('web-checkout'), attempts: { DataType: 'Number', StringValue: '3' } };
 
     const { input } = buildDeadLetterMessage(DLQ, context({ originalAttributes: producer, attempts: 2 }), sizes);
@@ -87,7 +95,10 @@ describe('buildDeadLetterMessage: layout', () => {
 
   it('keeps up to 6 producer attributes real; 7 are packed, all of them, into ic.originalAttributes, within 10 attributes', () => {
     const six = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`a${i}`, str(`v${i}`)]));
-    const seven: Record<string, MessageAttributeValue> = { ...six, bin: { DataType: 'Binary.gz', BinaryValue: new Uint8Array([0, 1, 255]) } };
+    const seven: Record<string, MessageAttributeValue> = {
+      ...six,
+      bin: { DataType: 'Binary.gz', BinaryValue: new Uint8Array([0, 1, 255]) },
+    };
 
     const real = buildDeadLetterMessage(DLQ, context({ originalAttributes: six }), sizes).input.MessageAttributes ?? {};
     const packed = buildDeadLetterMessage(DLQ, context({ originalAttributes: seven }), sizes).input.MessageAttributes ?? {};
@@ -108,7 +119,7 @@ describe('buildDeadLetterMessage: layout', () => {
     ['a value SQS would refuse as text', { note: str('a\uFFFFb') }],
     ['an empty value', { empty: str('') }],
     ['a name SQS would refuse', { 'AWS.Trace': str('x') }],
-  ])('packs the producer\'s attributes losslessly when one has %s', (_, producer) => {
+  ])("packs the producer's attributes losslessly when one has %s", (_, producer) => {
     const { input } = buildDeadLetterMessage(DLQ, context({ originalAttributes: producer }), sizes);
 
     const attrs = input.MessageAttributes ?? {};
@@ -149,7 +160,9 @@ describe('buildDeadLetterMessage: layout', () => {
     const { input } = buildDeadLetterMessage(DLQ, context({ body: '' }), sizes);
     expect(input.MessageBody).toBe(EMPTY_BODY_PLACEHOLDER);
     expect(readDeadLetterAttributes(input.MessageAttributes ?? {})?.context.bodyEncoding).toBe('empty');
-    expect(readDeadLetterAttributes(buildDeadLetterMessage(DLQ, context(), sizes).input.MessageAttributes ?? {})?.context.bodyEncoding).toBeUndefined();
+    expect(
+      readDeadLetterAttributes(buildDeadLetterMessage(DLQ, context(), sizes).input.MessageAttributes ?? {})?.context.bodyEncoding,
+    ).toBeUndefined();
   });
 
   it('keeps the message group and derives a stable deduplication id from the original message on a FIFO queue', () => {
@@ -170,7 +183,7 @@ describe('buildDeadLetterMessage: layout', () => {
 });
 
 describe('buildDeadLetterMessage: failure reasons are open', () => {
-  it('takes a user\'s own reason as it is', () => {
+  it("takes a user's own reason as it is", () => {
     const { input } = buildDeadLetterMessage(DLQ, context({ failure: { ...failure, reason: 'inventory.OutOfStock-2' } }), sizes);
     expect(input.MessageAttributes?.[DeadLetterAttribute.failureReason]?.StringValue).toBe('inventory.OutOfStock-2');
   });
@@ -273,14 +286,14 @@ describe('buildDeadLetterMessage: a message too large for the DLQ (C20)', () => 
     expect(Buffer.byteLength(body) + attributesSize(input.MessageAttributes ?? {})).toBeLessThanOrEqual(MiB);
   });
 
-  it('refuses, rather than drop them, attributes that alone exceed the DLQ\'s size', () => {
+  it("refuses, rather than drop them, attributes that alone exceed the DLQ's size", () => {
     const huge = { blob: { DataType: 'Binary', BinaryValue: new Uint8Array(MiB) } };
     expect(() => buildDeadLetterMessage(DLQ, context({ originalAttributes: huge }), { ...sizes, payloadBucket: 'b' })).toThrow(
       /even with its body offloaded/,
     );
   });
 
-  it('packs the producer\'s attributes when the offloaded body\'s ExtendedPayloadSize leaves no room for all six', () => {
+  it("packs the producer's attributes when the offloaded body's ExtendedPayloadSize leaves no room for all six", () => {
     const six = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`a${i}`, str(`v${i}`)]));
 
     const { input } = buildDeadLetterMessage(DLQ, { ...kafka, originalAttributes: six }, { ...sizes, payloadBucket: 'b' });
@@ -293,14 +306,17 @@ describe('buildDeadLetterMessage: a message too large for the DLQ (C20)', () => 
 });
 
 describe('producerAttributesOf', () => {
-  it('keeps a producer\'s own ExtendedPayloadSize when the consumer did not offload (a message sent by an extended client)', () => {
+  it("keeps a producer's own ExtendedPayloadSize when the consumer did not offload (a message sent by an extended client)", () => {
     const producer = { [EXTENDED_PAYLOAD_SIZE_ATTRIBUTE]: { DataType: 'Number', StringValue: '300000' } };
     const { input } = buildDeadLetterMessage(DLQ, context({ originalAttributes: producer }), sizes);
     expect(producerAttributesOf(input.MessageAttributes ?? {})).toEqual(producer);
   });
 
   it('throws when ic.originalAttributes cannot be read, rather than restore without them', () => {
-    const attrs = { [DeadLetterAttribute.failureReason]: str('ValidationError'), [DeadLetterAttribute.originalAttributes]: str('{not json') };
+    const attrs = {
+      [DeadLetterAttribute.failureReason]: str('ValidationError'),
+      [DeadLetterAttribute.originalAttributes]: str('{not json'),
+    };
     expect(() => producerAttributesOf(attrs)).toThrow(/ic.originalAttributes cannot be read/);
   });
 });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalNumber, ConflictTracker, duplicateTargets, itemIdentity, transactionTargets } from '../../packages/local/src/aws/dynamoDbRules.js';
+import {
+  canonicalNumber,
+  ConflictTracker,
+  duplicateTargets,
+  itemIdentity,
+  transactionTargets,
+} from '../../packages/local/src/aws/dynamoDbRules.js';
 
 const schemas = { orders: { partitionKey: 'id', sortKey: 'sk' }, counters: { partitionKey: 'n' } } as const;
 const schemaOf = (table: string) => schemas[table as keyof typeof schemas];
@@ -32,7 +38,9 @@ describe('DynamoDB rules', () => {
         { Put: { TableName: 'orders', Item: { id: { S: 'O-1' }, sk: { S: 'LEDGER#1' } } } },
       ]);
 
-      expect(duplicateTargets(targets, schemaOf)).toEqual([{ identity: itemIdentity('orders', { id: { S: 'O-1' }, sk: { S: 'STATE' } }), indexes: [0, 1] }]);
+      expect(duplicateTargets(targets, schemaOf)).toEqual([
+        { identity: itemIdentity('orders', { id: { S: 'O-1' }, sk: { S: 'STATE' } }), indexes: [0, 1] },
+      ]);
     });
 
     it('sees numeric keys 1 and 1.0 as one item, and equal keys of two tables as two items', () => {

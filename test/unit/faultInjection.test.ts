@@ -2,19 +2,33 @@ import { DynamoDBClient, GetItemCommand, TransactWriteItemsCommand, TransactionC
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DeserializeHandlerOutput, DeserializeMiddleware } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { FaultFlagError, faultRatesFromFlags, installFaults, parseFaultFlag, parseSeedFlag } from '../../packages/local/src/faultInjection.js';
+import {
+  FaultFlagError,
+  faultRatesFromFlags,
+  installFaults,
+  parseFaultFlag,
+  parseSeedFlag,
+} from '../../packages/local/src/faultInjection.js';
 import type { FaultOptions } from '../../packages/local/src/faultInjection.js';
 
 /** Clients whose calls never leave the process: the innermost middleware answers 200 `{}` for what the injector lets through. */
 function offlineClients() {
-  const config = { region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 1 };
+  const config = {
+    region: 'us-east-1',
+    endpoint: 'http://127.0.0.1:9',
+    credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+    maxAttempts: 1,
+  };
   const dynamoDb = new DynamoDBClient(config);
   const sqs = new SQSClient(config);
   let served = 0;
   const server: DeserializeMiddleware<object, object> = () => async () => {
     served += 1;
     const body = new TextEncoder().encode('{}');
-    return { response: { statusCode: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body }, output: undefined } as unknown as DeserializeHandlerOutput<object>;
+    return {
+      response: { statusCode: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body },
+      output: undefined,
+    } as unknown as DeserializeHandlerOutput<object>;
   };
   return {
     dynamoDb,
@@ -40,7 +54,12 @@ async function failures(options: FaultOptions, calls: number): Promise<Array<str
   install(dynamoDb, options);
   const results: Array<string | undefined> = [];
   for (let i = 0; i < calls; i += 1) {
-    results.push(await dynamoDb.send(getItem()).then(() => undefined, (error: Error) => error.name));
+    results.push(
+      await dynamoDb.send(getItem()).then(
+        () => undefined,
+        (error: Error) => error.name,
+      ),
+    );
   }
   dynamoDb.destroy();
   return results;
@@ -152,7 +171,12 @@ describe('fault injection', () => {
 
     it('lets the SDK retry an injected throttle: three attempts, three faults, then the caller sees it', async () => {
       const { install } = offlineClients();
-      const retrying = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 3 });
+      const retrying = new DynamoDBClient({
+        region: 'us-east-1',
+        endpoint: 'http://127.0.0.1:9',
+        credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+        maxAttempts: 3,
+      });
       const injector = install(retrying, { rates: { throttle: 1 }, seed: 1 });
 
       const error = (await retrying.send(getItem()).catch((caught: unknown) => caught)) as { $metadata: { attempts: number } };

@@ -13,10 +13,16 @@ describe('withMissingFormatModulesExternal', () => {
   const bare = mkdtempSync(join(tmpdir(), 'ic-format-modules-'));
   afterAll(() => rmSync(bare, { recursive: true, force: true }));
 
-  it('adds each optional peer the entry\'s project has not installed', () => {
+  it("adds each optional peer the entry's project has not installed", () => {
     const entry = join(bare, 'handler.ts');
     writeFileSync(entry, 'export const handler = () => undefined;\n');
-    expect(withMissingFormatModulesExternal(entry, ['@aws-sdk/client-s3'])).toEqual(['@aws-sdk/client-s3', '@aws-lambda-powertools/kafka', 'avro-js', 'protobufjs', '@aws-sdk/client-sns']);
+    expect(withMissingFormatModulesExternal(entry, ['@aws-sdk/client-s3'])).toEqual([
+      '@aws-sdk/client-s3',
+      '@aws-lambda-powertools/kafka',
+      'avro-js',
+      'protobufjs',
+      '@aws-sdk/client-sns',
+    ]);
   });
 
   it('keeps what a project installed, some of them: the folder is looked for, not require.resolve (an exports map may hide it)', () => {
@@ -24,7 +30,10 @@ describe('withMissingFormatModulesExternal', () => {
     try {
       for (const name of ['@aws-lambda-powertools/kafka', 'avro-js']) {
         mkdirSync(join(project, 'node_modules', name), { recursive: true });
-        writeFileSync(join(project, 'node_modules', name, 'package.json'), JSON.stringify({ name, exports: { '.': { import: './index.js' } } }));
+        writeFileSync(
+          join(project, 'node_modules', name, 'package.json'),
+          JSON.stringify({ name, exports: { '.': { import: './index.js' } } }),
+        );
       }
       mkdirSync(join(project, 'src'));
       expect(withMissingFormatModulesExternal(join(project, 'src', 'handler.ts'), [])).toEqual(['protobufjs', '@aws-sdk/client-sns']);
@@ -40,7 +49,12 @@ describe('withMissingFormatModulesExternal', () => {
 
   it('does not list a module twice', () => {
     const entry = join(bare, 'handler.ts');
-    expect(withMissingFormatModulesExternal(entry, ['avro-js'])).toEqual(['avro-js', '@aws-lambda-powertools/kafka', 'protobufjs', '@aws-sdk/client-sns']);
+    expect(withMissingFormatModulesExternal(entry, ['avro-js'])).toEqual([
+      'avro-js',
+      '@aws-lambda-powertools/kafka',
+      'protobufjs',
+      '@aws-sdk/client-sns',
+    ]);
     expect(optionalFormatModules).toEqual(['@aws-lambda-powertools/kafka', 'avro-js', 'protobufjs', '@aws-sdk/client-sns']);
   });
 });

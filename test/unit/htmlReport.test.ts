@@ -30,7 +30,13 @@ import {
 import type { OutcomeRecord } from '../../packages/idempotent-consumer/src/observability/outcomes.js';
 import type { RunReport } from '../../packages/local/src/report.js';
 
-const delivery = (messageId: string, outcome: HtmlReportDelivery['outcome'], atMs: number, durationMs = 5, attempt?: number): HtmlReportDelivery => ({
+const delivery = (
+  messageId: string,
+  outcome: HtmlReportDelivery['outcome'],
+  atMs: number,
+  durationMs = 5,
+  attempt?: number,
+): HtmlReportDelivery => ({
   messageId,
   outcome,
   atMs,
@@ -45,7 +51,12 @@ function input(overrides: Partial<HtmlReportInput> = {}): HtmlReportInput {
     startedAt: '2025-03-14T09:26:53.589Z',
     durationMs: 3000,
     totals: { messages: 3, applied: 2, duplicates: 0, retried: 1, deadLettered: 1 },
-    deliveries: [delivery('m-1', 'applied', 100), delivery('m-2', 'retried', 900), delivery('m-2', 'applied', 2100), delivery('m-3', 'dead-lettered', 2200)],
+    deliveries: [
+      delivery('m-1', 'applied', 100),
+      delivery('m-2', 'retried', 900),
+      delivery('m-2', 'applied', 2100),
+      delivery('m-3', 'dead-lettered', 2200),
+    ],
     deadLettersByReason: { PoisonMessage: 1 },
     check: { ok: true, problems: [] },
     ...overrides,
@@ -60,7 +71,11 @@ function largeRun(n: number): HtmlReportInput {
     if (i % 50 === 0) deliveries.push(delivery(`m-${i}`, 'retried', at, 3 + (i % 17), 1));
     deliveries.push(delivery(`m-${i}`, i % 200 === 0 ? 'dead-lettered' : 'applied', at + 10, 2 + (i % 23) * 0.7));
   }
-  return input({ durationMs: 61_000, deliveries, totals: { messages: n, applied: n - n / 200, duplicates: 0, retried: n / 50, deadLettered: n / 200 } });
+  return input({
+    durationMs: 61_000,
+    deliveries,
+    totals: { messages: n, applied: n - n / 200, duplicates: 0, retried: n / 50, deadLettered: n / 200 },
+  });
 }
 
 describe('escapeHtml', () => {
@@ -101,13 +116,17 @@ describe('percentile (nearest rank)', () => {
 
   it('agrees with the definition on any sorted data', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 1, maxLength: 200 }), fc.integer({ min: 1, max: 100 }), (values, p) => {
-        const sorted = [...values].sort((a, b) => a - b);
-        const v = percentile(sorted, p);
-        expect(sorted).toContain(v);
-        expect(sorted.filter((x) => x <= v).length).toBeGreaterThanOrEqual((p / 100) * sorted.length);
-        expect(sorted.filter((x) => x < v).length).toBeLessThan((p / 100) * sorted.length);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 1, maxLength: 200 }),
+        fc.integer({ min: 1, max: 100 }),
+        (values, p) => {
+          const sorted = [...values].sort((a, b) => a - b);
+          const v = percentile(sorted, p);
+          expect(sorted).toContain(v);
+          expect(sorted.filter((x) => x <= v).length).toBeGreaterThanOrEqual((p / 100) * sorted.length);
+          expect(sorted.filter((x) => x < v).length).toBeLessThan((p / 100) * sorted.length);
+        },
+      ),
     );
   });
 });
@@ -130,7 +149,13 @@ describe('niceStep', () => {
 describe('binOutcomesOverTime', () => {
   it('counts each delivery in its second of the run, by outcome', () => {
     const { binMs, bins } = binOutcomesOverTime(
-      [delivery('a', 'applied', 0), delivery('b', 'applied', 999), delivery('c', 'duplicate', 1000), delivery('d', 'dead-lettered', 2999), delivery('e', 'retried', 2000)],
+      [
+        delivery('a', 'applied', 0),
+        delivery('b', 'applied', 999),
+        delivery('c', 'duplicate', 1000),
+        delivery('d', 'dead-lettered', 2999),
+        delivery('e', 'retried', 2000),
+      ],
       2500,
     );
     expect(binMs).toBe(1000);
@@ -162,16 +187,21 @@ describe('binOutcomesOverTime', () => {
 
   it('loses no delivery and makes at most maxBins bins', () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ min: 0, max: 1e7, noNaN: true }), { maxLength: 300 }), fc.integer({ min: 0, max: 1e7 }), fc.integer({ min: 1, max: 200 }), (ats, durationMs, maxBins) => {
-        const { bins } = binOutcomesOverTime(
-          ats.map((at, i) => delivery(`m-${i}`, 'applied', at)),
-          durationMs,
-          maxBins,
-        );
-        expect(bins.reduce((sum, b) => sum + b.applied, 0)).toBe(ats.length);
-        expect(bins.length).toBeLessThanOrEqual(maxBins);
-        expect(bins.length).toBeGreaterThanOrEqual(1);
-      }),
+      fc.property(
+        fc.array(fc.double({ min: 0, max: 1e7, noNaN: true }), { maxLength: 300 }),
+        fc.integer({ min: 0, max: 1e7 }),
+        fc.integer({ min: 1, max: 200 }),
+        (ats, durationMs, maxBins) => {
+          const { bins } = binOutcomesOverTime(
+            ats.map((at, i) => delivery(`m-${i}`, 'applied', at)),
+            durationMs,
+            maxBins,
+          );
+          expect(bins.reduce((sum, b) => sum + b.applied, 0)).toBe(ats.length);
+          expect(bins.length).toBeLessThanOrEqual(maxBins);
+          expect(bins.length).toBeGreaterThanOrEqual(1);
+        },
+      ),
     );
   });
 });
@@ -187,10 +217,14 @@ describe('timeAxis', () => {
 
   it('never gives more than the labels asked for', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 120 }), fc.constantFrom(1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200), (bins, binSeconds) => {
-        const { everyBins } = timeAxis(bins, binSeconds * 1000);
-        expect(Math.floor(bins / everyBins)).toBeLessThanOrEqual(10);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 120 }),
+        fc.constantFrom(1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200),
+        (bins, binSeconds) => {
+          const { everyBins } = timeAxis(bins, binSeconds * 1000);
+          expect(Math.floor(bins / everyBins)).toBeLessThanOrEqual(10);
+        },
+      ),
     );
   });
 });
@@ -291,7 +325,12 @@ describe('retriesPerMessage', () => {
   });
 
   it('gathers the most retried messages in a last N+ bucket', () => {
-    const deliveries = [delivery('a', 'applied', 0), delivery('b', 'applied', 0, 1, 2), delivery('c', 'applied', 0, 1, 6), delivery('d', 'applied', 0, 1, 3)];
+    const deliveries = [
+      delivery('a', 'applied', 0),
+      delivery('b', 'applied', 0, 1, 2),
+      delivery('c', 'applied', 0, 1, 6),
+      delivery('d', 'applied', 0, 1, 3),
+    ];
     expect(retriesPerMessage(deliveries, 3)).toEqual([
       { label: '0', retries: 0, messages: 1 },
       { label: '1', retries: 1, messages: 1 },
@@ -359,7 +398,9 @@ describe('renderHtmlReport', () => {
   it('shows the outbox only when there is one', () => {
     expect(renderHtmlReport(input())).not.toContain('data-total="outbox"');
     const html = renderHtmlReport(input({ outbox: { written: 12, published: 9 } }));
-    expect(html).toMatch(/data-total="outbox"><dt>Outbox<\/dt><dd><span class="number">9<\/span><span class="note">published of 12 written · 3 not yet<\/span>/);
+    expect(html).toMatch(
+      /data-total="outbox"><dt>Outbox<\/dt><dd><span class="number">9<\/span><span class="note">published of 12 written · 3 not yet<\/span>/,
+    );
   });
 
   it('draws empty states for a run without deliveries or dead letters', () => {
@@ -422,7 +463,9 @@ describe('renderHtmlReport', () => {
       'deliveries[0].atMs: expected a finite number of milliseconds ≥ 0, got NaN',
     ]);
     expect(() => assertHtmlReportInput(null)).toThrow(/expected an object, got object/);
-    expect(() => assertHtmlReportInput({ ...input(), totals: { ...input().totals, applied: 1.5 }, deadLettersByReason: { x: -2 } })).toThrow(
+    expect(() =>
+      assertHtmlReportInput({ ...input(), totals: { ...input().totals, applied: 1.5 }, deadLettersByReason: { x: -2 } }),
+    ).toThrow(
       /totals\.applied: expected a non-negative integer, got 1\.5\n.*deadLettersByReason\["x"\]: expected a non-negative integer, got -2/,
     );
   });
@@ -458,7 +501,9 @@ describe('createDeliveryRecorder and toHtmlReportInput', () => {
       durationMs: 1.5,
     };
     recorder.onOutcome(record);
-    expect(recorder.deliveries()).toEqual([{ messageId: 'm-9', outcome: 'dead-lettered', atMs: 0, durationMs: 1.5, reason: 'ValidationError' }]);
+    expect(recorder.deliveries()).toEqual([
+      { messageId: 'm-9', outcome: 'dead-lettered', atMs: 0, durationMs: 1.5, reason: 'ValidationError' },
+    ]);
   });
 
   it("makes the page's input from the run's text report", () => {
@@ -472,7 +517,16 @@ describe('createDeliveryRecorder and toHtmlReportInput', () => {
       deadLetteredByReason: { PoisonMessage: 1 },
       unaccounted: 0,
       countsAddUp: true,
-      deadLetterCauses: [{ verdict: 'own', reason: 'PoisonMessage', cause: 'message', explanation: 'PoisonMessage: the message can never apply as it is', count: 1, lines: [3] }],
+      deadLetterCauses: [
+        {
+          verdict: 'own',
+          reason: 'PoisonMessage',
+          cause: 'message',
+          explanation: 'PoisonMessage: the message can never apply as it is',
+          count: 1,
+          lines: [3],
+        },
+      ],
       latencyMs: { p50: 1, p90: 2, p99: 3 },
       invocations: 2,
       durationMs: 3000,
@@ -511,8 +565,12 @@ describe('writeHtmlReport', () => {
   it('says what is missing when the screenshot has no browser, and keeps the page', async () => {
     const path = join(dir, 'shot.html');
     const png = join(dir, 'shot.png');
-    await expect(writeHtmlReport(path, input(), { screenshot: png, chromiumPath: join(dir, 'no-chromium') })).rejects.toThrow(HtmlReportScreenshotError);
-    await expect(writeHtmlReport(path, input(), { screenshot: png, chromiumPath: join(dir, 'no-chromium') })).rejects.toThrow(/Chromium is not at .*no-chromium: install it/);
+    await expect(writeHtmlReport(path, input(), { screenshot: png, chromiumPath: join(dir, 'no-chromium') })).rejects.toThrow(
+      HtmlReportScreenshotError,
+    );
+    await expect(writeHtmlReport(path, input(), { screenshot: png, chromiumPath: join(dir, 'no-chromium') })).rejects.toThrow(
+      /Chromium is not at .*no-chromium: install it/,
+    );
     expect(existsSync(path)).toBe(true);
     expect(existsSync(png)).toBe(false);
   });

@@ -50,7 +50,11 @@ describe('readInputFile', () => {
     ['a character SQS refuses', '"nul \\u0000 body"\n', /:1: the body has a character SQS refuses \(U\+0000;/],
     ['an empty body', '""\n', /:1: the body is empty, and SQS refuses an empty message body/],
     ['a lone surrogate', '"\\ud83c alone"\n', /:1: the body has a character SQS refuses \(U\+D83C;/],
-    ['a body larger than the source queue takes', `${JSON.stringify('x'.repeat(262_145))}\n`, /:1: the body is 262145 bytes; the source queue takes at most 262144/],
+    [
+      'a body larger than the source queue takes',
+      `${JSON.stringify('x'.repeat(262_145))}\n`,
+      /:1: the body is 262145 bytes; the source queue takes at most 262144/,
+    ],
     ['an empty file', '\n\n', /holds no messages/],
   ])('refuses %s, naming the file and line', async (_what, content, message) => {
     const path = await file('bad.jsonl', content);

@@ -1,18 +1,35 @@
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { DeserializeHandlerOutput, DeserializeMiddleware } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { createInvocationGuard, currentInvocationGuard, guardInvocations, InvocationStoppedError } from '../../packages/local/src/aws/invocationGuard.js';
+import {
+  createInvocationGuard,
+  currentInvocationGuard,
+  guardInvocations,
+  InvocationStoppedError,
+} from '../../packages/local/src/aws/invocationGuard.js';
 
 /** A client whose requests never leave the process: the innermost middleware counts them and answers 200 `{}`. */
 function offlineClient(maxAttempts = 1) {
-  const client = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts });
+  const client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: 'http://127.0.0.1:9',
+    credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+    maxAttempts,
+  });
   const sent: string[] = [];
   const server: DeserializeMiddleware<object, object> = () => async () => {
     sent.push('request');
     const body = new TextEncoder().encode('{}');
-    return { response: { statusCode: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body }, output: undefined } as unknown as DeserializeHandlerOutput<object>;
+    return {
+      response: { statusCode: 200, headers: { 'content-type': 'application/x-amz-json-1.0' }, body },
+      output: undefined,
+    } as unknown as DeserializeHandlerOutput<object>;
   };
-  (client.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(server, { step: 'deserialize', priority: 'low', name: 'fakeServer' });
+  (client.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(server, {
+    step: 'deserialize',
+    priority: 'low',
+    name: 'fakeServer',
+  });
   return { client, sent };
 }
 
@@ -80,7 +97,12 @@ describe('invocation guard', () => {
   });
 
   it('stops a call that is retrying when the invocation is killed: no attempt after the kill', async () => {
-    const client = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 5 });
+    const client = new DynamoDBClient({
+      region: 'us-east-1',
+      endpoint: 'http://127.0.0.1:9',
+      credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+      maxAttempts: 5,
+    });
     guardInvocations(client);
     const guard = createInvocationGuard({ deadlineMs: Date.now() + 60_000 });
     let attempts = 0;
@@ -88,9 +110,16 @@ describe('invocation guard', () => {
       attempts += 1;
       if (attempts === 1) guard.kill('function timeout');
       const body = new TextEncoder().encode('{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"slow down"}');
-      return { response: { statusCode: 400, headers: { 'content-type': 'application/x-amz-json-1.0' }, body }, output: undefined } as unknown as DeserializeHandlerOutput<object>;
+      return {
+        response: { statusCode: 400, headers: { 'content-type': 'application/x-amz-json-1.0' }, body },
+        output: undefined,
+      } as unknown as DeserializeHandlerOutput<object>;
     };
-    (client.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(throttled, { step: 'deserialize', priority: 'low', name: 'throttlingServer' });
+    (client.middlewareStack as unknown as { add(middleware: unknown, options: object): void }).add(throttled, {
+      step: 'deserialize',
+      priority: 'low',
+      name: 'throttlingServer',
+    });
 
     const call = guard.run(() => client.send(get()));
 

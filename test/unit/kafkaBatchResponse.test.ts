@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { kafkaBatchResponse, readKafkaBatchResponse, topicPartition } from '../../packages/idempotent-consumer/src/batch/kafkaBatchResponse.js';
+import {
+  kafkaBatchResponse,
+  readKafkaBatchResponse,
+  topicPartition,
+} from '../../packages/idempotent-consumer/src/batch/kafkaBatchResponse.js';
 
 /** The offsets of a batch: orders-0 has 10..13, orders-1 has 5..6. */
 const batch = { 'orders-0': [{ offset: 10 }, { offset: 11 }, { offset: 12 }, { offset: 13 }], 'orders-1': [{ offset: 5 }, { offset: 6 }] };
@@ -27,7 +31,10 @@ describe('readKafkaBatchResponse: the response as the event source mapping reads
     ['an empty object', {}],
     ['an empty list', { batchItemFailures: [] }],
     ['a null list', { batchItemFailures: null }],
-    ['a wrongly cased key (the failures it lists are lost, as for SQS)', { BatchItemFailures: [{ itemIdentifier: { partition: 'orders-0', offset: 12 } }] }],
+    [
+      'a wrongly cased key (the failures it lists are lost, as for SQS)',
+      { BatchItemFailures: [{ itemIdentifier: { partition: 'orders-0', offset: 12 } }] },
+    ],
   ])('treats %s as full success', (_, response) => {
     expect(readKafkaBatchResponse(response, batch)).toEqual({ kind: 'success' });
   });
@@ -43,7 +50,13 @@ describe('readKafkaBatchResponse: the response as the event source mapping reads
       },
       batch,
     );
-    expect(verdict).toEqual({ kind: 'partial', resumeAt: new Map([['orders-0', 11], ['orders-1', 6]]) });
+    expect(verdict).toEqual({
+      kind: 'partial',
+      resumeAt: new Map([
+        ['orders-0', 11],
+        ['orders-1', 6],
+      ]),
+    });
   });
 
   it.each([
@@ -53,7 +66,11 @@ describe('readKafkaBatchResponse: the response as the event source mapping reads
     ['the partition as a number', { batchItemFailures: [{ itemIdentifier: { partition: 0, offset: 12 } }] }, /partition 0/],
     ['an SQS-style string identifier', { batchItemFailures: [{ itemIdentifier: 'orders-0@12' }] }, /itemIdentifier/],
     ['a null identifier', { batchItemFailures: [{ itemIdentifier: null }] }, /itemIdentifier/],
-    ['a wrongly cased identifier key', { batchItemFailures: [{ ItemIdentifier: { partition: 'orders-0', offset: 12 } }] }, /itemIdentifier/],
+    [
+      'a wrongly cased identifier key',
+      { batchItemFailures: [{ ItemIdentifier: { partition: 'orders-0', offset: 12 } }] },
+      /itemIdentifier/,
+    ],
     ['an item that is not an object', { batchItemFailures: ['orders-0'] }, /itemIdentifier/],
     ['a list that is not a list', { batchItemFailures: { partition: 'orders-0', offset: 12 } }, /not a list/],
     ['a response that is not an object', 'ok', /not a JSON object/],

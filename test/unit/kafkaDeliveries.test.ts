@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { kafkaDeliveries, kafkaHeadersAsAttributes, kafkaMessageId, kafkaRecordIdentity } from '../../packages/idempotent-consumer/src/batch/kafkaDeliveries.js';
+import {
+  kafkaDeliveries,
+  kafkaHeadersAsAttributes,
+  kafkaMessageId,
+  kafkaRecordIdentity,
+} from '../../packages/idempotent-consumer/src/batch/kafkaDeliveries.js';
 import { kafkaEventSource } from '../../packages/idempotent-consumer/src/batch/kafkaEvent.js';
 import { isSqsSafeText } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
 import { ValidationError } from '../../packages/idempotent-consumer/src/errors.js';
@@ -16,14 +21,29 @@ describe('kafkaDeliveries', () => {
     const record = kafkaRecord('orders', 0, 10, paid);
     const delivery = deliveryOf(record);
     expect(delivery).toMatchObject({ messageId: 'orders-0@10', body: JSON.stringify(paid), scope: 'partition:orders-0' });
-    expect(delivery.attempts).toEqual({ kind: 'log', sourceId: 'kafka:orders-0@10', recordIdentity: kafkaRecordIdentity(record), source: MSK_CLUSTER_ARN });
+    expect(delivery.attempts).toEqual({
+      kind: 'log',
+      sourceId: 'kafka:orders-0@10',
+      recordIdentity: kafkaRecordIdentity(record),
+      source: MSK_CLUSTER_ARN,
+    });
     expect(delivery.rejection).toBeUndefined();
     expect(kafkaMessageId({ topic: 'my-events', partition: 2, offset: 7 })).toBe('my-events-2@7');
   });
 
   it('regroups records by their own partition, each in offset order, whatever the event grouping', () => {
-    const records = [kafkaRecord('orders', 1, 5, 'a'), kafkaRecord('orders', 0, 9, 'b'), kafkaRecord('orders', 0, 3, 'c'), kafkaRecord('orders', 1, 2, 'd')];
-    expect(kafkaDeliveries({ mixed: records }, MSK_CLUSTER_ARN).map((d) => d.messageId)).toEqual(['orders-1@2', 'orders-1@5', 'orders-0@3', 'orders-0@9']);
+    const records = [
+      kafkaRecord('orders', 1, 5, 'a'),
+      kafkaRecord('orders', 0, 9, 'b'),
+      kafkaRecord('orders', 0, 3, 'c'),
+      kafkaRecord('orders', 1, 2, 'd'),
+    ];
+    expect(kafkaDeliveries({ mixed: records }, MSK_CLUSTER_ARN).map((d) => d.messageId)).toEqual([
+      'orders-1@2',
+      'orders-1@5',
+      'orders-0@3',
+      'orders-0@9',
+    ]);
     expect(kafkaDeliveries(undefined, MSK_CLUSTER_ARN)).toEqual([]);
   });
 
@@ -121,7 +141,6 @@ describe('isSqsSafeText', () => {
   ])('%s: %s', (_, text, safe) => {
     expect(isSqsSafeText(text)).toBe(safe);
   });
-
 });
 
 describe('kafkaHeadersAsAttributes', () => {
@@ -151,7 +170,11 @@ describe('kafkaHeadersAsAttributes', () => {
 
 describe('kafkaEventSource', () => {
   it('is the MSK cluster ARN, or names the brokers of self-managed Kafka', () => {
-    expect(kafkaEventSource({ eventSource: 'aws:kafka', eventSourceArn: MSK_CLUSTER_ARN, bootstrapServers: 'b:9098' })).toBe(MSK_CLUSTER_ARN);
-    expect(kafkaEventSource({ eventSource: 'SelfManagedKafka', bootstrapServers: 'k1:9092,k2:9092' })).toBe('SelfManagedKafka:k1:9092,k2:9092');
+    expect(kafkaEventSource({ eventSource: 'aws:kafka', eventSourceArn: MSK_CLUSTER_ARN, bootstrapServers: 'b:9098' })).toBe(
+      MSK_CLUSTER_ARN,
+    );
+    expect(kafkaEventSource({ eventSource: 'SelfManagedKafka', bootstrapServers: 'k1:9092,k2:9092' })).toBe(
+      'SelfManagedKafka:k1:9092,k2:9092',
+    );
   });
 });

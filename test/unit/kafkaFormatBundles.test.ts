@@ -25,13 +25,18 @@ async function bundledInputs(contents: string): Promise<string[]> {
     logLevel: 'silent',
   });
   const outputs = Object.values((result.metafile as Metafile).outputs);
-  return outputs.flatMap((output) => Object.entries(output.inputs).filter(([, input]) => input.bytesInOutput > 0).map(([path]) => path));
+  return outputs.flatMap((output) =>
+    Object.entries(output.inputs)
+      .filter(([, input]) => input.bytesInOutput > 0)
+      .map(([path]) => path),
+  );
 }
 
-const decoders = /@aws-lambda-powertools\/kafka\/lib\/esm\/(consumer|deserializer\/(avro|protobuf))\.js$|node_modules\/(avro-js|protobufjs)\//;
+const decoders =
+  /@aws-lambda-powertools\/kafka\/lib\/esm\/(consumer|deserializer\/(avro|protobuf))\.js$|node_modules\/(avro-js|protobufjs)\//;
 
 describe('the Kafka formats in a Lambda bundle', () => {
-  it('are not in the bundle of a JSON-only handler (the café\'s)', async () => {
+  it("are not in the bundle of a JSON-only handler (the café's)", async () => {
     const inputs = await bundledInputs("export { handler } from './examples/cafe/handler.js';");
     expect(inputs).toContain('packages/idempotent-consumer/src/batch/handleKafkaEvent.ts');
     expect(inputs.filter((path) => decoders.test(path) || path.endsWith('kafkaValueDecoder.ts'))).toEqual([]);

@@ -4,7 +4,12 @@
  * schema-registry framings Powertools removes; what a value that cannot be decoded says.
  */
 import { describe, expect, it } from 'vitest';
-import { deserializationCause, kafkaAvroFormat, kafkaProtobufFormat, toJsonCompatible } from '../../packages/idempotent-consumer/src/batch/kafkaValueDecoder.js';
+import {
+  deserializationCause,
+  kafkaAvroFormat,
+  kafkaProtobufFormat,
+  toJsonCompatible,
+} from '../../packages/idempotent-consumer/src/batch/kafkaValueDecoder.js';
 import type { KafkaDecodedValue, KafkaEncodedValue } from '../../packages/idempotent-consumer/src/types.js';
 import { avroBytes, orderEventAvsc, ProtoOrderEvent, ProtoWide, protobufBytes } from '../support/kafkaSchemas.js';
 
@@ -48,7 +53,10 @@ const wide = {
 describe('kafkaAvroFormat', () => {
   it('decodes Avro values with Powertools, in order, into plain JSON objects', async () => {
     const second = { ...placed, eventId: 'e-2', type: 'OrderPaid', points: 7 };
-    const results = await kafkaAvroFormat(orderEventAvsc).decode([input(avroBytes(orderEventAvsc, placed)), input(avroBytes(orderEventAvsc, second))]);
+    const results = await kafkaAvroFormat(orderEventAvsc).decode([
+      input(avroBytes(orderEventAvsc, placed)),
+      input(avroBytes(orderEventAvsc, second)),
+    ]);
 
     expect(results).toEqual([
       { ok: true, value: placed },
@@ -64,20 +72,34 @@ describe('kafkaAvroFormat', () => {
 
     expect(result).toEqual({
       ok: true,
-      value: { id: 'w-1', big: 2 ** 50 + 1, blob: 'aGk=', hash: 'AQIDBA==', size: 'LARGE', note: { string: 'n' }, tags: { a: 1 }, list: [0.5, -2] },
+      value: {
+        id: 'w-1',
+        big: 2 ** 50 + 1,
+        blob: 'aGk=',
+        hash: 'AQIDBA==',
+        size: 'LARGE',
+        note: { string: 'n' },
+        tags: { a: 1 },
+        list: [0.5, -2],
+      },
     });
     const [nullNote] = await kafkaAvroFormat(wideAvsc).decode([input(avroBytes(wideAvsc, { ...wide, note: null }))]);
     expect((nullNote as { value: { note: unknown } }).value.note).toBeNull();
   });
 
   it('decodes a value from a schema registry in SOURCE format (the mapping removed the schema id) as plain Avro', async () => {
-    const [result] = await kafkaAvroFormat(orderEventAvsc).decode([input(avroBytes(orderEventAvsc, placed), { dataFormat: 'AVRO', schemaId: '42' })]);
+    const [result] = await kafkaAvroFormat(orderEventAvsc).decode([
+      input(avroBytes(orderEventAvsc, placed), { dataFormat: 'AVRO', schemaId: '42' }),
+    ]);
     expect(result).toEqual({ ok: true, value: placed });
   });
 
   it('fails a value that is not a datum of the schema, saying why without quoting the bytes or the schema', async () => {
     const bytes = avroBytes(orderEventAvsc, placed);
-    const [truncated, garbage] = await kafkaAvroFormat(orderEventAvsc).decode([input(bytes.subarray(0, 5)), input(Buffer.from('SSN 078-05-1120, alice@example.com'))]);
+    const [truncated, garbage] = await kafkaAvroFormat(orderEventAvsc).decode([
+      input(bytes.subarray(0, 5)),
+      input(Buffer.from('SSN 078-05-1120, alice@example.com')),
+    ]);
 
     for (const reason of [reasonOf(truncated), reasonOf(garbage)]) {
       expect(reason).toMatch(/^the bytes are not a datum of the Avro schema \(/);
@@ -109,7 +131,7 @@ describe('kafkaAvroFormat', () => {
 });
 
 describe('kafkaProtobufFormat', () => {
-  it('decodes Protobuf values with Powertools into protobufjs\'s JSON: 64-bit integers and enums as strings, bytes in base64, defaults left out', async () => {
+  it("decodes Protobuf values with Powertools into protobufjs's JSON: 64-bit integers and enums as strings, bytes in base64, defaults left out", async () => {
     const bytes = protobufBytes(ProtoWide, { id: 'w-1', big: '9007199254740993', blob: Buffer.from('z'), size: 1, list: [1, 2], ratio: 0 });
     const [result] = await kafkaProtobufFormat(ProtoWide).decode([input(bytes)]);
 
@@ -118,15 +140,23 @@ describe('kafkaProtobufFormat', () => {
 
   it.each([
     ['without a schema registry', Buffer.alloc(0), undefined],
-    ['from a Confluent schema registry (numeric schema id): the message index 0 removed', Buffer.from([0x00]), { dataFormat: 'PROTOBUF', schemaId: '7' }],
-    ['from an AWS Glue schema registry (schema version UUID): the header byte removed', Buffer.from([0x01]), { dataFormat: 'PROTOBUF', schemaId: '12345678-1234-1234-1234-123456789012' }],
+    [
+      'from a Confluent schema registry (numeric schema id): the message index 0 removed',
+      Buffer.from([0x00]),
+      { dataFormat: 'PROTOBUF', schemaId: '7' },
+    ],
+    [
+      'from an AWS Glue schema registry (schema version UUID): the header byte removed',
+      Buffer.from([0x01]),
+      { dataFormat: 'PROTOBUF', schemaId: '12345678-1234-1234-1234-123456789012' },
+    ],
   ])('decodes a value %s', async (_, prefix, metadata) => {
     const bytes = Buffer.concat([prefix, protobufBytes(ProtoOrderEvent, { ...placed, type: 'OrderPaid', points: 5 })]);
     const [result] = await kafkaProtobufFormat(ProtoOrderEvent).decode([input(bytes, metadata)]);
     expect(result).toEqual({ ok: true, value: { ...placed, type: 'OrderPaid', points: 5 } });
   });
 
-  it('does not unframe a value without the registry\'s schema id (no metadata): the framing is not the message', async () => {
+  it("does not unframe a value without the registry's schema id (no metadata): the framing is not the message", async () => {
     const framed = Buffer.concat([Buffer.from([0x00]), protobufBytes(ProtoOrderEvent, placed)]);
     const [result] = await kafkaProtobufFormat(ProtoOrderEvent).decode([input(framed)]);
     expect(reasonOf(result)).toMatch(/^the bytes are not a message of the Protobuf message type \(/);
@@ -146,7 +176,15 @@ describe('toJsonCompatible', () => {
   it('keeps JSON values, writes bytes in base64, bigints as numbers or strings, and calls toJSON', () => {
     const date = new Date('2026-01-01T00:00:00.000Z');
     expect(
-      toJsonCompatible({ a: [1, 'x', null, true, undefined], b: new Uint8Array([255, 0]), c: 5n, d: 2n ** 64n, e: date, f: undefined, g: () => 1 }),
+      toJsonCompatible({
+        a: [1, 'x', null, true, undefined],
+        b: new Uint8Array([255, 0]),
+        c: 5n,
+        d: 2n ** 64n,
+        e: date,
+        f: undefined,
+        g: () => 1,
+      }),
     ).toEqual({ a: [1, 'x', null, true, null], b: '/wA=', c: 5, d: '18446744073709551616', e: '2026-01-01T00:00:00.000Z' });
     expect(toJsonCompatible(Buffer.from('hi').subarray(1))).toBe('aQ==');
   });
@@ -168,8 +206,10 @@ describe('toJsonCompatible', () => {
 });
 
 describe('deserializationCause', () => {
-  it('keeps the cause of Powertools\' error and drops the value and the schema it quotes', () => {
-    const error = new Error('Failed to deserialize Avro message: RangeError: Index out of range, message: U1NOIDA3OC0wNS0xMTIw, schema: {"type":"record"}');
+  it("keeps the cause of Powertools' error and drops the value and the schema it quotes", () => {
+    const error = new Error(
+      'Failed to deserialize Avro message: RangeError: Index out of range, message: U1NOIDA3OC0wNS0xMTIw, schema: {"type":"record"}',
+    );
     expect(deserializationCause(error)).toBe('RangeError: Index out of range');
     expect(deserializationCause(new TypeError('something else, message: abc'))).toBe('TypeError');
     expect(deserializationCause('x')).toBe('string');

@@ -52,7 +52,12 @@ describe('parseDelivery', () => {
     ['a schema violation', '{"id":"r","sku":"A","quantity":"two"}', 'ValidationError', /quantity/],
     ['a lone surrogate in the ordering key (case C19)', '{"id":"r","sku":"S-\\ud800","quantity":1}', 'ValidationError', /well-formed/],
     ['a lone surrogate in the idempotency key', '{"id":"r-\\udfff","sku":"A","quantity":1}', 'ValidationError', /well-formed/],
-    ['an idempotency key over 1,024 bytes', JSON.stringify({ id: 'é'.repeat(600), sku: 'A', quantity: 1 }), 'ValidationError', /1024 bytes/],
+    [
+      'an idempotency key over 1,024 bytes',
+      JSON.stringify({ id: 'é'.repeat(600), sku: 'A', quantity: 1 }),
+      'ValidationError',
+      /1024 bytes/,
+    ],
     ['an empty key attribute for a read', '{"id":"r","sku":"","quantity":1}', 'ValidationError', /empty|ordering key/],
   ])('refuses %s with %s', (_what, body, reason, message) => {
     const error = failureOf(body);
@@ -70,12 +75,21 @@ describe('parseDelivery', () => {
   });
 
   it('dead-letters a failure known before parsing (a Kafka value that is not UTF-8) with that failure', () => {
-    const result = parseDelivery(delivery('AAEC', { rejection: Object.assign(new Error('not UTF-8'), { name: 'X' }) }), definition, tableNames);
+    const result = parseDelivery(
+      delivery('AAEC', { rejection: Object.assign(new Error('not UTF-8'), { name: 'X' }) }),
+      definition,
+      tableNames,
+    );
     expect(result.ok).toBe(false);
   });
 
   it("reports a definition error (a read of a table that is not the consumer's) as such, not as the body's fault", () => {
-    const broken = defineConsumer({ schema, idempotencyKey: 'id', read: () => [{ table: 'nope', key: { sku: 'A' } }], decide: (): undefined => undefined });
+    const broken = defineConsumer({
+      schema,
+      idempotencyKey: 'id',
+      read: () => [{ table: 'nope', key: { sku: 'A' } }],
+      decide: (): undefined => undefined,
+    });
     const result = parseDelivery(delivery('{"id":"r","sku":"A","quantity":1}'), broken, {});
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error).toBeInstanceOf(ConsumerDefinitionError);
@@ -85,10 +99,26 @@ describe('parseDelivery', () => {
 describe('defineConsumer', () => {
   it.each([
     ['neither schema nor parse', { idempotencyKey: 'id', decide: (): undefined => undefined }, /exactly one of `schema` and `parse`/],
-    ['both schema and parse', { schema, parse: (json: unknown) => json, idempotencyKey: 'id', decide: (): undefined => undefined }, /exactly one/],
-    ['a schema that is not a Standard Schema', { schema: { parse: () => 1 }, idempotencyKey: 'id', decide: (): undefined => undefined }, /Standard Schema/],
-    ['a bad table name', { schema, idempotencyKey: 'id', tables: { 'my-table': { partitionKey: 'pk' } }, decide: (): undefined => undefined }, /my-table/],
-    ['a table without a partition key', { schema, idempotencyKey: 'id', tables: { t: {} }, decide: (): undefined => undefined }, /partitionKey/],
+    [
+      'both schema and parse',
+      { schema, parse: (json: unknown) => json, idempotencyKey: 'id', decide: (): undefined => undefined },
+      /exactly one/,
+    ],
+    [
+      'a schema that is not a Standard Schema',
+      { schema: { parse: () => 1 }, idempotencyKey: 'id', decide: (): undefined => undefined },
+      /Standard Schema/,
+    ],
+    [
+      'a bad table name',
+      { schema, idempotencyKey: 'id', tables: { 'my-table': { partitionKey: 'pk' } }, decide: (): undefined => undefined },
+      /my-table/,
+    ],
+    [
+      'a table without a partition key',
+      { schema, idempotencyKey: 'id', tables: { t: {} }, decide: (): undefined => undefined },
+      /partitionKey/,
+    ],
   ])('refuses %s with a clear error', (_what, options, message) => {
     expect(() => defineConsumer(options as never)).toThrow(message);
   });

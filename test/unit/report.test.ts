@@ -3,7 +3,13 @@ import type { OutcomeRecord } from '../../packages/idempotent-consumer/src/obser
 import { buildReport, formatReport, type ReportInputs } from '../../packages/local/src/report.js';
 import { formatLateOutcome } from '../../packages/cli/src/local/runLocalCommand.js';
 
-const outcome = (messageId: string, kind: OutcomeRecord['outcome'], key = messageId, reason?: string, errorType = reason): OutcomeRecord => ({
+const outcome = (
+  messageId: string,
+  kind: OutcomeRecord['outcome'],
+  key = messageId,
+  reason?: string,
+  errorType = reason,
+): OutcomeRecord => ({
   outcome: kind,
   messageId,
   idempotencyKey: key,
@@ -28,8 +34,23 @@ function inputs(outcomes: OutcomeRecord[], sent = ['m-1', 'm-2']): ReportInputs 
     outcomes,
     deadLetters: outcomes
       .filter((o) => o.outcome === 'dead-lettered')
-      .map((o) => ({ messageId: `dl-${o.messageId}`, body: `{"n":${sent.indexOf(o.messageId)}}`, failureReason: o.reason, errorType: o.errorType, originalMessageId: o.messageId })),
-    metrics: { applied: count('applied'), duplicates: count('duplicate'), retried: count('retried'), deadLettered: count('dead-lettered'), deadLetteredByReason: byReason, invocations: 1, records: outcomes.length, latenciesMs: [1] },
+      .map((o) => ({
+        messageId: `dl-${o.messageId}`,
+        body: `{"n":${sent.indexOf(o.messageId)}}`,
+        failureReason: o.reason,
+        errorType: o.errorType,
+        originalMessageId: o.messageId,
+      })),
+    metrics: {
+      applied: count('applied'),
+      duplicates: count('duplicate'),
+      retried: count('retried'),
+      deadLettered: count('dead-lettered'),
+      deadLetteredByReason: byReason,
+      invocations: 1,
+      records: outcomes.length,
+      latenciesMs: [1],
+    },
     remainingInSource: 0,
     durationMs: 10,
   };
@@ -50,7 +71,9 @@ describe('buildReport: the exactly-once check', () => {
   });
 
   it('fails a message both applied and dead-lettered', () => {
-    const report = buildReport(inputs([outcome('m-1', 'applied'), outcome('m-2', 'applied'), outcome('m-2', 'dead-lettered', 'm-2', 'OutOfStock')]));
+    const report = buildReport(
+      inputs([outcome('m-1', 'applied'), outcome('m-2', 'applied'), outcome('m-2', 'dead-lettered', 'm-2', 'OutOfStock')]),
+    );
     expect(report.check.problems.join('\n')).toMatch(/ended in two ways .*lines 2/);
   });
 
@@ -96,7 +119,9 @@ describe('buildReport: dead letters that are not the message own', () => {
     ]);
     const text = formatReport(report);
     expect(text).toContain('dead letters judged         3 their own, 0 excused, 0 not their own');
-    expect(text).toContain('Exactly-once check: PASSED — each of the 5 messages was applied once, acknowledged as a duplicate, or dead-lettered for a reason of its own.');
+    expect(text).toContain(
+      'Exactly-once check: PASSED — each of the 5 messages was applied once, acknowledged as a duplicate, or dead-lettered for a reason of its own.',
+    );
   });
 
   it('fails valid messages dead-lettered after TransactionConflict ("the batch did not settle"), and says which and why', () => {
@@ -135,7 +160,9 @@ describe('buildReport: dead letters that are not the message own', () => {
     const declared = buildReport({ ...inputs(outcomes), injected: { faults: { 'transaction-conflict': 0.1 }, transientFailureRate: 0 } });
     expect(declared.check).toEqual({ ok: true, problems: [] });
     expect(declared.injected).toEqual({ faults: { 'transaction-conflict': 0.1 } });
-    expect(declared.notes.join('\n')).toMatch(/excused: 1 dead letter\(s\) not their own, produced by a fault this run injects on purpose \(--fault transaction-conflict\).*lines 2/);
+    expect(declared.notes.join('\n')).toMatch(
+      /excused: 1 dead letter\(s\) not their own, produced by a fault this run injects on purpose \(--fault transaction-conflict\).*lines 2/,
+    );
     const text = formatReport(declared);
     expect(text).toContain('injected on purpose         --fault transaction-conflict=0.1');
     expect(text).toContain('(1 dead letter(s) excused: produced by the faults this run injects on purpose).');
@@ -149,7 +176,9 @@ describe('buildReport: dead letters that are not the message own', () => {
     const moved = { ...base, deadLetters: [{ messageId: 'dl-m-2', body: '{"n":1}', failureReason: undefined, originalMessageId: 'm-2' }] };
     const report = buildReport(moved);
     expect(report).toMatchObject({ deadLettered: 1, deadLetteredByReason: { RedrivePolicy: 1 }, unaccounted: 0, countsAddUp: true });
-    expect(report.check.problems.join('\n')).toMatch(/1 message\(s\) dead-lettered for a reason that is not their own — moved without a reason: no reason: the queue's redrive policy moved it.*lines 2/);
+    expect(report.check.problems.join('\n')).toMatch(
+      /1 message\(s\) dead-lettered for a reason that is not their own — moved without a reason: no reason: the queue's redrive policy moved it.*lines 2/,
+    );
     expect(buildReport({ ...moved, injected: { faults: { 'sqs-5xx': 0.05 } } }).check.ok).toBe(true);
   });
 });
@@ -158,11 +187,25 @@ describe('buildReport: the counts add up to the messages sent', () => {
   it('counts each message once, however often it was delivered, and shows the equation', () => {
     const report = buildReport(
       inputs(
-        [outcome('m-1', 'applied'), outcome('m-1', 'duplicate'), outcome('m-2', 'duplicate', 'm-1'), outcome('m-3', 'dead-lettered', 'm-3', 'ValidationError'), outcome('m-3', 'dead-lettered', 'm-3', 'ValidationError')],
+        [
+          outcome('m-1', 'applied'),
+          outcome('m-1', 'duplicate'),
+          outcome('m-2', 'duplicate', 'm-1'),
+          outcome('m-3', 'dead-lettered', 'm-3', 'ValidationError'),
+          outcome('m-3', 'dead-lettered', 'm-3', 'ValidationError'),
+        ],
         ['m-1', 'm-2', 'm-3'],
       ),
     );
-    expect(report).toMatchObject({ messagesIn: 3, applied: 1, duplicates: 1, deadLettered: 1, unaccounted: 0, countsAddUp: true, deadLetteredByReason: { ValidationError: 1 } });
+    expect(report).toMatchObject({
+      messagesIn: 3,
+      applied: 1,
+      duplicates: 1,
+      deadLettered: 1,
+      unaccounted: 0,
+      countsAddUp: true,
+      deadLetteredByReason: { ValidationError: 1 },
+    });
     expect(formatReport(report)).toContain('  3 in = 1 applied + 1 duplicates + 1 dead-lettered + 0 unaccounted\n');
   });
 
@@ -174,12 +217,16 @@ describe('buildReport: the counts add up to the messages sent', () => {
   });
 
   it('breaks the equation when a message ended in two ways (it counts in both), and fails', () => {
-    const report = buildReport(inputs([outcome('m-1', 'applied'), outcome('m-2', 'applied'), outcome('m-2', 'dead-lettered', 'm-2', 'OutOfStock')]));
+    const report = buildReport(
+      inputs([outcome('m-1', 'applied'), outcome('m-2', 'applied'), outcome('m-2', 'dead-lettered', 'm-2', 'OutOfStock')]),
+    );
     expect(report).toMatchObject({ applied: 2, deadLettered: 1, countsAddUp: false });
     expect(report.check.problems).toContain(
       'the counts do not add up: 2 messages in, but 2 applied + 0 duplicates + 1 dead-lettered + 0 unaccounted = 3 (a message that ended in two ways counts twice)',
     );
-    expect(formatReport(report)).toContain('  2 in ≠ 2 applied + 0 duplicates + 1 dead-lettered + 0 unaccounted (= 3): the counts do not add up');
+    expect(formatReport(report)).toContain(
+      '  2 in ≠ 2 applied + 0 duplicates + 1 dead-lettered + 0 unaccounted (= 3): the counts do not add up',
+    );
   });
 
   it('a run that hit its time limit is reported, and fails with its messages unaccounted for', () => {
@@ -202,6 +249,8 @@ describe('buildReport: the counts add up to the messages sent', () => {
 describe('formatLateOutcome (--keep-running)', () => {
   it('names the outcome, the message, its key and the reason or error', () => {
     expect(formatLateOutcome(outcome('m-1', 'applied'))).toBe('applied        m-1  key=m-1');
-    expect(formatLateOutcome(outcome('m-2', 'dead-lettered', 'k-2', 'ValidationError'))).toBe('dead-lettered  m-2  key=k-2  reason=ValidationError');
+    expect(formatLateOutcome(outcome('m-2', 'dead-lettered', 'k-2', 'ValidationError'))).toBe(
+      'dead-lettered  m-2  key=k-2  reason=ValidationError',
+    );
   });
 });

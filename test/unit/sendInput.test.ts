@@ -17,7 +17,10 @@ describe('batchBySize', () => {
   it('fills a batch up to exactly 1 MiB, keeps the order, and counts attributes', () => {
     const exact = [entry(524_288), entry(524_288), entry(1)];
     expect(sizes(batchBySize(exact))).toEqual([[524_288, 524_288], [1]]);
-    const withAttribute = [entry(524_288), { MessageBody: 'x'.repeat(524_288 - 8), MessageAttributes: { k: { DataType: 'String', StringValue: 'v' } } }];
+    const withAttribute = [
+      entry(524_288),
+      { MessageBody: 'x'.repeat(524_288 - 8), MessageAttributes: { k: { DataType: 'String', StringValue: 'v' } } },
+    ];
     expect(batchBySize(withAttribute)).toHaveLength(1);
     expect(batchBySize([entry(524_288), { ...withAttribute[1]!, MessageBody: 'x'.repeat(524_288 - 7) }])).toHaveLength(2);
   });
@@ -29,11 +32,18 @@ describe('batchBySize', () => {
 });
 
 describe('sendInput checks before sending', () => {
-  const offline = new SQSClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 1 });
+  const offline = new SQSClient({
+    region: 'us-east-1',
+    endpoint: 'http://127.0.0.1:9',
+    credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+    maxAttempts: 1,
+  });
   const input = [{ line: 3, body: '{"id":"a"}' }];
 
   it('refuses a FIFO queue without a message group function', async () => {
-    await expect(sendInput(offline, 'http://127.0.0.1:9/000000000000/q.fifo', input, { fifo: true })).rejects.toThrow(/pass messageGroupId/);
+    await expect(sendInput(offline, 'http://127.0.0.1:9/000000000000/q.fifo', input, { fifo: true })).rejects.toThrow(
+      /pass messageGroupId/,
+    );
   });
 
   it.each([

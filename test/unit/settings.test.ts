@@ -10,7 +10,11 @@ import {
   tableEnvironmentVariables,
   withOverrides,
 } from '../../packages/idempotent-consumer/src/settings/settings.js';
-import { assertValidSettings, InvalidSettingsError, settingsProblems } from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
+import {
+  assertValidSettings,
+  InvalidSettingsError,
+  settingsProblems,
+} from '../../packages/idempotent-consumer/src/settings/validateSettings.js';
 import { readRuntimeConfig } from '../../packages/idempotent-consumer/src/config/runtimeConfig.js';
 
 describe('settingsProblems', () => {
@@ -35,16 +39,36 @@ describe('settingsProblems', () => {
 
   it.each([
     ['maxReceiveCount below 5', { queue: { maxReceiveCount: 3 } }, /maxReceiveCount 3/],
-    ['maxReceiveCount that leaves no room for receives without an attempt', { queue: { maxReceiveCount: 5 } }, /maxReceiveCount 5 is below 10/],
-    ['a FIFO maxReceiveCount that skipped receives could exhaust (case C13)', { queue: { fifo: true, maxReceiveCount: 20 } }, /below 55 = maxAttempts 5 × batch size 10/],
-    ['Kafka retries that give up before the records behind a failure had their attempts', { kafka: { retryAttempts: 4 } }, /Kafka retry attempts 4 are below 504/],
+    [
+      'maxReceiveCount that leaves no room for receives without an attempt',
+      { queue: { maxReceiveCount: 5 } },
+      /maxReceiveCount 5 is below 10/,
+    ],
+    [
+      'a FIFO maxReceiveCount that skipped receives could exhaust (case C13)',
+      { queue: { fifo: true, maxReceiveCount: 20 } },
+      /below 55 = maxAttempts 5 × batch size 10/,
+    ],
+    [
+      'Kafka retries that give up before the records behind a failure had their attempts',
+      { kafka: { retryAttempts: 4 } },
+      /Kafka retry attempts 4 are below 504/,
+    ],
     ['infinite Kafka retries', { kafka: { retryAttempts: -1 } }, /retries must be finite/],
-    ['a side-effect margin as long as the function timeout', { idempotency: { sideEffectMinRemainingMs: 30_000 } }, /sideEffectMinRemainingMs 30000/],
+    [
+      'a side-effect margin as long as the function timeout',
+      { idempotency: { sideEffectMinRemainingMs: 30_000 } },
+      /sideEffectMinRemainingMs 30000/,
+    ],
     ['a batch above 10 without a window', { function: { batchSize: 50 } }, /batching window of at least 1 s/],
     ['a FIFO batch above 10', { queue: { fifo: true }, function: { batchSize: 20, maxBatchingWindowSeconds: 1 } }, /FIFO/],
     ['maximum concurrency 1', { function: { maxConcurrency: 1 } }, /maximum concurrency 1/],
     ['an inbox TTL shorter than the time a message can come back', { idempotency: { inboxTtlSeconds: 3600 } }, /inbox TTL 3600 s/],
-    ['a side-effect window shorter than the time a message can come back', { idempotency: { sideEffectTtlSeconds: 3600 } }, /side-effect idempotency window 3600 s/],
+    [
+      'a side-effect window shorter than the time a message can come back',
+      { idempotency: { sideEffectTtlSeconds: 3600 } },
+      /side-effect idempotency window 3600 s/,
+    ],
     ['a DLQ retention shorter than the source', { queue: { deadLetterRetentionPeriodSeconds: 60 } }, /dead-letter queue retention 60 s/],
     ['a DLQ too small for the largest body', { queue: { deadLetterMaxMessageSizeBytes: 262_144 } }, /maximum message size/],
   ])('rejects %s', (_what, overrides, message) => {
@@ -63,7 +87,12 @@ describe('derived budgets', () => {
 });
 
 describe('lambdaEnvironment and readRuntimeConfig', () => {
-  const resources = { inboxTable: 'Inbox', idempotencyTable: 'Idem', deadLetterQueueUrl: 'http://127.0.0.1:1/0/dlq', tables: { stockItems: 'Stock-1' } };
+  const resources = {
+    inboxTable: 'Inbox',
+    idempotencyTable: 'Idem',
+    deadLetterQueueUrl: 'http://127.0.0.1:1/0/dlq',
+    tables: { stockItems: 'Stock-1' },
+  };
 
   it('round-trip the settings and the business tables through the environment', () => {
     const environment = lambdaEnvironment(defaultSettings, resources);
@@ -92,7 +121,8 @@ describe('lambdaEnvironment and readRuntimeConfig', () => {
       }
       return undefined;
     })();
-    for (const variable of ['INBOX_TABLE_NAME', 'DEAD_LETTER_QUEUE_URL', 'TABLE_NAME_LEDGER']) expect(error?.message).toContain(`${variable} is not set`);
+    for (const variable of ['INBOX_TABLE_NAME', 'DEAD_LETTER_QUEUE_URL', 'TABLE_NAME_LEDGER'])
+      expect(error?.message).toContain(`${variable} is not set`);
     expect(error?.message).not.toContain('TABLE_NAME_STOCK_ITEMS');
   });
 
@@ -116,7 +146,12 @@ describe('lambdaEnvironment and readRuntimeConfig', () => {
     expect(new Set(variables.values()).size).toBe(names.length);
     expect(tableEnvironmentVariable('stockItems', names)).toBe('TABLE_NAME_stockItems');
     expect(tableEnvironmentVariable('stockItems', ['stockItems', 'orders'])).toBe('TABLE_NAME_STOCK_ITEMS');
-    const environment = lambdaEnvironment(defaultSettings, { inboxTable: 'i', idempotencyTable: 'p', deadLetterQueueUrl: 'https://q/1/d', tables: { stock_items: 'T1', stockItems: 'T2' } });
+    const environment = lambdaEnvironment(defaultSettings, {
+      inboxTable: 'i',
+      idempotencyTable: 'p',
+      deadLetterQueueUrl: 'https://q/1/d',
+      tables: { stock_items: 'T1', stockItems: 'T2' },
+    });
     expect(readRuntimeConfig(environment, ['stock_items', 'stockItems']).tables).toEqual({ stock_items: 'T1', stockItems: 'T2' });
   });
 });

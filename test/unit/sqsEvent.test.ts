@@ -4,8 +4,7 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { buildSqsEvent } from '../../packages/local/src/sqsEvent.js';
 
-const fixture = (name: string): SQSEvent =>
-  JSON.parse(readFileSync(new URL(`../events/${name}`, import.meta.url), 'utf8')) as SQSEvent;
+const fixture = (name: string): SQSEvent => JSON.parse(readFileSync(new URL(`../events/${name}`, import.meta.url), 'utf8')) as SQSEvent;
 
 /** The message ReceiveMessage returns for a record of the fixture (what the poller starts from). */
 function receivedMessage(record: SQSRecord): Message {

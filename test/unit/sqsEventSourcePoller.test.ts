@@ -32,7 +32,9 @@ describe('SqsEventSourcePoller limits (Lambda SQS event source mapping)', () => 
   });
 
   it('refuses an ARN that is not an SQS queue ARN', () => {
-    expect(() => new SqsEventSourcePoller({ ...base, queueArn: 'arn:aws:sns:us-east-1:000000000000:topic' })).toThrow(/not an SQS queue ARN/);
+    expect(() => new SqsEventSourcePoller({ ...base, queueArn: 'arn:aws:sns:us-east-1:000000000000:topic' })).toThrow(
+      /not an SQS queue ARN/,
+    );
   });
 
   it('takes the batch settings from the one source of settings', () => {

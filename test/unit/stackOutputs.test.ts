@@ -33,7 +33,8 @@ const cafeOutputs = {
   OutboxRelayFunctionName: 'CafeOrders-ConsumerOutboxRelayFunction-StUvWx',
   AlarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:CafeOrders-MonitoringAlarmTopic-YzAbCd',
   DashboardName: 'MonitoringDashboard1A2B3C4D-EfGhIjKl',
-  DashboardUrl: 'https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#dashboards/dashboard/MonitoringDashboard1A2B3C4D-EfGhIjKl',
+  DashboardUrl:
+    'https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#dashboards/dashboard/MonitoringDashboard1A2B3C4D-EfGhIjKl',
 };
 
 /** A second stack with two consumers: the first unprefixed, the second under `Payments`, and an output of the user's own. */
@@ -72,7 +73,7 @@ describe('business table output keys', () => {
     expect(businessTableOutputKey('stockItems', 'Shop')).toBe('ShopStockItemsTableName');
   });
 
-  it('refuse a table whose key would be the inbox\'s or the idempotency table\'s, and names that are not table names', () => {
+  it("refuse a table whose key would be the inbox's or the idempotency table's, and names that are not table names", () => {
     expect(() => businessTableOutputName('inbox')).toThrow(/output key of the library's own inbox table/);
     expect(() => businessTableOutputName('idempotency')).toThrow(/idempotency table/);
     expect(() => businessTableOutputName('9lives')).toThrow(/must be 1 to 64 letters/);
@@ -105,10 +106,15 @@ describe('reading an outputs file', () => {
     });
   });
 
-  it('keeps two consumers of one stack apart by their key prefix, and ignores the stack\'s other outputs', () => {
+  it("keeps two consumers of one stack apart by their key prefix, and ignores the stack's other outputs", () => {
     const [orders, payments] = consumersOfStack('Shop', shopOutputs);
 
-    expect(orders).toMatchObject({ prefix: '', consumerName: 'shop-orders', inboxTable: 'Shop-OrdersInbox', tables: { StockItems: 'Shop-StockItems' } });
+    expect(orders).toMatchObject({
+      prefix: '',
+      consumerName: 'shop-orders',
+      inboxTable: 'Shop-OrdersInbox',
+      tables: { StockItems: 'Shop-StockItems' },
+    });
     expect(payments).toMatchObject({
       prefix: 'Payments',
       consumerName: 'shop-payments',
@@ -148,10 +154,16 @@ describe('reading an outputs file', () => {
   it('says what the file holds when the stack or consumer asked for is not there', () => {
     const file: StackOutputsFile = { CafeOrders: cafeOutputs, Network: { VpcId: 'vpc-1' } };
 
-    expect(catchError(() => selectConsumer(file, { stack: 'CafeOrder' }, 'f.json')).message).toBe('--outputs-file f.json has no stack "CafeOrder"; it holds "CafeOrders", "Network"');
-    expect(catchError(() => selectConsumer(file, { stack: 'Network' }, 'f.json')).message).toContain('stack "Network" of f.json names no consumer');
+    expect(catchError(() => selectConsumer(file, { stack: 'CafeOrder' }, 'f.json')).message).toBe(
+      '--outputs-file f.json has no stack "CafeOrder"; it holds "CafeOrders", "Network"',
+    );
+    expect(catchError(() => selectConsumer(file, { stack: 'Network' }, 'f.json')).message).toContain(
+      'stack "Network" of f.json names no consumer',
+    );
     expect(catchError(() => selectConsumer(file, { consumer: 'shop' }, 'f.json')).message).toContain('--consumer shop: no such consumer');
-    expect(catchError(() => selectConsumer({ Network: { VpcId: 'vpc-1' } }, {}, 'f.json')).message).toContain('stacks in the file: Network');
+    expect(catchError(() => selectConsumer({ Network: { VpcId: 'vpc-1' } }, {}, 'f.json')).message).toContain(
+      'stacks in the file: Network',
+    );
     expect(catchError(() => selectConsumer({}, {}, 'f.json')).message).toContain('stacks in the file: none');
   });
 
@@ -160,7 +172,9 @@ describe('reading an outputs file', () => {
     expect(missing).toBeInstanceOf(StackOutputsError);
     expect(missing.message).toContain('no such file (write it with `cdk deploy --outputs-file');
 
-    const notJson = (await readConsumerResources(await outputsFile('bad.json', '{"CafeOrders": {')).catch((error: unknown) => error)) as StackOutputsError;
+    const notJson = (await readConsumerResources(await outputsFile('bad.json', '{"CafeOrders": {')).catch(
+      (error: unknown) => error,
+    )) as StackOutputsError;
     expect(notJson.message).toMatch(/bad\.json: not JSON/);
 
     expect(() => parseStackOutputs([], 'list.json')).toThrow(/not a stack outputs file/);
@@ -225,9 +239,13 @@ describe('the integration tests against a deployed stack (IC_OUTPUTS_FILE)', () 
 
     expect(deployedStackFromEnvironment({})).toBeUndefined();
     expect(deployedStackFromEnvironment({ IC_OUTPUTS_FILE: file, IC_STACK: 'CafeOrders' })?.queueUrl).toBe(localStackCafe.QueueUrl);
-    expect(deployedStackFromEnvironment({ IC_OUTPUTS_FILE: file, IC_STACK: 'Shop', IC_CONSUMER: 'shop-payments' })?.prefix).toBe('Payments');
+    expect(deployedStackFromEnvironment({ IC_OUTPUTS_FILE: file, IC_STACK: 'Shop', IC_CONSUMER: 'shop-payments' })?.prefix).toBe(
+      'Payments',
+    );
     expect(() => deployedStackFromEnvironment({ IC_OUTPUTS_FILE: file })).toThrow(/holds 3 consumers; pick one with --stack NAME/);
-    expect(() => deployedStackFromEnvironment({ IC_OUTPUTS_FILE: join(folder, 'none.json') })).toThrow(/IC_OUTPUTS_FILE=.*none\.json: no such file/);
+    expect(() => deployedStackFromEnvironment({ IC_OUTPUTS_FILE: join(folder, 'none.json') })).toThrow(
+      /IC_OUTPUTS_FILE=.*none\.json: no such file/,
+    );
   });
 
   it('gives the tests the deployed names: tables by logical name, queue ARNs from the URLs', async () => {
@@ -253,22 +271,32 @@ describe('the integration tests against a deployed stack (IC_OUTPUTS_FILE)', () 
 
     const error = (() => {
       try {
-        deployedResourceNames(deployed, "testResources('c3')", ['orders', 'reservations'], withOverrides({ queue: { fifo: true } }), 'eu-west-1');
+        deployedResourceNames(
+          deployed,
+          "testResources('c3')",
+          ['orders', 'reservations'],
+          withOverrides({ queue: { fifo: true } }),
+          'eu-west-1',
+        );
       } catch (caught) {
         return caught as Error;
       }
       throw new Error('expected an error');
     })();
     expect(error).toBeInstanceOf(DeployedStackMismatchError);
-    expect(error.message).toContain("testResources('c3') cannot use the deployed consumer of IC_OUTPUTS_FILE (stack CafeOrders, cafe-orders)");
+    expect(error.message).toContain(
+      "testResources('c3') cannot use the deployed consumer of IC_OUTPUTS_FILE (stack CafeOrders, cafe-orders)",
+    );
     expect(error.message).toContain('the test needs a FIFO queue, the stack has a standard one');
     expect(error.message).toContain('the test needs the table "reservations", the stack has Orders');
 
     const bare = selectConsumer({ S: { DeadLetterQueueUrl: cafeOutputs.DeadLetterQueueUrl } }, {}, 'f.json');
-    expect(() => deployedResourceNames(bare, 'test', [], withOverrides({}), 'eu-west-1')).toThrow(/its outputs lack queueUrl, inboxTable, idempotencyTable, payloadBucket/);
+    expect(() => deployedResourceNames(bare, 'test', [], withOverrides({}), 'eu-west-1')).toThrow(
+      /its outputs lack queueUrl, inboxTable, idempotencyTable, payloadBucket/,
+    );
   });
 
-  it('reaches a stack on AWS at its region\'s endpoints, one on LocalStack at AWS_ENDPOINT_URL', async () => {
+  it("reaches a stack on AWS at its region's endpoints, one on LocalStack at AWS_ENDPOINT_URL", async () => {
     const file = await outputsFile('aws-cafe.json', { CafeOrders: cafeOutputs });
 
     expect(endpointsFromEnvironment({ IC_OUTPUTS_FILE: file })).toEqual({
@@ -277,7 +305,10 @@ describe('the integration tests against a deployed stack (IC_OUTPUTS_FILE)', () 
       region: 'eu-west-1',
       source: 'aws',
     });
-    expect(endpointsFromEnvironment({ IC_OUTPUTS_FILE: file, AWS_ENDPOINT_URL: 'http://localhost:4566' })).toMatchObject({ sqsEndpoint: 'http://localhost:4566', source: 'environment' });
+    expect(endpointsFromEnvironment({ IC_OUTPUTS_FILE: file, AWS_ENDPOINT_URL: 'http://localhost:4566' })).toMatchObject({
+      sqsEndpoint: 'http://localhost:4566',
+      source: 'environment',
+    });
     expect(endpointsFromEnvironment({})).toBeUndefined();
   });
 });

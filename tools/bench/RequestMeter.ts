@@ -31,7 +31,8 @@ export class ItemSizes {
    */
   registerTable(tableName: string, keyAttributes: readonly string[]): void {
     const known = this.#keys.get(tableName);
-    if (known !== undefined && known.join('\u0000') !== keyAttributes.join('\u0000')) throw new Error(`table ${tableName} is declared with two key schemas`);
+    if (known !== undefined && known.join('\u0000') !== keyAttributes.join('\u0000'))
+      throw new Error(`table ${tableName} is declared with two key schemas`);
     this.#keys.set(tableName, keyAttributes);
   }
 
@@ -119,7 +120,14 @@ const VALUE_TYPES = new Set(['S', 'N', 'B', 'SS', 'NS', 'BS', 'M', 'L', 'NULL', 
 function asAttributeMap(item: unknown): AttributeMap | undefined {
   if (item === null || typeof item !== 'object') return undefined;
   const values = Object.values(item as Record<string, unknown>);
-  const marshalled = values.every((value) => value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 1 && VALUE_TYPES.has(Object.keys(value)[0]!));
+  const marshalled = values.every(
+    (value) =>
+      value !== null &&
+      typeof value === 'object' &&
+      !Array.isArray(value) &&
+      Object.keys(value).length === 1 &&
+      VALUE_TYPES.has(Object.keys(value)[0]!),
+  );
   if (marshalled) return item as AttributeMap;
   return marshall(item as Record<string, unknown>, { removeUndefinedValues: true, convertClassInstanceToMap: true });
 }
@@ -163,7 +171,10 @@ export class RequestMeter {
     client.middlewareStack.add(
       (next, context) => async (args) => {
         const input = args.input as Input;
-        const patch = this.enabled && context.commandName === 'UpdateItemCommand' && (input.ReturnValues === undefined || input.ReturnValues === 'NONE');
+        const patch =
+          this.enabled &&
+          context.commandName === 'UpdateItemCommand' &&
+          (input.ReturnValues === undefined || input.ReturnValues === 'NONE');
         if (!patch) return next(args);
         const result = await next({ ...args, input: { ...input, ReturnValues: 'ALL_NEW' } });
         delete (result.output as unknown as Record<string, unknown>).Attributes;
@@ -236,7 +247,8 @@ export class RequestMeter {
             const map = asAttributeMap(item)!;
             sizes.set(table, map, itemSizeBytes(map));
           }
-          for (const key of read) tally.readUnits += readUnits(sizes.get(table, key), request.ConsistentRead === true ? 'strong' : 'eventual');
+          for (const key of read)
+            tally.readUnits += readUnits(sizes.get(table, key), request.ConsistentRead === true ? 'strong' : 'eventual');
         }
         return;
       }
@@ -283,7 +295,10 @@ export class RequestMeter {
           return;
         }
         // ALL_NEW was asked for by the meter (or by the caller); other ReturnValues leave the new size unknown: the old one stands in.
-        const after = input.ReturnValues === 'ALL_NEW' || input.ReturnValues === undefined || input.ReturnValues === 'NONE' ? sizeOf(output?.Attributes) : undefined;
+        const after =
+          input.ReturnValues === 'ALL_NEW' || input.ReturnValues === undefined || input.ReturnValues === 'NONE'
+            ? sizeOf(output?.Attributes)
+            : undefined;
         tally.writeUnits += writeUnits(Math.max(stored, after ?? 0), false);
         sizes.set(table, key, after ?? stored);
         return;
@@ -297,7 +312,10 @@ export class RequestMeter {
         return;
       }
       case 'BatchWriteItem': {
-        const requests = (input.RequestItems ?? {}) as Record<string, { PutRequest?: { Item: AttributeMap }; DeleteRequest?: { Key: AttributeMap } }[]>;
+        const requests = (input.RequestItems ?? {}) as Record<
+          string,
+          { PutRequest?: { Item: AttributeMap }; DeleteRequest?: { Key: AttributeMap } }[]
+        >;
         const unprocessed = (output?.UnprocessedItems ?? {}) as Record<string, unknown[]>;
         for (const [table, writes] of Object.entries(requests)) {
           const skipped = new Set((unprocessed[table] ?? []).map((w) => JSON.stringify(w)));
@@ -317,7 +335,9 @@ export class RequestMeter {
       }
       case 'TransactWriteItems': {
         const actions = (input.TransactItems ?? []) as TransactWriteAction[];
-        const reasons = cancelled ? (((error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? []) as CancellationReason[]) : [];
+        const reasons = cancelled
+          ? (((error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? []) as CancellationReason[])
+          : [];
         actions.forEach((action, i) => {
           if (action.Put !== undefined) {
             const { TableName, Item } = action.Put;
@@ -334,7 +354,11 @@ export class RequestMeter {
           const returned = reasons[i]?.Item;
           if (returned !== undefined) {
             const target = (action.Put ?? action.Update ?? action.Delete ?? action.ConditionCheck)!;
-            sizes.set(target.TableName, 'Item' in target ? (target.Item as AttributeMap) : (target as { Key: AttributeMap }).Key, itemSizeBytes(returned));
+            sizes.set(
+              target.TableName,
+              'Item' in target ? (target.Item as AttributeMap) : (target as { Key: AttributeMap }).Key,
+              itemSizeBytes(returned),
+            );
           }
         });
         return;

@@ -57,7 +57,10 @@ export const ON_DEMAND_PRICES = {
  * @param writeUnitsPerMessage - write request units per message
  */
 export function usdPerMillionMessages(readUnitsPerMessage: number, writeUnitsPerMessage: number): number {
-  return readUnitsPerMessage * ON_DEMAND_PRICES.usdPerMillionReadRequestUnits + writeUnitsPerMessage * ON_DEMAND_PRICES.usdPerMillionWriteRequestUnits;
+  return (
+    readUnitsPerMessage * ON_DEMAND_PRICES.usdPerMillionReadRequestUnits +
+    writeUnitsPerMessage * ON_DEMAND_PRICES.usdPerMillionWriteRequestUnits
+  );
 }
 
 /** The size of one attribute value, in bytes, by AWS's rules (without its name). */
@@ -77,7 +80,12 @@ export function attributeValueSize(value: AttributeValue): number {
 
 /** A number's size: 1 byte per two significant digits (leading and trailing zeros trimmed), plus 1. */
 function numberSize(text: string): number {
-  const digits = text.replace(/^[-+]/, '').replace(/[eE].*$/, '').replace('.', '').replace(/^0+/, '').replace(/0+$/, '');
+  const digits = text
+    .replace(/^[-+]/, '')
+    .replace(/[eE].*$/, '')
+    .replace('.', '')
+    .replace(/^0+/, '')
+    .replace(/0+$/, '');
   return Math.ceil(Math.max(1, digits.length) / 2) + 1;
 }
 

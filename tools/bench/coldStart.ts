@@ -116,9 +116,21 @@ export function bundleParts(metafile: Metafile): BundlePart[] {
 }
 
 /** Bundles `entry` into `dir/index.mjs` as the stack does; its size and parts. */
-export async function bundleLikeTheStack(entry: string, dir: string, root: string): Promise<{ file: string; bytes: number; parts: BundlePart[] }> {
+export async function bundleLikeTheStack(
+  entry: string,
+  dir: string,
+  root: string,
+): Promise<{ file: string; bytes: number; parts: BundlePart[] }> {
   const file = join(dir, 'index.mjs');
-  const result = await build({ ...STACK_BUNDLING, entryPoints: [resolve(root, entry)], outfile: file, absWorkingDir: root, mainFields: [...STACK_BUNDLING.mainFields], conditions: [...STACK_BUNDLING.conditions], external: [...STACK_BUNDLING.external] });
+  const result = await build({
+    ...STACK_BUNDLING,
+    entryPoints: [resolve(root, entry)],
+    outfile: file,
+    absWorkingDir: root,
+    mainFields: [...STACK_BUNDLING.mainFields],
+    conditions: [...STACK_BUNDLING.conditions],
+    external: [...STACK_BUNDLING.external],
+  });
   return { file, bytes: (await stat(file)).size, parts: bundleParts(result.metafile!) };
 }
 
@@ -162,7 +174,8 @@ function importOnce(timer: string, bundle: string): Promise<ImportTime> {
         } catch {
           time = undefined;
         }
-        if (error !== null || time === undefined || !Number.isFinite(time.wallMs)) reject(new Error(`importing ${bundle} failed: ${error?.message ?? ''} ${stderr.slice(0, 500)}`));
+        if (error !== null || time === undefined || !Number.isFinite(time.wallMs))
+          reject(new Error(`importing ${bundle} failed: ${error?.message ?? ''} ${stderr.slice(0, 500)}`));
         else resolvePromise(time);
       },
     );

@@ -30,12 +30,16 @@ export class FlagError extends Error {
 
 function integer(value: string, flag: string, min: number, max: number): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) throw new FlagError(`${flag} must be an integer from ${min} to ${max}, not ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max)
+    throw new FlagError(`${flag} must be an integer from ${min} to ${max}, not ${JSON.stringify(value)}`);
   return n;
 }
 
 function list(value: string, flag: string): string[] {
-  const items = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (items.length === 0) throw new FlagError(`${flag} needs at least one value`);
   return items;
 }
@@ -73,23 +77,30 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
   if (values.help) return 'help';
   const batchSizes = list(values['batch-sizes'], '--batch-sizes').map((s) => integer(s, '--batch-sizes', 1, 100));
   const scenarios = list(values.scenarios, '--scenarios').map((s) => {
-    if (!(ALL_SCENARIOS as readonly string[]).includes(s)) throw new FlagError(`--scenarios: unknown scenario ${JSON.stringify(s)} (one of ${ALL_SCENARIOS.join(', ')})`);
+    if (!(ALL_SCENARIOS as readonly string[]).includes(s))
+      throw new FlagError(`--scenarios: unknown scenario ${JSON.stringify(s)} (one of ${ALL_SCENARIOS.join(', ')})`);
     return s as ScenarioName;
   });
-  if (scenarios.includes(Scenarios.Duplicates) && !scenarios.includes(Scenarios.Fresh)) throw new FlagError('--scenarios: duplicates redelivers the fresh messages, so it needs fresh too');
+  if (scenarios.includes(Scenarios.Duplicates) && !scenarios.includes(Scenarios.Fresh))
+    throw new FlagError('--scenarios: duplicates redelivers the fresh messages, so it needs fresh too');
   // Run in the canonical order (fresh before duplicates), whatever order was given.
   const ordered = ALL_SCENARIOS.filter((s) => scenarios.includes(s));
   let heap: Flags['heap'];
   if (values['heap-messages'].trim() !== '0') {
     const [from, to] = list(values['heap-messages'], '--heap-messages').map((s) => integer(s, '--heap-messages', 10, 1_000_000));
-    if (from === undefined || to === undefined || to <= from) throw new FlagError('--heap-messages must be two counts A,B with A < B (or 0 to skip)');
+    if (from === undefined || to === undefined || to <= from)
+      throw new FlagError('--heap-messages must be two counts A,B with A < B (or 0 to skip)');
     heap = { from, to };
   }
   const dynamoDb = values['dynamodb-endpoint'];
   const sqs = values['sqs-endpoint'];
   if ((dynamoDb === undefined) !== (sqs === undefined)) throw new FlagError('give both --dynamodb-endpoint and --sqs-endpoint, or neither');
-  for (const [flag, url] of [['--dynamodb-endpoint', dynamoDb], ['--sqs-endpoint', sqs]] as const) {
-    if (url !== undefined && !/^https?:\/\/[^\s]+$/.test(url)) throw new FlagError(`${flag} must be an http(s) URL, not ${JSON.stringify(url)}`);
+  for (const [flag, url] of [
+    ['--dynamodb-endpoint', dynamoDb],
+    ['--sqs-endpoint', sqs],
+  ] as const) {
+    if (url !== undefined && !/^https?:\/\/[^\s]+$/.test(url))
+      throw new FlagError(`${flag} must be an http(s) URL, not ${JSON.stringify(url)}`);
   }
   return {
     messages: integer(values.messages, '--messages', 10, 1_000_000),

@@ -61,7 +61,11 @@ async function growthOf(side: Side, sides: Sides, from: number, to: number): Pro
  * Measures both sides, the engine first.
  * @param log - progress lines
  */
-export async function measureHeapGrowth(sides: Sides, range: { readonly from: number; readonly to: number }, log: (line: string) => void): Promise<HeapGrowth> {
+export async function measureHeapGrowth(
+  sides: Sides,
+  range: { readonly from: number; readonly to: number },
+  log: (line: string) => void,
+): Promise<HeapGrowth> {
   log(`Heap growth: fresh@10, ${range.from} → ${range.to} messages per side…`);
   const engine = await growthOf(sides.engine, sides, range.from, range.to);
   const baseline = await growthOf(sides.baseline, sides, range.from, range.to);

@@ -71,7 +71,9 @@ async function main(): Promise<number> {
   const endpoints = flags.endpoints ?? { dynamoDb: emulators!.dynamoDbEndpoint, sqs: emulators!.sqsEndpoint };
   const sides = await createSides(endpoints);
   try {
-    say(`Benchmark: ${flags.repetitions} repetition(s) × batch sizes ${flags.batchSizes.join(', ')} × ${flags.scenarios.join(', ')}; ${flags.messages} messages per run (mixed: ${sample.length}).`);
+    say(
+      `Benchmark: ${flags.repetitions} repetition(s) × batch sizes ${flags.batchSizes.join(', ')} × ${flags.scenarios.join(', ')}; ${flags.messages} messages per run (mixed: ${sample.length}).`,
+    );
     // Warm-up, not counted: the JITs of Node.js and DynamoDB Local, and what each side loads lazily.
     await warmUp(sides, sample);
     const runs = await runScenarios(sides, { ...flags, sample, log: say });

@@ -26,7 +26,13 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { LEDGER_SK_PREFIX, NOTIFY_CUSTOMER, notifyCustomer, ORDER_SK } from '@idempotent-consumer/example-cafe/consumer';
 import { parseOrderEvent } from '@idempotent-consumer/example-cafe/domain/events';
@@ -93,20 +99,37 @@ export function createPowertoolsBaseline(options: PowertoolsBaselineOptions): Sq
     const version = typeof Item?.[VERSION] === 'number' ? (Item[VERSION] as number) : undefined;
     const orderPut = {
       TableName: ordersTable,
-      Item: { ...key, status: change.next.status, history: change.next.history, pointsAwarded: change.next.pointsAwarded, [VERSION]: (version ?? 0) + 1 },
+      Item: {
+        ...key,
+        status: change.next.status,
+        history: change.next.history,
+        pointsAwarded: change.next.pointsAwarded,
+        [VERSION]: (version ?? 0) + 1,
+      },
       ...(Item === undefined
         ? { ConditionExpression: 'attribute_not_exists(orderId)' }
-        : { ConditionExpression: '#v = :v', ExpressionAttributeNames: { '#v': VERSION }, ExpressionAttributeValues: { ':v': version ?? 0 } }),
+        : {
+            ConditionExpression: '#v = :v',
+            ExpressionAttributeNames: { '#v': VERSION },
+            ExpressionAttributeValues: { ':v': version ?? 0 },
+          }),
     };
     if (change.ledger.length === 0) {
       await documentClient.send(new PutCommand(orderPut));
     } else {
-      const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [{ Put: orderPut }, ...change.ledger.map((entry) => ({ Put: ledgerPut(ordersTable, entry) }))];
+      const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [
+        { Put: orderPut },
+        ...change.ledger.map((entry) => ({ Put: ledgerPut(ordersTable, entry) })),
+      ];
       await documentClient.send(new TransactWriteCommand({ TransactItems: items }));
     }
     completed.add(record.messageId);
   };
-  const processIdempotently = makeIdempotent(processRecord, { persistenceStore: store(), config: recordConfig, keyPrefix: 'baseline.processRecord' });
+  const processIdempotently = makeIdempotent(processRecord, {
+    persistenceStore: store(),
+    config: recordConfig,
+    keyPrefix: 'baseline.processRecord',
+  });
 
   return async (event, invocationContext) => {
     context = invocationContext;
@@ -115,14 +138,19 @@ export function createPowertoolsBaseline(options: PowertoolsBaselineOptions): Sq
     completed.clear();
     let response: SQSBatchResponse;
     try {
-      response = await processPartialResponse(event, processIdempotently, new BatchProcessor(EventType.SQS), { context: invocationContext });
+      response = await processPartialResponse(event, processIdempotently, new BatchProcessor(EventType.SQS), {
+        context: invocationContext,
+      });
     } catch (error) {
       for (const record of event.Records) options.onOutcome?.(record.messageId, 'failed');
       throw error;
     }
     const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
     for (const record of event.Records) {
-      options.onOutcome?.(record.messageId, failed.has(record.messageId) ? 'failed' : completed.has(record.messageId) ? 'applied' : 'duplicate');
+      options.onOutcome?.(
+        record.messageId,
+        failed.has(record.messageId) ? 'failed' : completed.has(record.messageId) ? 'applied' : 'duplicate',
+      );
     }
     return response;
   };
@@ -130,13 +158,24 @@ export function createPowertoolsBaseline(options: PowertoolsBaselineOptions): Sq
 
 function toOrder(item: Record<string, unknown> | undefined): Order | undefined {
   if (item === undefined) return undefined;
-  return { orderId: String(item.orderId), status: item.status as Order['status'], history: item.history as Order['history'], pointsAwarded: Number(item.pointsAwarded) };
+  return {
+    orderId: String(item.orderId),
+    status: item.status as Order['status'],
+    history: item.history as Order['history'],
+    pointsAwarded: Number(item.pointsAwarded),
+  };
 }
 
 function ledgerPut(tableName: string, entry: LedgerEntry) {
   return {
     TableName: tableName,
-    Item: { orderId: entry.orderId, sk: `${LEDGER_SK_PREFIX}${entry.rule}`, rule: entry.rule, points: entry.points, eventId: entry.eventId },
+    Item: {
+      orderId: entry.orderId,
+      sk: `${LEDGER_SK_PREFIX}${entry.rule}`,
+      rule: entry.rule,
+      points: entry.points,
+      eventId: entry.eventId,
+    },
     ConditionExpression: 'attribute_not_exists(sk)',
   };
 }

@@ -56,8 +56,16 @@ export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart
       limit: 5,
       met: fresh10 === undefined ? null : fresh10.throughputRatioToBaseline >= 5,
     },
-    atMost('fresh@10 capacityUnitsPerMessage ≤ baselineCapacityUnitsPerMessage', fresh10?.capacityUnitsPerMessage, fresh10?.baselineCapacityUnitsPerMessage),
-    atMost('mixed@10 capacityUnitsPerMessage ≤ baselineCapacityUnitsPerMessage', mixed10?.capacityUnitsPerMessage, mixed10?.baselineCapacityUnitsPerMessage),
+    atMost(
+      'fresh@10 capacityUnitsPerMessage ≤ baselineCapacityUnitsPerMessage',
+      fresh10?.capacityUnitsPerMessage,
+      fresh10?.baselineCapacityUnitsPerMessage,
+    ),
+    atMost(
+      'mixed@10 capacityUnitsPerMessage ≤ baselineCapacityUnitsPerMessage',
+      mixed10?.capacityUnitsPerMessage,
+      mixed10?.baselineCapacityUnitsPerMessage,
+    ),
     atMost('coldStart.initMs ≤ coldStart.baselineInitMs', report.coldStart?.initMs, report.coldStart?.baselineInitMs),
   ];
 }
@@ -68,14 +76,18 @@ const pad = (text: string | number, width: number) => String(text).padStart(widt
 export function formatReport(report: BenchmarkReport): string {
   const lines: string[] = [];
   lines.push('');
-  lines.push(`Engine vs baseline (${report.baseline}), ${report.repetitions} repetition(s), ${report.messagesPerRun} messages per run (mixed: the sample).`);
+  lines.push(
+    `Engine vs baseline (${report.baseline}), ${report.repetitions} repetition(s), ${report.messagesPerRun} messages per run (mixed: the sample).`,
+  );
   lines.push('Per message: DynamoDB requests, capacity units (read + write, by AWS billing rules), US$ per million messages');
   lines.push(`(DynamoDB on demand, ${report.pricing.region}, ${report.pricing.source}), SQS requests; throughput; batch latency.`);
   lines.push('');
   lines.push(
     `${'scenario'.padEnd(18)}${pad('batch', 5)} │${pad('requests/msg', 16)} │${pad('units/msg', 14)} │${pad('$/million', 16)} │${pad('SQS/msg', 8)} │${pad('messages/s', 16)}${pad('ratio', 7)} │${pad('p50 / p99 ms engine', 21)} │${pad('baseline', 16)}`,
   );
-  lines.push(`${''.padEnd(18)}${''.padEnd(5)} │${pad('engine  base', 16)} │${pad('engine  base', 14)} │${pad('engine   base', 16)} │${pad('engine', 8)} │${pad('engine   base', 16)}${''.padEnd(7)} │${''.padEnd(21)} │${''.padEnd(16)}`);
+  lines.push(
+    `${''.padEnd(18)}${''.padEnd(5)} │${pad('engine  base', 16)} │${pad('engine  base', 14)} │${pad('engine   base', 16)} │${pad('engine', 8)} │${pad('engine   base', 16)}${''.padEnd(7)} │${''.padEnd(21)} │${''.padEnd(16)}`,
+  );
   for (const s of report.scenarios) {
     lines.push(
       `${s.name.padEnd(18)}${pad(s.batchSize, 5)} │${pad(s.dynamoDbRequestsPerMessage.toFixed(3), 8)}${pad(s.baselineDynamoDbRequestsPerMessage.toFixed(3), 8)} │` +
@@ -88,7 +100,10 @@ export function formatReport(report: BenchmarkReport): string {
   lines.push('');
   lines.push('Requests per message by operation (engine | baseline), and what the messages ended as:');
   for (const s of report.scenarios) {
-    const ops = (m: Readonly<Record<string, number>>) => Object.entries(m).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+    const ops = (m: Readonly<Record<string, number>>) =>
+      Object.entries(m)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none';
     const out = (o: ScenarioFigures['outcomes']) =>
       `applied ${o.applied}, duplicate ${o.duplicate}, dead-lettered ${o.deadLettered}, redriven ${o.redriven}, retried deliveries ${o.retriedDeliveries}`;
     lines.push(
@@ -114,11 +129,19 @@ export function formatReport(report: BenchmarkReport): string {
         `engine ${(c.bundleBytes / 1024).toFixed(0)} KiB (map ${(c.sourceMapBytes / 1024).toFixed(0)} KiB), ${c.initMs} ms wall, ${c.initCpuMs} ms CPU; ` +
         `baseline ${(c.baselineBundleBytes / 1024).toFixed(0)} KiB (map ${(c.baselineSourceMapBytes / 1024).toFixed(0)} KiB), ${c.baselineInitMs} ms wall, ${c.baselineInitCpuMs} ms CPU.`,
     );
-    lines.push(`  largest parts of the engine's bundle: ${c.largestInputs.slice(0, 8).map((p) => `${p.name} ${(p.bytes / 1024).toFixed(0)} KiB`).join(', ')}`);
+    lines.push(
+      `  largest parts of the engine's bundle: ${c.largestInputs
+        .slice(0, 8)
+        .map((p) => `${p.name} ${(p.bytes / 1024).toFixed(0)} KiB`)
+        .join(', ')}`,
+    );
   }
   lines.push('');
-  lines.push('The issue\'s targets:');
-  for (const t of report.targets) lines.push(`  ${t.met === null ? 'not measured' : t.met ? 'met    ' : 'MISSED '} ${t.target}: ${t.figure ?? '-'}${t.limit === null ? '' : ` (limit ${t.limit})`}`);
+  lines.push("The issue's targets:");
+  for (const t of report.targets)
+    lines.push(
+      `  ${t.met === null ? 'not measured' : t.met ? 'met    ' : 'MISSED '} ${t.target}: ${t.figure ?? '-'}${t.limit === null ? '' : ` (limit ${t.limit})`}`,
+    );
   lines.push('');
   lines.push(`Total ${report.totalSeconds} s.${report.ok ? '' : ' Some outcomes were UNEXPECTED (see above).'}`);
   return lines.join('\n');

@@ -88,7 +88,9 @@ export async function drain(
       response = undefined; // an invocation error: Lambda returns every record of the batch to the queue
     }
     batchMs.push(performance.now() - started);
-    const failed = new Set(response === undefined ? records.map((r) => r.messageId) : response.batchItemFailures.map((f) => f.itemIdentifier));
+    const failed = new Set(
+      response === undefined ? records.map((r) => r.messageId) : response.batchItemFailures.map((f) => f.itemIdentifier),
+    );
     redriven += queue.settle(failed).length;
     delivered += records.length;
     afterInvocation?.(delivered);
@@ -97,7 +99,14 @@ export async function drain(
 }
 
 /** One side's run: setup (not counted), then the scenario's messages (counted). */
-async function runOne(side: Side, sides: Sides, name: ScenarioName, prefix: string, batchSize: number, options: RunScenariosOptions): Promise<Run> {
+async function runOne(
+  side: Side,
+  sides: Sides,
+  name: ScenarioName,
+  prefix: string,
+  batchSize: number,
+  options: RunScenariosOptions,
+): Promise<Run> {
   const scenario = scenarioMessages(name, prefix, options.messages, options.sample);
   if (scenario.setup.length > 0) {
     side.meter.tally = new Tally();
@@ -134,7 +143,8 @@ async function runOne(side: Side, sides: Sides, name: ScenarioName, prefix: stri
 export async function warmUp(sides: Sides, sample: readonly string[]): Promise<void> {
   const options: RunScenariosOptions = { scenarios: [], batchSizes: [], repetitions: 0, messages: 50, sample, log: () => undefined };
   for (const side of [sides.engine, sides.baseline]) {
-    for (const name of [ScenarioName.Fresh, ScenarioName.FreshSideEffect, ScenarioName.Poison]) await runOne(side, sides, name, `warmup-${side.name}-${name}`, 10, options);
+    for (const name of [ScenarioName.Fresh, ScenarioName.FreshSideEffect, ScenarioName.Poison])
+      await runOne(side, sides, name, `warmup-${side.name}-${name}`, 10, options);
   }
 }
 
@@ -262,7 +272,10 @@ function problemsOf(side: SideName, runs: readonly Run[], expected: ExpectedOutc
   for (const run of runs) {
     const o = run.outcomes;
     const settled = o.applied + o.duplicate + o.deadLettered + o.redriven;
-    if (settled !== run.messages) problems.push(`${side}: ${settled} of ${run.messages} messages settled (applied ${o.applied}, duplicate ${o.duplicate}, dead-lettered ${o.deadLettered}, redriven ${o.redriven})`);
+    if (settled !== run.messages)
+      problems.push(
+        `${side}: ${settled} of ${run.messages} messages settled (applied ${o.applied}, duplicate ${o.duplicate}, dead-lettered ${o.deadLettered}, redriven ${o.redriven})`,
+      );
     if (expected === undefined) continue;
     const dead = o.deadLettered + o.redriven;
     for (const [what, got, want] of [
@@ -279,7 +292,12 @@ function problemsOf(side: SideName, runs: readonly Run[], expected: ExpectedOutc
 /**
  * The figures of each (scenario, batch size), in the order of `scenarios` × `batchSizes`.
  */
-export function scenarioFigures(runs: readonly Run[], scenarios: readonly ScenarioName[], batchSizes: readonly number[], options: Pick<RunScenariosOptions, 'messages' | 'sample'>): ScenarioFigures[] {
+export function scenarioFigures(
+  runs: readonly Run[],
+  scenarios: readonly ScenarioName[],
+  batchSizes: readonly number[],
+  options: Pick<RunScenariosOptions, 'messages' | 'sample'>,
+): ScenarioFigures[] {
   const figures: ScenarioFigures[] = [];
   for (const name of scenarios) {
     for (const batchSize of batchSizes) {
@@ -291,7 +309,8 @@ export function scenarioFigures(runs: readonly Run[], scenarios: readonly Scenar
       const b = aggregate(baselineRuns);
       const expected = scenarioMessages(name, 'x', options.messages, options.sample).expected;
       const problems = [...problemsOf('engine', engineRuns, expected), ...problemsOf('baseline', baselineRuns, expected)];
-      if (name === ScenarioName.Duplicates && e.tally.writeUnits > 0) problems.push(`engine: ${round(e.tally.writeUnits / e.messages)} write units per duplicate; expected none`);
+      if (name === ScenarioName.Duplicates && e.tally.writeUnits > 0)
+        problems.push(`engine: ${round(e.tally.writeUnits / e.messages)} write units per duplicate; expected none`);
       if (name === ScenarioName.Mixed && e.outcomes.applied !== b.outcomes.applied) {
         problems.push(`the engine applied ${e.outcomes.applied} messages of the sample, the baseline ${b.outcomes.applied}`);
       }

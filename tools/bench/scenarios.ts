@@ -24,7 +24,13 @@ export const ScenarioName = {
 } as const;
 export type ScenarioName = (typeof ScenarioName)[keyof typeof ScenarioName];
 
-export const ALL_SCENARIOS: readonly ScenarioName[] = [ScenarioName.Fresh, ScenarioName.Duplicates, ScenarioName.FreshSideEffect, ScenarioName.Mixed, ScenarioName.Poison];
+export const ALL_SCENARIOS: readonly ScenarioName[] = [
+  ScenarioName.Fresh,
+  ScenarioName.Duplicates,
+  ScenarioName.FreshSideEffect,
+  ScenarioName.Mixed,
+  ScenarioName.Poison,
+];
 
 /** What a scenario's messages must end as, per message (each ends in exactly one). */
 export interface ExpectedOutcomes {
@@ -73,14 +79,25 @@ export function scenarioMessages(name: ScenarioName, prefix: string, count: numb
     case ScenarioName.Fresh:
       return { name, setup: [], messages: range.map((i) => placed(prefix, i)), expected: { applied: count } };
     case ScenarioName.Duplicates:
-      return { name, setup: [], messages: range.map((i) => ({ ...placed(prefix, i), previousReceives: 1 })), expected: { duplicate: count } };
+      return {
+        name,
+        setup: [],
+        messages: range.map((i) => ({ ...placed(prefix, i), previousReceives: 1 })),
+        expected: { duplicate: count },
+      };
     case ScenarioName.FreshSideEffect:
       return {
         name,
         setup: range.map((i) => placed(prefix, i)),
         messages: range.map((i) => ({
           messageId: `${prefix}-paid-${i}`,
-          body: JSON.stringify({ eventId: `${prefix}-paid-${i}`, type: 'OrderPaid', orderId: `${prefix}-order-${i}`, occurredAt: at(1), points: 10 + (i % 50) }),
+          body: JSON.stringify({
+            eventId: `${prefix}-paid-${i}`,
+            type: 'OrderPaid',
+            orderId: `${prefix}-order-${i}`,
+            occurredAt: at(1),
+            points: 10 + (i % 50),
+          }),
         })),
         expected: { applied: count },
       };
@@ -94,7 +111,12 @@ export function scenarioMessages(name: ScenarioName, prefix: string, count: numb
       };
     }
     case ScenarioName.Mixed:
-      return { name, setup: [], messages: sample.map((body, i) => ({ messageId: `${prefix}-sample-${i}`, body: withPrefix(body, prefix) })), expected: undefined };
+      return {
+        name,
+        setup: [],
+        messages: sample.map((body, i) => ({ messageId: `${prefix}-sample-${i}`, body: withPrefix(body, prefix) })),
+        expected: undefined,
+      };
   }
 }
 

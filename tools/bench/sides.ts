@@ -108,9 +108,15 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
   ];
   await Promise.all(tables.map(([name, keys]) => createTable(admin.dynamoDb, name, keys)));
   for (const [name, keys] of tables) sizes.registerTable(name, keys);
-  const dlq = await admin.sqs.send(new CreateQueueCommand({ QueueName: `${prefix}DeadLetterQueue`, Attributes: { MaximumMessageSize: String(cafeSettings.queue.deadLetterMaxMessageSizeBytes) } }));
+  const dlq = await admin.sqs.send(
+    new CreateQueueCommand({
+      QueueName: `${prefix}DeadLetterQueue`,
+      Attributes: { MaximumMessageSize: String(cafeSettings.queue.deadLetterMaxMessageSizeBytes) },
+    }),
+  );
   const queue = await admin.sqs.send(new CreateQueueCommand({ QueueName: `${prefix}Queue` }));
-  const queueArn = (await admin.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queue.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+  const queueArn = (await admin.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queue.QueueUrl, AttributeNames: ['QueueArn'] })))
+    .Attributes!.QueueArn!;
 
   // The engine: the café handler on the public API, with metered clients.
   const engineMeter = new RequestMeter(sizes);
@@ -130,7 +136,10 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
     metrics: new Metrics({ namespace: 'Benchmark', serviceName: cafeSettings.consumerName }),
     observer: { onOutcome: (record: OutcomeRecord) => countEngineOutcome(side().counts, record) },
   });
-  const engineHandler = createIdempotentConsumer(cafeConsumerOptions, engineRuntime(() => engine));
+  const engineHandler = createIdempotentConsumer(
+    cafeConsumerOptions,
+    engineRuntime(() => engine),
+  );
   const engine: Side = {
     name: SideName.Engine,
     handler: engineHandler.sqs,

@@ -43,7 +43,11 @@ export class ProveResources {
 
   constructor(options: ProveResourcesOptions) {
     this.#options = options;
-    this.#generated = new GeneratedTablePool({ dynamoDb: options.dynamoDb, runTag: options.runTag, ...(options.rotateEvery === undefined ? {} : { rotateEvery: options.rotateEvery }) });
+    this.#generated = new GeneratedTablePool({
+      dynamoDb: options.dynamoDb,
+      runTag: options.runTag,
+      ...(options.rotateEvery === undefined ? {} : { rotateEvery: options.rotateEvery }),
+    });
   }
 
   /**
@@ -68,7 +72,14 @@ export class ProveResources {
     }
     const { dynamoDb, sqs, s3, runTag } = this.#options;
     const prefix = `pv-${runTag}-${id.slice(0, 9)}-${(this.#generation += 1)}-`;
-    pending = provisionResources({ dynamoDb, sqs, s3, settings: withOverrides({ queue: { fifo: source === 'fifo' } }), tables, prefix }).then((resources) => ({ resources, uses: 1 }));
+    pending = provisionResources({
+      dynamoDb,
+      sqs,
+      s3,
+      settings: withOverrides({ queue: { fifo: source === 'fifo' } }),
+      tables,
+      prefix,
+    }).then((resources) => ({ resources, uses: 1 }));
     this.#sets.set(id, pending);
     pending.catch(() => this.#sets.delete(id));
     return (await pending).resources;
@@ -86,7 +97,9 @@ export class ProveResources {
     const { dynamoDb, sqs } = this.#options;
     await Promise.allSettled([
       ...[resources.queueUrl, resources.deadLetterQueueUrl].map((QueueUrl) => sqs.send(new DeleteQueueCommand({ QueueUrl }))),
-      ...[resources.inboxTable, resources.idempotencyTable, ...Object.values(resources.tables)].map((TableName) => dynamoDb.send(new DeleteTableCommand({ TableName }))),
+      ...[resources.inboxTable, resources.idempotencyTable, ...Object.values(resources.tables)].map((TableName) =>
+        dynamoDb.send(new DeleteTableCommand({ TableName })),
+      ),
     ]);
   }
 }

@@ -73,8 +73,18 @@ export class SimulatedKafkaTopic {
    *
    * @param headers - record headers by name (e.g. `ic.redrive` on a redriven dead letter), as UTF-8 text
    */
-  append(key: string, value: string, partition: number, headers: Readonly<Record<string, string>> = {}): { readonly partition: number; readonly offset: number } {
-    return this.log.append({ key, value, partition: partition % this.#options.partitions, headers: Object.entries(headers).map(([name, text]) => ({ name, value: text })) });
+  append(
+    key: string,
+    value: string,
+    partition: number,
+    headers: Readonly<Record<string, string>> = {},
+  ): { readonly partition: number; readonly offset: number } {
+    return this.log.append({
+      key,
+      value,
+      partition: partition % this.#options.partitions,
+      headers: Object.entries(headers).map(([name, text]) => ({ name, value: text })),
+    });
   }
 
   /** Records the mapping gave up on (sent to the on-failure destination as metadata only). */
@@ -116,7 +126,11 @@ export class SimulatedKafkaTopic {
       generations.set(record.partition, this.#generation[record.partition] ?? 0);
     }
     this.deliveries += records.length;
-    const event = buildKafkaEvent(records, { eventSource: 'aws:kafka', eventSourceArn: PROVE_MSK_ARN, bootstrapServers: 'b-1.prove.kafka.us-east-1.amazonaws.com:9098' });
+    const event = buildKafkaEvent(records, {
+      eventSource: 'aws:kafka',
+      eventSourceArn: PROVE_MSK_ARN,
+      bootstrapServers: 'b-1.prove.kafka.us-east-1.amazonaws.com:9098',
+    });
     return { records, event, generations };
   }
 
@@ -133,9 +147,17 @@ export class SimulatedKafkaTopic {
    * or a timeout) and moves each partition's committed offset, unless the commit is lost or the
    * partition was rebalanced away meanwhile.
    */
-  settle(batch: KafkaBatch, outcome: { readonly kind: 'returned'; readonly response: unknown } | { readonly kind: 'failed' }, acknowledgementLost: boolean): void {
-    const verdict = outcome.kind === 'returned' ? readKafkaBatchResponse(outcome.response, batch.event.records) : { kind: 'failure' as const, reason: 'the invocation failed' };
-    const reported = outcome.kind === 'returned' && verdict.kind === 'partial' ? reportedOffsets(outcome.response) : new Map<string, Set<number>>();
+  settle(
+    batch: KafkaBatch,
+    outcome: { readonly kind: 'returned'; readonly response: unknown } | { readonly kind: 'failed' },
+    acknowledgementLost: boolean,
+  ): void {
+    const verdict =
+      outcome.kind === 'returned'
+        ? readKafkaBatchResponse(outcome.response, batch.event.records)
+        : { kind: 'failure' as const, reason: 'the invocation failed' };
+    const reported =
+      outcome.kind === 'returned' && verdict.kind === 'partial' ? reportedOffsets(outcome.response) : new Map<string, Set<number>>();
     const byPartition = new Map<number, LogRecord[]>();
     for (const record of batch.records) byPartition.set(record.partition, [...(byPartition.get(record.partition) ?? []), record]);
 
@@ -143,9 +165,11 @@ export class SimulatedKafkaTopic {
       if ((this.#generation[partition] ?? 0) !== batch.generations.get(partition)) continue; // not the owner any more
       this.#inFlight.delete(partition);
       if (acknowledgementLost && verdict.kind !== 'failure') continue; // the commit did not reach Kafka: the batch comes back
-      const settled = settlePartition(this.#state, this.log.topic, partition, records, verdict, reported, { retryAttempts: this.#options.retryAttempts, retryReading: this.#options.retryReading });
+      const settled = settlePartition(this.#state, this.log.topic, partition, records, verdict, reported, {
+        retryAttempts: this.#options.retryAttempts,
+        retryReading: this.#options.retryReading,
+      });
       if (settled !== undefined) this.#gaveUp.push(...settled.gaveUp);
     }
   }
 }
-

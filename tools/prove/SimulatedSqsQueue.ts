@@ -122,7 +122,8 @@ export class SimulatedSqsQueue {
   nextVisibleAt(): number | undefined {
     const now = this.#options.clock.now();
     let next: number | undefined;
-    for (const message of this.#messages.values()) if (message.visibleAt > now && (next === undefined || message.visibleAt < next)) next = message.visibleAt;
+    for (const message of this.#messages.values())
+      if (message.visibleAt > now && (next === undefined || message.visibleAt < next)) next = message.visibleAt;
     return next;
   }
 
@@ -231,11 +232,18 @@ export class SimulatedSqsQueue {
         SenderId: 'AIDAPROVESUITE',
         ApproximateFirstReceiveTimestamp: String(message.firstReceivedAt ?? message.sentAt),
         ...(message.groupId !== undefined
-          ? { MessageGroupId: message.groupId, MessageDeduplicationId: message.messageId, SequenceNumber: String(message.sequence).padStart(20, '0') }
+          ? {
+              MessageGroupId: message.groupId,
+              MessageDeduplicationId: message.messageId,
+              SequenceNumber: String(message.sequence).padStart(20, '0'),
+            }
           : {}),
       },
       messageAttributes: Object.fromEntries(
-        Object.entries(message.attributes).map(([name, stringValue]) => [name, { stringValue, stringListValues: [], binaryListValues: [], dataType: 'String' }]),
+        Object.entries(message.attributes).map(([name, stringValue]) => [
+          name,
+          { stringValue, stringListValues: [], binaryListValues: [], dataType: 'String' },
+        ]),
       ),
       md5OfBody: '',
       eventSource: 'aws:sqs',

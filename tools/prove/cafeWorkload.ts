@@ -6,27 +6,61 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Item, SideEffectContext } from 'idempotent-consumer';
-import { cafeConsumerOptions, LEDGER_SK_PREFIX, NOTIFICATION_SK_PREFIX, NOTIFY_CUSTOMER, notifyCustomer, ORDER_SK } from '@idempotent-consumer/example-cafe/consumer';
+import {
+  cafeConsumerOptions,
+  LEDGER_SK_PREFIX,
+  NOTIFICATION_SK_PREFIX,
+  NOTIFY_CUSTOMER,
+  notifyCustomer,
+  ORDER_SK,
+} from '@idempotent-consumer/example-cafe/consumer';
 import { cafeTables } from '@idempotent-consumer/example-cafe/settings';
 import type { CafePath, CafeWorkloadSpec, PoisonKind } from './schedule.js';
-import { eventTime, inOrderParts, type InputMessage, itemId, MessageRole, type StoreClients, type StoredBusinessState, type Workload, withoutVersion } from './workload.js';
+import {
+  eventTime,
+  inOrderParts,
+  type InputMessage,
+  itemId,
+  MessageRole,
+  type StoreClients,
+  type StoredBusinessState,
+  type Workload,
+  withoutVersion,
+} from './workload.js';
 
 const steps: Readonly<Record<CafePath, readonly { readonly type: string; readonly minute: number }[]>> = {
   placed: [{ type: 'OrderPlaced', minute: 0 }],
-  paid: [{ type: 'OrderPlaced', minute: 0 }, { type: 'OrderPaid', minute: 1 }],
-  shipped: [{ type: 'OrderPlaced', minute: 0 }, { type: 'OrderPaid', minute: 1 }, { type: 'OrderShipped', minute: 2 }],
+  paid: [
+    { type: 'OrderPlaced', minute: 0 },
+    { type: 'OrderPaid', minute: 1 },
+  ],
+  shipped: [
+    { type: 'OrderPlaced', minute: 0 },
+    { type: 'OrderPaid', minute: 1 },
+    { type: 'OrderShipped', minute: 2 },
+  ],
   delivered: [
     { type: 'OrderPlaced', minute: 0 },
     { type: 'OrderPaid', minute: 1 },
     { type: 'OrderShipped', minute: 2 },
     { type: 'OrderDelivered', minute: 3 },
   ],
-  cancelled: [{ type: 'OrderPlaced', minute: 0 }, { type: 'OrderCancelled', minute: 4 }],
-  'paid-cancelled': [{ type: 'OrderPlaced', minute: 0 }, { type: 'OrderPaid', minute: 1 }, { type: 'OrderCancelled', minute: 4 }],
+  cancelled: [
+    { type: 'OrderPlaced', minute: 0 },
+    { type: 'OrderCancelled', minute: 4 },
+  ],
+  'paid-cancelled': [
+    { type: 'OrderPlaced', minute: 0 },
+    { type: 'OrderPaid', minute: 1 },
+    { type: 'OrderCancelled', minute: 4 },
+  ],
 };
 
 /** A malformed café body and the reason it must be dead-lettered with. */
-export function cafePoison(kind: PoisonKind, ids: { readonly eventId: string; readonly orderId: string; readonly minute: number }): { body: string; reason: string } {
+export function cafePoison(
+  kind: PoisonKind,
+  ids: { readonly eventId: string; readonly orderId: string; readonly minute: number },
+): { body: string; reason: string } {
   const { eventId, orderId } = ids;
   const occurredAt = eventTime(ids.minute);
   switch (kind) {
@@ -135,20 +169,30 @@ export function cafeWorkload(spec: CafeWorkloadSpec, prefix: string): Workload {
       for (const item of stored.items.values()) {
         const sk = String(item.sk);
         if (sk === ORDER_SK) orders.push(item);
-        else if (sk.startsWith(LEDGER_SK_PREFIX)) ledger.set(String(item.orderId), [...(ledger.get(String(item.orderId)) ?? []), { points: Number(item.points), eventId: String(item.eventId) }]);
+        else if (sk.startsWith(LEDGER_SK_PREFIX))
+          ledger.set(String(item.orderId), [
+            ...(ledger.get(String(item.orderId)) ?? []),
+            { points: Number(item.points), eventId: String(item.eventId) },
+          ]);
       }
       for (const order of orders) {
         const history = (order.history as { eventId: string }[] | undefined) ?? [];
         const ids = history.map((entry) => entry.eventId);
         const twice = ids.filter((id, i) => ids.indexOf(id) !== i);
-        if (twice.length > 0) problems.push(`order ${String(order.orderId)} has event(s) ${[...new Set(twice)].join(', ')} twice in its history`);
-        for (const id of ids) if (!appliedKeys.has(id)) problems.push(`order ${String(order.orderId)} has ${id} in its history, but the inbox has no applied row for it`);
+        if (twice.length > 0)
+          problems.push(`order ${String(order.orderId)} has event(s) ${[...new Set(twice)].join(', ')} twice in its history`);
+        for (const id of ids)
+          if (!appliedKeys.has(id))
+            problems.push(`order ${String(order.orderId)} has ${id} in its history, but the inbox has no applied row for it`);
         const entries = ledger.get(String(order.orderId)) ?? [];
         const points = entries.reduce((sum, entry) => sum + entry.points, 0);
-        if (Number(order.pointsAwarded) !== points) problems.push(`order ${String(order.orderId)} awarded ${String(order.pointsAwarded)} points, its ledger holds ${points}`);
+        if (Number(order.pointsAwarded) !== points)
+          problems.push(`order ${String(order.orderId)} awarded ${String(order.pointsAwarded)} points, its ledger holds ${points}`);
       }
       for (const [orderId, entries] of ledger) {
-        for (const entry of entries) if (!appliedKeys.has(entry.eventId)) problems.push(`order ${orderId} has a ledger entry of ${entry.eventId}, which the inbox does not show applied`);
+        for (const entry of entries)
+          if (!appliedKeys.has(entry.eventId))
+            problems.push(`order ${orderId} has a ledger entry of ${entry.eventId}, which the inbox does not show applied`);
       }
       return problems;
     },

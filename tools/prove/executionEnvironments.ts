@@ -20,11 +20,31 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import type { DeserializeHandlerOutput, DeserializeMiddleware, FinalizeRequestMiddleware, HandlerExecutionContext, RetryErrorInfo, RetryStrategyV2, RetryToken } from '@smithy/types';
-import { createIdempotentConsumer, type IdempotentConsumerHandler, type IdempotentConsumerOptions, type OutcomeRecord } from 'idempotent-consumer';
+import type {
+  DeserializeHandlerOutput,
+  DeserializeMiddleware,
+  FinalizeRequestMiddleware,
+  HandlerExecutionContext,
+  RetryErrorInfo,
+  RetryStrategyV2,
+  RetryToken,
+} from '@smithy/types';
+import {
+  createIdempotentConsumer,
+  type IdempotentConsumerHandler,
+  type IdempotentConsumerOptions,
+  type OutcomeRecord,
+} from 'idempotent-consumer';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { currentInvocationGuard, guardInvocations, type InvocationGuard } from '@idempotent-consumer/local/internal';
-import { type AnySdkClient, errorResponse, operationOf, type RawResponse, serviceOf, type ServiceErrorShape } from '@idempotent-consumer/local/internal';
+import {
+  type AnySdkClient,
+  errorResponse,
+  operationOf,
+  type RawResponse,
+  serviceOf,
+  type ServiceErrorShape,
+} from '@idempotent-consumer/local/internal';
 import { installStrictDynamoDb } from '@idempotent-consumer/local/internal';
 import { localClientConfig, localS3ClientConfig } from '@idempotent-consumer/local/internal';
 import { type CallTargets, nameCall } from './killPoints.js';
@@ -149,7 +169,11 @@ export class EnvironmentPool {
     installStrictDynamoDb(dynamoDb);
     for (const client of [dynamoDb, sqs, s3] as AnySdkClient[]) {
       guardInvocations(client);
-      client.middlewareStack.add(controlMiddleware(this.#options.targets, clock), { step: 'finalizeRequest', priority: 'normal', name: 'proveControl' });
+      client.middlewareStack.add(controlMiddleware(this.#options.targets, clock), {
+        step: 'finalizeRequest',
+        priority: 'normal',
+        name: 'proveControl',
+      });
       client.middlewareStack.add(faultMiddleware(this.#options.intercept), { step: 'deserialize', priority: 'low', name: 'proveFaults' });
     }
     this.created += 1;
@@ -183,7 +207,12 @@ function controlMiddleware(targets: CallTargets, clock: VirtualClock): FinalizeR
     const control = guard === undefined ? undefined : controls.get(guard);
     // The strict layer's own DescribeTable is emulation machinery, not an await point of the engine.
     if (guard === undefined || control === undefined || context.commandName === 'DescribeTableCommand') return next(args);
-    const point = nameCall(String(context.clientName ?? ''), String(context.commandName ?? ''), args.input as Record<string, unknown>, targets);
+    const point = nameCall(
+      String(context.clientName ?? ''),
+      String(context.commandName ?? ''),
+      args.input as Record<string, unknown>,
+      targets,
+    );
     const call = control.calls;
     control.calls += 1;
     clock.advance(BASE_CALL_MS + control.callCostMs);
@@ -193,7 +222,8 @@ function controlMiddleware(targets: CallTargets, clock: VirtualClock): FinalizeR
       await pause.run();
     }
     const kill = control.kill;
-    if (kill !== undefined && (('afterCalls' in kill && call >= kill.afterCalls) || ('before' in kill && kill.before === point))) guard.kill(`killed before ${point}`);
+    if (kill !== undefined && (('afterCalls' in kill && call >= kill.afterCalls) || ('before' in kill && kill.before === point)))
+      guard.kill(`killed before ${point}`);
     if (guard.stopped) control.stoppedAt ??= point;
     else control.seen.push(point);
     let fault = control.faults.get(call);
@@ -231,19 +261,45 @@ function controlOf(): InvocationControl | undefined {
   return guard === undefined ? undefined : controls.get(guard);
 }
 
-const dynamoDbDataOperations = new Set(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchGetItem', 'BatchWriteItem', 'TransactGetItems', 'TransactWriteItems', 'Query', 'Scan']);
-const sqsDataOperations = new Set(['SendMessage', 'SendMessageBatch', 'ChangeMessageVisibility', 'ChangeMessageVisibilityBatch', 'GetQueueUrl']);
+const dynamoDbDataOperations = new Set([
+  'GetItem',
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'BatchGetItem',
+  'BatchWriteItem',
+  'TransactGetItems',
+  'TransactWriteItems',
+  'Query',
+  'Scan',
+]);
+const sqsDataOperations = new Set([
+  'SendMessage',
+  'SendMessageBatch',
+  'ChangeMessageVisibility',
+  'ChangeMessageVisibilityBatch',
+  'GetQueueUrl',
+]);
 const marker = '[prove fault]';
 
 /** The error an attempt fails with, shaped as the service sends it; `undefined` when the kind does not apply to the call. */
-function faultError(kind: FaultKind, service: 'dynamodb' | 'sqs', operation: string, input: Readonly<Record<string, unknown>>): ServiceErrorShape | undefined {
+function faultError(
+  kind: FaultKind,
+  service: 'dynamodb' | 'sqs',
+  operation: string,
+  input: Readonly<Record<string, unknown>>,
+): ServiceErrorShape | undefined {
   const data = service === 'dynamodb' ? dynamoDbDataOperations.has(operation) : sqsDataOperations.has(operation);
   if (!data) return undefined;
   switch (kind) {
     case 'throttle':
       return service === 'sqs'
         ? { statusCode: 403, code: 'RequestThrottled', message: `${marker} Request is throttled.` }
-        : { statusCode: 400, code: 'ProvisionedThroughputExceededException', message: `${marker} The level of configured provisioned throughput for the table was exceeded.` };
+        : {
+            statusCode: 400,
+            code: 'ProvisionedThroughputExceededException',
+            message: `${marker} The level of configured provisioned throughput for the table was exceeded.`,
+          };
     case 'conflict': {
       if (service !== 'dynamodb') return undefined;
       if (operation === 'PutItem' || operation === 'UpdateItem' || operation === 'DeleteItem') {
@@ -251,7 +307,9 @@ function faultError(kind: FaultKind, service: 'dynamodb' | 'sqs', operation: str
       }
       if (operation !== 'TransactWriteItems' && operation !== 'TransactGetItems') return undefined;
       const actions = Array.isArray(input.TransactItems) ? input.TransactItems.length : 1;
-      const reasons = Array.from({ length: Math.max(1, actions) }, (_, index) => (index === 0 ? { Code: 'TransactionConflict', Message: `${marker} Transaction is ongoing for the item` } : { Code: 'None' }));
+      const reasons = Array.from({ length: Math.max(1, actions) }, (_, index) =>
+        index === 0 ? { Code: 'TransactionConflict', Message: `${marker} Transaction is ongoing for the item` } : { Code: 'None' },
+      );
       return {
         statusCode: 400,
         code: 'TransactionCanceledException',
@@ -261,7 +319,11 @@ function faultError(kind: FaultKind, service: 'dynamodb' | 'sqs', operation: str
     }
     case '5xx':
     case '5xx-after':
-      return { statusCode: 500, code: service === 'dynamodb' ? 'InternalServerError' : 'InternalFailure', message: `${marker} The request processing has failed because of an unknown error.` };
+      return {
+        statusCode: 500,
+        code: service === 'dynamodb' ? 'InternalServerError' : 'InternalFailure',
+        message: `${marker} The request processing has failed because of an unknown error.`,
+      };
   }
 }
 

@@ -6,7 +6,17 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parseSeedFlag } from '@idempotent-consumer/local/internal';
-import { type ProveConsumer, proveConsumers, type ProveSource, proveSources, type ProveWorkload, proveWorkloads, parseSchedule, type Schedule, ScheduleError } from './schedule.js';
+import {
+  type ProveConsumer,
+  proveConsumers,
+  type ProveSource,
+  proveSources,
+  type ProveWorkload,
+  proveWorkloads,
+  parseSchedule,
+  type Schedule,
+  ScheduleError,
+} from './schedule.js';
 
 /** Parsed flags. */
 export interface ProveFlags {
@@ -54,18 +64,21 @@ export class ProveFlagError extends Error {
 
 function integer(value: string, flag: string, min: number, max: number): number {
   const n = Number(value);
-  if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw new ProveFlagError(`${flag} must be a whole number from ${min} to ${max}, not ${JSON.stringify(value)}`);
+  if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max)
+    throw new ProveFlagError(`${flag} must be a whole number from ${min} to ${max}, not ${JSON.stringify(value)}`);
   return n;
 }
 
 function choice<T extends string>(value: string, flag: string, choices: readonly T[]): T[] {
   if (value === 'all') return [...choices];
-  if (!(choices as readonly string[]).includes(value)) throw new ProveFlagError(`${flag} must be one of ${choices.join(', ')} or all, not ${JSON.stringify(value)}`);
+  if (!(choices as readonly string[]).includes(value))
+    throw new ProveFlagError(`${flag} must be one of ${choices.join(', ')} or all, not ${JSON.stringify(value)}`);
   return [value as T];
 }
 
 function workloadChoice(value: string): ProveWorkload {
-  if (!(proveWorkloads as readonly string[]).includes(value)) throw new ProveFlagError(`--workload must be one of ${proveWorkloads.join(', ')}, not ${JSON.stringify(value)}`);
+  if (!(proveWorkloads as readonly string[]).includes(value))
+    throw new ProveFlagError(`--workload must be one of ${proveWorkloads.join(', ')}, not ${JSON.stringify(value)}`);
   return value as ProveWorkload;
 }
 
@@ -111,13 +124,19 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
     } catch (error) {
       throw new ProveFlagError((error as Error).message);
     }
-    if (seed < -2_147_483_648 || seed > 2_147_483_647) throw new ProveFlagError(`--seed must be a 32-bit integer (fast-check's seeds), not ${values.seed}`);
+    if (seed < -2_147_483_648 || seed > 2_147_483_647)
+      throw new ProveFlagError(`--seed must be a 32-bit integer (fast-check's seeds), not ${values.seed}`);
   }
   const dynamoDbEndpoint = values['dynamodb-endpoint'];
   const sqsEndpoint = values['sqs-endpoint'];
-  if ((dynamoDbEndpoint === undefined) !== (sqsEndpoint === undefined)) throw new ProveFlagError('give both --dynamodb-endpoint and --sqs-endpoint, or neither');
-  for (const [flag, url] of [['--dynamodb-endpoint', dynamoDbEndpoint], ['--sqs-endpoint', sqsEndpoint]] as const) {
-    if (url !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(url)) throw new ProveFlagError(`${flag} must be a URL like http://127.0.0.1:8000, not ${JSON.stringify(url)}`);
+  if ((dynamoDbEndpoint === undefined) !== (sqsEndpoint === undefined))
+    throw new ProveFlagError('give both --dynamodb-endpoint and --sqs-endpoint, or neither');
+  for (const [flag, url] of [
+    ['--dynamodb-endpoint', dynamoDbEndpoint],
+    ['--sqs-endpoint', sqsEndpoint],
+  ] as const) {
+    if (url !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(url))
+      throw new ProveFlagError(`${flag} must be a URL like http://127.0.0.1:8000, not ${JSON.stringify(url)}`);
   }
   return {
     schedules: integer(values.schedules, '--schedules', 1, 10_000_000),

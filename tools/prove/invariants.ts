@@ -123,13 +123,17 @@ export function checkInvariants(evidence: Evidence): Violation[] {
   const known = new Set(evidence.sent.map((s) => s.sourceId));
   for (const letter of deadLetters) {
     if (letter.originalMessageId === undefined || !known.has(letter.originalMessageId)) {
-      add(Invariant.deadLetterReason, `a dead letter names no message of the schedule (originalMessageId ${String(letter.originalMessageId)}, reason ${String(letter.reason)})`);
+      add(
+        Invariant.deadLetterReason,
+        `a dead letter names no message of the schedule (originalMessageId ${String(letter.originalMessageId)}, reason ${String(letter.reason)})`,
+      );
     }
   }
   const moved = new Set(evidence.policyMoves);
   const gaveUp = new Set(evidence.gaveUp);
   const sourceIdsOfKey = new Map<string, Set<string>>();
-  for (const s of evidence.sent) if (s.input.key !== undefined) sourceIdsOfKey.set(s.input.key, (sourceIdsOfKey.get(s.input.key) ?? new Set()).add(s.sourceId));
+  for (const s of evidence.sent)
+    if (s.input.key !== undefined) sourceIdsOfKey.set(s.input.key, (sourceIdsOfKey.get(s.input.key) ?? new Set()).add(s.sourceId));
 
   // Every message: exactly one final outcome.
   for (const s of evidence.sent) {
@@ -139,19 +143,33 @@ export function checkInvariants(evidence: Evidence): Violation[] {
     for (const letter of letters) {
       if (letter.reason === undefined) add(Invariant.deadLetterReason, `${what} is in the dead-letter queue without a reason`);
       const body = letter.bodyEncoding === 'empty' ? '' : letter.body;
-      if (body !== s.input.body) add(Invariant.deadLetterReason, `${what}: its dead letter's body is not the original body byte for byte (${body.length} vs ${s.input.body.length} characters)`);
+      if (body !== s.input.body)
+        add(
+          Invariant.deadLetterReason,
+          `${what}: its dead letter's body is not the original body byte for byte (${body.length} vs ${s.input.body.length} characters)`,
+        );
     }
     // The source's safety net (the redrive policy; the Kafka mapping's retry limit) may fire for a
     // message whose deliveries crashed or were skipped more often than the settings allow for.
     const crashed = evidence.crashes(s.sourceId);
     const excused = evidence.excused(s.sourceId);
-    if (moved.has(s.sourceId) && !excused) add(Invariant.queueDrains, `${what} was moved to the dead-letter queue by the queue's redrive policy, without a reason (only ${crashed} of its deliveries crashed or were not attempts)`);
-    if (gaveUp.has(s.sourceId) && !excused) add(Invariant.oneOutcome, `${what} was given up by the Kafka event source mapping (its retries ran out; only ${crashed} of its deliveries crashed): it was neither applied nor dead-lettered`);
+    if (moved.has(s.sourceId) && !excused)
+      add(
+        Invariant.queueDrains,
+        `${what} was moved to the dead-letter queue by the queue's redrive policy, without a reason (only ${crashed} of its deliveries crashed or were not attempts)`,
+      );
+    if (gaveUp.has(s.sourceId) && !excused)
+      add(
+        Invariant.oneOutcome,
+        `${what} was given up by the Kafka event source mapping (its retries ran out; only ${crashed} of its deliveries crashed): it was neither applied nor dead-lettered`,
+      );
 
     if (s.input.role === MessageRole.Poison) {
-      if (letters.length === 0 && !moved.has(s.sourceId) && !gaveUp.has(s.sourceId)) add(Invariant.oneOutcome, `${what} was lost: not in the dead-letter queue`);
+      if (letters.length === 0 && !moved.has(s.sourceId) && !gaveUp.has(s.sourceId))
+        add(Invariant.oneOutcome, `${what} was lost: not in the dead-letter queue`);
       for (const letter of letters) {
-        if (letter.reason !== undefined && letter.reason !== s.input.expectedReason) add(Invariant.deadLetterReason, `${what} was dead-lettered as ${letter.reason}, expected ${String(s.input.expectedReason)}`);
+        if (letter.reason !== undefined && letter.reason !== s.input.expectedReason)
+          add(Invariant.deadLetterReason, `${what} was dead-lettered as ${letter.reason}, expected ${String(s.input.expectedReason)}`);
       }
       continue;
     }
@@ -163,10 +181,16 @@ export function checkInvariants(evidence: Evidence): Violation[] {
     // (the inbox row names another message); an engine that dead-letters it again is not wrong either.
     const copyOfDeadLetter = row?.status === 'dead-lettered' && row.messageId !== s.sourceId && row.payloadHash === hashOf(s.input.body);
     if ((applied || duplicate) && letters.length > 0) {
-      add(Invariant.appliedNotDeadLettered, `${what} is in the dead-letter queue as ${letters.map((l) => String(l.reason)).join(', ')} although its key was applied ${applied ? 'by it' : `by ${row.messageId}`}`);
+      add(
+        Invariant.appliedNotDeadLettered,
+        `${what} is in the dead-letter queue as ${letters.map((l) => String(l.reason)).join(', ')} although its key was applied ${applied ? 'by it' : `by ${row.messageId}`}`,
+      );
     }
     if (!applied && !duplicate && !copyOfDeadLetter && letters.length === 0 && !moved.has(s.sourceId) && !gaveUp.has(s.sourceId)) {
-      add(Invariant.oneOutcome, `${what} was lost: its key is ${row === undefined ? 'not in the inbox' : `${row.status} by ${row.messageId}`} and it is not in the dead-letter queue`);
+      add(
+        Invariant.oneOutcome,
+        `${what} was lost: its key is ${row === undefined ? 'not in the inbox' : `${row.status} by ${row.messageId}`} and it is not in the dead-letter queue`,
+      );
     }
     const expected = model.outcomes.get(key);
     for (const letter of letters) {
@@ -188,7 +212,10 @@ export function checkInvariants(evidence: Evidence): Violation[] {
       add(Invariant.oneOutcome, `key ${key} was applied by ${row.messageId}, which is no message of it`);
     }
     if (expected.kind === 'applied' && row?.status !== 'applied') {
-      add(Invariant.finalState, `key ${key} applies in producer order but was not applied (inbox: ${row === undefined ? 'no row' : row.status})`);
+      add(
+        Invariant.finalState,
+        `key ${key} applies in producer order but was not applied (inbox: ${row === undefined ? 'no row' : row.status})`,
+      );
     }
     if (expected.kind === 'dead-lettered' && row?.status === 'applied') {
       add(Invariant.finalState, `key ${key} was applied, but in producer order it is dead-lettered as ${expected.reason}`);
@@ -200,7 +227,8 @@ export function checkInvariants(evidence: Evidence): Violation[] {
   for (const id of ids) {
     const want = model.items.get(id);
     const have = evidence.business.items.get(id);
-    if (print(want) !== print(have)) add(Invariant.finalState, `item ${id}: expected ${cut(print(want), 250)}, stored ${cut(print(have), 250)}`);
+    if (print(want) !== print(have))
+      add(Invariant.finalState, `item ${id}: expected ${cut(print(want), 250)}, stored ${cut(print(have), 250)}`);
   }
   const appliedKeys = new Set([...inbox].filter(([, row]) => row.status === 'applied').map(([key]) => key));
   for (const problem of workload.appliedTwice(evidence.business, appliedKeys)) add(Invariant.appliedOnce, problem);
@@ -213,11 +241,15 @@ export function checkInvariants(evidence: Evidence): Violation[] {
   }
   for (const effectKey of expectedEffects) {
     const records = evidence.business.effectRecords.get(effectKey) ?? 0;
-    if (records !== 1) add(Invariant.sideEffectOnce, `side effect ${effectKey} of an applied event left ${records} records downstream, expected 1`);
+    if (records !== 1)
+      add(Invariant.sideEffectOnce, `side effect ${effectKey} of an applied event left ${records} records downstream, expected 1`);
   }
   for (const [effectKey, records] of evidence.business.effectRecords) {
     if (!expectedEffects.has(effectKey) && !(model.effectsAllowed?.has(effectKey) ?? false)) {
-      add(Invariant.sideEffectOnce, `side effect ${effectKey} left ${records} record(s) downstream, but its event was not applied or never asks for it`);
+      add(
+        Invariant.sideEffectOnce,
+        `side effect ${effectKey} left ${records} record(s) downstream, but its event was not applied or never asks for it`,
+      );
     }
   }
 
@@ -228,7 +260,10 @@ export function checkInvariants(evidence: Evidence): Violation[] {
     const wantBodies = want.map((message) => (typeof message.body === 'string' ? message.body : JSON.stringify(message.body)));
     const haveBodies = stored.map((item) => item.body);
     if (canonicalJson(wantBodies) !== canonicalJson(haveBodies)) {
-      add(Invariant.outboxOnce, `key ${key} (${appliedKeys.has(key) ? 'applied' : 'not applied'}): outbox holds ${haveBodies.length} message(s) ${cut(JSON.stringify(haveBodies), 200)}, expected ${cut(JSON.stringify(wantBodies), 200)}`);
+      add(
+        Invariant.outboxOnce,
+        `key ${key} (${appliedKeys.has(key) ? 'applied' : 'not applied'}): outbox holds ${haveBodies.length} message(s) ${cut(JSON.stringify(haveBodies), 200)}, expected ${cut(JSON.stringify(wantBodies), 200)}`,
+      );
     }
   }
 
@@ -236,7 +271,10 @@ export function checkInvariants(evidence: Evidence): Violation[] {
     if (letter.reason !== FailureReason.RetriesExhausted || letter.originalMessageId === undefined) continue;
     const possible = evidence.possibleAttempts.get(letter.originalMessageId) ?? 0;
     if (possible < evidence.maxAttempts) {
-      add(Invariant.attemptBudget, `message ${letter.originalMessageId} was dead-lettered as RetriesExhausted after at most ${possible} real attempts (budget ${evidence.maxAttempts}; its dead letter says ${String(letter.attempts)})`);
+      add(
+        Invariant.attemptBudget,
+        `message ${letter.originalMessageId} was dead-lettered as RetriesExhausted after at most ${possible} real attempts (budget ${evidence.maxAttempts}; its dead letter says ${String(letter.attempts)})`,
+      );
     }
   }
 

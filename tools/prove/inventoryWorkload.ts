@@ -12,13 +12,26 @@ import type { Item } from 'idempotent-consumer';
 import { inventoryConsumerOptions } from '@idempotent-consumer/example-inventory/consumer';
 import { inventoryTables } from '@idempotent-consumer/example-inventory/settings';
 import type { InventoryWorkloadSpec, PoisonKind } from './schedule.js';
-import { eventTime, inOrderParts, type InputMessage, itemId, MessageRole, type StoreClients, type StoredBusinessState, type Workload, withoutVersion } from './workload.js';
+import {
+  eventTime,
+  inOrderParts,
+  type InputMessage,
+  itemId,
+  MessageRole,
+  type StoreClients,
+  type StoredBusinessState,
+  type Workload,
+  withoutVersion,
+} from './workload.js';
 
 /** A reservation larger than any stock a workload holds. */
 const OVER_RESERVATION = 999;
 
 /** A malformed inventory body and the reason it must be dead-lettered with. */
-export function inventoryPoison(kind: PoisonKind, ids: { readonly requestId: string; readonly sku: string }): { body: string; reason: string } {
+export function inventoryPoison(
+  kind: PoisonKind,
+  ids: { readonly requestId: string; readonly sku: string },
+): { body: string; reason: string } {
   const { requestId, sku } = ids;
   const at = eventTime(0);
   switch (kind) {
@@ -33,7 +46,10 @@ export function inventoryPoison(kind: PoisonKind, ids: { readonly requestId: str
     case 'unknown-type':
       return { body: JSON.stringify({ requestId, kind: 'StockAudited', sku, at }), reason: 'ValidationError' };
     case 'bad-field':
-      return { body: JSON.stringify({ requestId, kind: 'ReservationRequested', sku, reservationId: `${requestId}-R`, quantity: -1, at }), reason: 'ValidationError' };
+      return {
+        body: JSON.stringify({ requestId, kind: 'ReservationRequested', sku, reservationId: `${requestId}-R`, quantity: -1, at }),
+        reason: 'ValidationError',
+      };
   }
 }
 
@@ -64,7 +80,10 @@ export function inventoryWorkload(spec: InventoryWorkloadSpec, prefix: string): 
     skuSpec.reservations.forEach((reservation, j) => {
       const reservationId = `${sku}-R${j}`;
       reservationIds.push(reservationId);
-      events.push({ requestId: `${sku}-q${j}`, body: { kind: 'ReservationRequested', sku, reservationId, quantity: reservation.quantity, at } });
+      events.push({
+        requestId: `${sku}-q${j}`,
+        body: { kind: 'ReservationRequested', sku, reservationId, quantity: reservation.quantity, at },
+      });
     });
     if (skuSpec.restock > 0) {
       events.push({ requestId: `${sku}-restock`, body: { kind: 'StockReceived', sku, quantity: skuSpec.restock, at } });
@@ -72,10 +91,14 @@ export function inventoryWorkload(spec: InventoryWorkloadSpec, prefix: string): 
     }
     if (skuSpec.overReserve) {
       reservationIds.push(`${sku}-RX`);
-      events.push({ requestId: `${sku}-over`, body: { kind: 'ReservationRequested', sku, reservationId: `${sku}-RX`, quantity: OVER_RESERVATION, at } });
+      events.push({
+        requestId: `${sku}-over`,
+        body: { kind: 'ReservationRequested', sku, reservationId: `${sku}-RX`, quantity: OVER_RESERVATION, at },
+      });
     }
     skuSpec.reservations.forEach((reservation, j) => {
-      if (reservation.released) events.push({ requestId: `${sku}-rel${j}`, body: { kind: 'ReservationReleased', sku, reservationId: `${sku}-R${j}`, at } });
+      if (reservation.released)
+        events.push({ requestId: `${sku}-rel${j}`, body: { kind: 'ReservationReleased', sku, reservationId: `${sku}-R${j}`, at } });
     });
 
     events.forEach((event, position) => {
@@ -86,7 +109,8 @@ export function inventoryWorkload(spec: InventoryWorkloadSpec, prefix: string): 
       }
       const body = JSON.stringify({ requestId: event.requestId, ...event.body });
       run.push({ id: id(), body, group: sku, role: MessageRole.Event, key: event.requestId });
-      if (skuSpec.duplicates.includes(position)) run.push({ id: id(), body, group: sku, role: MessageRole.Duplicate, key: event.requestId });
+      if (skuSpec.duplicates.includes(position))
+        run.push({ id: id(), body, group: sku, role: MessageRole.Duplicate, key: event.requestId });
     });
   });
   spec.strayPoison.forEach((kind, i) => {
@@ -140,7 +164,8 @@ export function inventoryWorkload(spec: InventoryWorkloadSpec, prefix: string): 
           .reduce((sum, item) => sum + Number(item.quantity), 0);
         const available = Number(stock?.available ?? 0);
         const reserved = Number(stock?.reserved ?? 0);
-        if (available + reserved !== received) problems.push(`SKU ${sku} holds ${available} available + ${reserved} reserved, but its applied receipts brought ${received}`);
+        if (available + reserved !== received)
+          problems.push(`SKU ${sku} holds ${available} available + ${reserved} reserved, but its applied receipts brought ${received}`);
         if (reserved !== held) problems.push(`SKU ${sku} has ${reserved} reserved, but its held reservations add up to ${held}`);
       }
       return problems;

@@ -37,23 +37,35 @@ export function checkInvocation(evidence: InvocationEvidence): Violation[] {
 
   const byMessage = new Map<string, OutcomeRecord[]>();
   for (const record of outcomes) {
-    if (!inBatch.has(record.messageId)) agree(`an outcome (${record.outcome}) was reported for ${record.messageId}, which is not in the batch`);
+    if (!inBatch.has(record.messageId))
+      agree(`an outcome (${record.outcome}) was reported for ${record.messageId}, which is not in the batch`);
     byMessage.set(record.messageId, [...(byMessage.get(record.messageId) ?? []), record]);
   }
   for (const id of batchIds) {
     const records = byMessage.get(id) ?? [];
-    if (records.length !== 1) agree(`message ${id} had ${records.length} outcomes in one invocation (${records.map((r) => r.outcome).join(', ') || 'none'}), expected exactly 1`);
+    if (records.length !== 1)
+      agree(
+        `message ${id} had ${records.length} outcomes in one invocation (${records.map((r) => r.outcome).join(', ') || 'none'}), expected exactly 1`,
+      );
     const record = records[0];
     if (record === undefined) continue;
     const retried = record.outcome === Outcome.Retried;
     if (retried !== failed.has(id)) {
-      agree(`message ${id} was logged ${record.outcome}${record.errorType === undefined ? '' : ` (${record.errorType})`} but the batch response ${failed.has(id) ? 'reported it as a batch item failure' : 'did not report it'}`);
+      agree(
+        `message ${id} was logged ${record.outcome}${record.errorType === undefined ? '' : ` (${record.errorType})`} but the batch response ${failed.has(id) ? 'reported it as a batch item failure' : 'did not report it'}`,
+      );
     }
   }
 
   const counted = (name: string, withReason?: string) =>
     metrics
-      .filter((point) => point.name === name && (withReason === undefined ? point.dimensions[FAILURE_REASON_DIMENSION] === undefined : point.dimensions[FAILURE_REASON_DIMENSION] === withReason))
+      .filter(
+        (point) =>
+          point.name === name &&
+          (withReason === undefined
+            ? point.dimensions[FAILURE_REASON_DIMENSION] === undefined
+            : point.dimensions[FAILURE_REASON_DIMENSION] === withReason),
+      )
       .reduce((sum, point) => sum + point.value, 0);
   const outcomesOf = (outcome: Outcome) => outcomes.filter((record) => record.outcome === outcome && inBatch.has(record.messageId));
   const pairs: [string, Outcome][] = [
@@ -68,11 +80,21 @@ export function checkInvocation(evidence: InvocationEvidence): Violation[] {
     if (have !== want) agree(`the metric ${name} counted ${have} in an invocation that logged ${want} ${outcome} outcome(s)`);
   }
   const reasons = new Map<string, number>();
-  for (const record of outcomesOf(Outcome.DeadLettered)) reasons.set(record.reason ?? 'Unknown', (reasons.get(record.reason ?? 'Unknown') ?? 0) + 1);
-  const reasonPoints = new Set(metrics.flatMap((point) => (point.name === MetricName.DeadLettered && point.dimensions[FAILURE_REASON_DIMENSION] !== undefined ? [point.dimensions[FAILURE_REASON_DIMENSION]!] : [])));
+  for (const record of outcomesOf(Outcome.DeadLettered))
+    reasons.set(record.reason ?? 'Unknown', (reasons.get(record.reason ?? 'Unknown') ?? 0) + 1);
+  const reasonPoints = new Set(
+    metrics.flatMap((point) =>
+      point.name === MetricName.DeadLettered && point.dimensions[FAILURE_REASON_DIMENSION] !== undefined
+        ? [point.dimensions[FAILURE_REASON_DIMENSION]!]
+        : [],
+    ),
+  );
   for (const reason of new Set([...reasons.keys(), ...reasonPoints])) {
     const have = counted(MetricName.DeadLettered, reason);
-    if (have !== (reasons.get(reason) ?? 0)) agree(`the metric ${MetricName.DeadLettered} with ${FAILURE_REASON_DIMENSION}=${reason} counted ${have}, the invocation dead-lettered ${reasons.get(reason) ?? 0} with that reason`);
+    if (have !== (reasons.get(reason) ?? 0))
+      agree(
+        `the metric ${MetricName.DeadLettered} with ${FAILURE_REASON_DIMENSION}=${reason} counted ${have}, the invocation dead-lettered ${reasons.get(reason) ?? 0} with that reason`,
+      );
   }
   const batchSize = counted(MetricName.BatchSize);
   if (batchSize !== batchIds.length) agree(`the metric ${MetricName.BatchSize} counted ${batchSize} for a batch of ${batchIds.length}`);
@@ -84,12 +106,22 @@ export function checkInvocation(evidence: InvocationEvidence): Violation[] {
     const foreign = (name: string | undefined) => name !== undefined && evidence.attributable.has(name) && !own.has(name);
     const what = `message ${record.messageId} (${key})`;
     if (record.outcome === Outcome.Retried && record.countsAsAttempt === true && foreign(record.errorType)) {
-      violations.push({ invariant: Invariant.ownAttempts, detail: `${what} had an attempt counted for ${record.errorType} (${(record.errorMessage ?? '').slice(0, 160)}), which is not a failure of its own` });
+      violations.push({
+        invariant: Invariant.ownAttempts,
+        detail: `${what} had an attempt counted for ${record.errorType} (${(record.errorMessage ?? '').slice(0, 160)}), which is not a failure of its own`,
+      });
     }
     if (record.outcome === Outcome.DeadLettered) {
-      if (foreign(record.reason)) violations.push({ invariant: Invariant.ownAttempts, detail: `${what} was dead-lettered as ${record.reason} (${(record.errorMessage ?? '').slice(0, 160)}), which is not a failure of its own` });
+      if (foreign(record.reason))
+        violations.push({
+          invariant: Invariant.ownAttempts,
+          detail: `${what} was dead-lettered as ${record.reason} (${(record.errorMessage ?? '').slice(0, 160)}), which is not a failure of its own`,
+        });
       else if (record.reason === FailureReason.RetriesExhausted && foreign(record.errorType)) {
-        violations.push({ invariant: Invariant.ownAttempts, detail: `${what} was dead-lettered as RetriesExhausted after ${record.errorType} (${(record.errorMessage ?? '').slice(0, 160)}), which is not a failure of its own` });
+        violations.push({
+          invariant: Invariant.ownAttempts,
+          detail: `${what} was dead-lettered as RetriesExhausted after ${record.errorType} (${(record.errorMessage ?? '').slice(0, 160)}), which is not a failure of its own`,
+        });
       }
     }
   }

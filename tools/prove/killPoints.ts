@@ -88,7 +88,8 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
     }
     if (operation === 'BatchGetItem') {
       const tables = Object.keys((input.RequestItems as Record<string, unknown> | undefined) ?? {});
-      const inboxKeys = ((input.RequestItems as Record<string, { Keys?: unknown[] }> | undefined)?.[targets.inboxTable]?.Keys ?? []) as Record<string, unknown>[];
+      const inboxKeys = ((input.RequestItems as Record<string, { Keys?: unknown[] }> | undefined)?.[targets.inboxTable]?.Keys ??
+        []) as Record<string, unknown>[];
       if (inboxKeys.some((key) => partitionKeyOf(key).includes('#attempt#'))) return KillPoint.attemptSkipsRead;
       if (tables.includes(targets.inboxTable) || tables.some((name) => targets.businessTables.has(name))) return KillPoint.verify;
     }
@@ -96,7 +97,8 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
     return `${operation} (other)`;
   }
   if (clientName.startsWith('SQS')) {
-    if ((operation === 'SendMessageBatch' || operation === 'SendMessage') && input.QueueUrl === targets.deadLetterQueueUrl) return KillPoint.deadLetterSend;
+    if ((operation === 'SendMessageBatch' || operation === 'SendMessage') && input.QueueUrl === targets.deadLetterQueueUrl)
+      return KillPoint.deadLetterSend;
     if (operation === 'GetQueueUrl') return KillPoint.queueUrl;
     if (operation === 'ChangeMessageVisibilityBatch' || operation === 'ChangeMessageVisibility') return KillPoint.backoff;
     return `${operation} (other)`;

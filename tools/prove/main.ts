@@ -51,7 +51,12 @@ async function main(): Promise<number> {
       flags.replay !== undefined
         ? await replaySchedule(session, flags.replay, seed)
         : await (async () => {
-            const consumers = flags.workload === 'generated' ? 'generated consumers' : flags.workload === 'all' ? `${flags.consumers.join(', ')} and generated consumers` : flags.consumers.join(', ');
+            const consumers =
+              flags.workload === 'generated'
+                ? 'generated consumers'
+                : flags.workload === 'all'
+                  ? `${flags.consumers.join(', ')} and generated consumers`
+                  : flags.consumers.join(', ');
             say(`Proof suite: ${flags.schedules} schedules over ${flags.sources.join(', ')} (${consumers}), seed ${seed}.`);
             return runProve(session, {
               schedules: flags.schedules,

@@ -33,7 +33,12 @@ export class RecordingMetrics extends Metrics {
     return super.addDimension(name, value);
   }
 
-  override addMetric(name: string, unit: Parameters<Metrics['addMetric']>[1], value: number, resolution?: Parameters<Metrics['addMetric']>[3]): this {
+  override addMetric(
+    name: string,
+    unit: Parameters<Metrics['addMetric']>[1],
+    value: number,
+    resolution?: Parameters<Metrics['addMetric']>[3],
+  ): this {
     this.sink?.push({ name, value, dimensions: { ...(this.added ?? {}) } });
     return resolution === undefined ? super.addMetric(name, unit, value) : super.addMetric(name, unit, value, resolution);
   }

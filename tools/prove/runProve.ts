@@ -100,14 +100,23 @@ export interface ProveSession extends ProveEnvironment {
 }
 
 /** Starts a session on running emulators (installs the suite's clock in this process). */
-export function createProveSession(endpoints: ProveEndpoints, options: { readonly rotateEvery?: number; readonly trace?: (line: string) => void } = {}): ProveSession {
+export function createProveSession(
+  endpoints: ProveEndpoints,
+  options: { readonly rotateEvery?: number; readonly trace?: (line: string) => void } = {},
+): ProveSession {
   const clock = installVirtualClock();
   const runTag = randomBytes(3).toString('hex');
   const dynamoDb = new DynamoDBClient(localClientConfig(endpoints.dynamoDbEndpoint));
   const documentClient = DynamoDBDocumentClient.from(dynamoDb, { marshallOptions: { removeUndefinedValues: true } });
   const sqs = new SQSClient(localClientConfig(endpoints.sqsEndpoint));
   const s3 = new S3Client(localS3ClientConfig(endpoints.sqsEndpoint));
-  const resources = new ProveResources({ dynamoDb, sqs, s3, runTag, ...(options.rotateEvery === undefined ? {} : { rotateEvery: options.rotateEvery }) });
+  const resources = new ProveResources({
+    dynamoDb,
+    sqs,
+    s3,
+    runTag,
+    ...(options.rotateEvery === undefined ? {} : { rotateEvery: options.rotateEvery }),
+  });
   let number = 0;
   return {
     dynamoDbEndpoint: endpoints.dynamoDbEndpoint,
@@ -196,7 +205,11 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
   for (const [i, source] of options.sources.entries()) {
     const share = Math.floor(options.schedules / options.sources.length) + (i < options.schedules % options.sources.length ? 1 : 0);
     if (share === 0) continue;
-    const arbitrary = scheduleArbitrary({ source, ...(consumers === undefined ? {} : { consumers }), ...(workload === undefined ? {} : { workload }) });
+    const arbitrary = scheduleArbitrary({
+      source,
+      ...(consumers === undefined ? {} : { consumers }),
+      ...(workload === undefined ? {} : { workload }),
+    });
     let run = 0;
     let lastLog = performance.now();
     let fatal: { error: unknown } | undefined;
@@ -216,13 +229,24 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
         run += 1;
         for (const invariant of new Set(result.violations.map((v) => v.invariant))) {
           if (toShrink.length < maxShrinks && !toShrink.some((f) => f.source === source && f.invariant === invariant)) {
-            toShrink.push({ source, run: index, invariant, violations: result.violations.filter((v) => v.invariant === invariant), schedule });
+            toShrink.push({
+              source,
+              run: index,
+              invariant,
+              violations: result.violations.filter((v) => v.invariant === invariant),
+              schedule,
+            });
           }
         }
-        if (result.violations.length > 0) log(`  ${source} schedule ${index}: ${result.violations.length} violation(s): ${result.violations[0]!.invariant}: ${result.violations[0]!.detail}`);
+        if (result.violations.length > 0)
+          log(
+            `  ${source} schedule ${index}: ${result.violations.length} violation(s): ${result.violations[0]!.invariant}: ${result.violations[0]!.detail}`,
+          );
         if (performance.now() - lastLog > 15_000 || run === share) {
           lastLog = performance.now();
-          log(`${source}: ${run}/${share} schedules, ${tally.violations} violation(s) so far, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+          log(
+            `${source}: ${run}/${share} schedules, ${tally.violations} violation(s) so far, ${((performance.now() - started) / 1000).toFixed(0)} s`,
+          );
         }
         return true;
       }),
@@ -234,18 +258,26 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
       // A targeted schedule may meet an await point nothing killed at yet: look again after each pass.
       const tried = new Set<string>();
       for (let pass = 0; pass < 3; pass += 1) {
-        const missing = tally.coverage(source).missing.filter((point) => (killPoints as readonly string[]).includes(point) && !tried.has(point));
+        const missing = tally
+          .coverage(source)
+          .missing.filter((point) => (killPoints as readonly string[]).includes(point) && !tried.has(point));
         if (missing.length === 0) break;
         for (const point of missing) {
           tried.add(point);
           const k = killPoints.indexOf(point as KillPoint);
           for (let attempt = 0; attempt < 3 && !(tally.killed.get(source)?.has(point) ?? false); attempt += 1) {
-            const [schedule] = fc.sample(scheduleArbitrary({ source, target: point as KillPoint }), { seed: sourceSeed(options.seed, source) + 1 + k * 3 + attempt, numRuns: 1 });
+            const [schedule] = fc.sample(scheduleArbitrary({ source, target: point as KillPoint }), {
+              seed: sourceSeed(options.seed, source) + 1 + k * 3 + attempt,
+              numRuns: 1,
+            });
             const result = await runSchedule(schedule!, session);
             tally.add(source, result);
             targeted += 1;
             log(`  ${source} targeted schedule (${point}): ${result.killed.has(point) ? 'killed there' : 'did not reach it'}`);
-            if (result.violations.length > 0) log(`  ${source} targeted schedule (${point}): ${result.violations.length} violation(s): ${result.violations[0]!.invariant}: ${result.violations[0]!.detail}`);
+            if (result.violations.length > 0)
+              log(
+                `  ${source} targeted schedule (${point}): ${result.violations.length} violation(s): ${result.violations[0]!.invariant}: ${result.violations[0]!.detail}`,
+              );
           }
         }
       }
@@ -255,7 +287,14 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
   for (const failure of toShrink) {
     const replay = await shrink(session, options, failure);
     const replayFile = await writeReplay(options, failure.source, failure.run, failure.invariant, replay);
-    failures.push({ source: failure.source, run: failure.run, invariant: failure.invariant, violations: failure.violations, replay, replayFile });
+    failures.push({
+      source: failure.source,
+      run: failure.run,
+      invariant: failure.invariant,
+      violations: failure.violations,
+      replay,
+      replayFile,
+    });
   }
 
   return {
@@ -291,7 +330,17 @@ export async function replaySchedule(session: ProveSession, schedule: Schedule, 
     sources: [schedule.source],
     totals: tally.totals,
     killPoints: { [schedule.source]: tally.coverage(schedule.source) },
-    failures: result.violations.length === 0 ? [] : [...new Set(result.violations.map((v) => v.invariant))].map((invariant) => ({ source: schedule.source, run: 0, invariant, violations: result.violations.filter((v) => v.invariant === invariant), replay: schedule, replayFile: '' })),
+    failures:
+      result.violations.length === 0
+        ? []
+        : [...new Set(result.violations.map((v) => v.invariant))].map((invariant) => ({
+            source: schedule.source,
+            run: 0,
+            invariant,
+            violations: result.violations.filter((v) => v.invariant === invariant),
+            replay: schedule,
+            replayFile: '',
+          })),
     durationSeconds: Number(((performance.now() - started) / 1000).toFixed(1)),
   };
 }
@@ -311,26 +360,39 @@ async function shrink(
   const consumers = options.consumers;
   const workload = options.workload;
   await fc.check(
-    fc.asyncProperty(scheduleArbitrary({ source: failure.source, ...(consumers === undefined ? {} : { consumers }), ...(workload === undefined ? {} : { workload }) }), async (schedule) => {
-      if (performance.now() > deadline) return true;
-      steps += 1;
-      let result: ScheduleResult;
-      try {
-        result = await runSchedule(schedule, session);
-      } catch {
-        return true; // the suite could not run this candidate: not smaller evidence
-      }
-      const failed = result.violations.some((v) => v.invariant === failure.invariant);
-      if (failed && JSON.stringify(schedule).length <= JSON.stringify(smallest).length) smallest = schedule;
-      return !failed;
-    }),
+    fc.asyncProperty(
+      scheduleArbitrary({
+        source: failure.source,
+        ...(consumers === undefined ? {} : { consumers }),
+        ...(workload === undefined ? {} : { workload }),
+      }),
+      async (schedule) => {
+        if (performance.now() > deadline) return true;
+        steps += 1;
+        let result: ScheduleResult;
+        try {
+          result = await runSchedule(schedule, session);
+        } catch {
+          return true; // the suite could not run this candidate: not smaller evidence
+        }
+        const failed = result.violations.some((v) => v.invariant === failure.invariant);
+        if (failed && JSON.stringify(schedule).length <= JSON.stringify(smallest).length) smallest = schedule;
+        return !failed;
+      },
+    ),
     { seed: sourceSeed(options.seed, failure.source), path: String(failure.run) },
   );
   options.log(`  shrunk in ${steps} runs: ${JSON.stringify(failure.schedule).length} → ${JSON.stringify(smallest).length} characters`);
   return smallest;
 }
 
-async function writeReplay(options: ProveOptions, source: ProveSource, run: number, invariant: Invariant, schedule: Schedule): Promise<string> {
+async function writeReplay(
+  options: ProveOptions,
+  source: ProveSource,
+  run: number,
+  invariant: Invariant,
+  schedule: Schedule,
+): Promise<string> {
   const directory = options.replayDirectory ?? join(tmpdir(), 'idempotent-consumer-prove');
   await mkdir(directory, { recursive: true });
   const file = join(directory, `replay-${options.seed}-${source}-${run}-${invariant}.json`);
@@ -341,7 +403,9 @@ async function writeReplay(options: ProveOptions, source: ProveSource, run: numb
 /** The report as text, for people. */
 export function formatReport(report: ProveReport): string {
   const lines: string[] = [];
-  lines.push(`Proof suite: ${report.schedules} schedules (${report.schedules - report.targetedSchedules} random, ${report.targetedSchedules} targeted; seed ${report.seed}; ${report.sources.join(', ')}), ${report.messages} messages, ${report.durationSeconds} s.`);
+  lines.push(
+    `Proof suite: ${report.schedules} schedules (${report.schedules - report.targetedSchedules} random, ${report.targetedSchedules} targeted; seed ${report.seed}; ${report.sources.join(', ')}), ${report.messages} messages, ${report.durationSeconds} s.`,
+  );
   const t = report.totals;
   lines.push(
     `  ${t.invocations} invocations (${t.stopped} stopped: killed, past their deadline or response lost; ${t.coldStarts} execution environments), ${t.faults} faults injected, ` +
@@ -354,7 +418,9 @@ export function formatReport(report: ProveReport): string {
   for (const name of invariants) lines.push(`  ${report.byInvariant[name] === 0 ? '✓' : '✗'} ${name}: ${report.byInvariant[name]}`);
   lines.push('Kill points (await points an invocation was stopped at / met):');
   for (const [source, coverage] of Object.entries(report.killPoints) as [ProveSource, KillPointCoverage][]) {
-    lines.push(`  ${source}: ${coverage.seen.length - coverage.missing.length}/${coverage.seen.length} covered: ${coverage.seen.map((point) => `${point} ${coverage.killed.includes(point) ? '✓' : '✗'}`).join(', ')}`);
+    lines.push(
+      `  ${source}: ${coverage.seen.length - coverage.missing.length}/${coverage.seen.length} covered: ${coverage.seen.map((point) => `${point} ${coverage.killed.includes(point) ? '✓' : '✗'}`).join(', ')}`,
+    );
   }
   for (const failure of report.failures) {
     lines.push(`FAILED ${failure.invariant} — ${failure.source} schedule ${failure.run} of seed ${report.seed}:`);
@@ -378,8 +444,19 @@ export function summaryJson(report: ProveReport): string {
     sources: report.sources,
     failingSchedules: report.failingSchedules,
     totals: report.totals,
-    killPoints: Object.fromEntries(Object.entries(report.killPoints).map(([source, coverage]) => [source, { covered: coverage.seen.length - coverage.missing.length, of: coverage.seen.length, missing: coverage.missing }])),
-    failures: report.failures.map((failure) => ({ source: failure.source, run: failure.run, invariant: failure.invariant, replayFile: failure.replayFile, first: failure.violations[0]?.detail })),
+    killPoints: Object.fromEntries(
+      Object.entries(report.killPoints).map(([source, coverage]) => [
+        source,
+        { covered: coverage.seen.length - coverage.missing.length, of: coverage.seen.length, missing: coverage.missing },
+      ]),
+    ),
+    failures: report.failures.map((failure) => ({
+      source: failure.source,
+      run: failure.run,
+      invariant: failure.invariant,
+      replayFile: failure.replayFile,
+      first: failure.violations[0]?.detail,
+    })),
     durationSeconds: report.durationSeconds,
   });
 }

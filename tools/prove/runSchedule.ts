@@ -137,7 +137,12 @@ export async function runSchedule(schedule: Schedule, env: ProveEnvironment): Pr
   const number = env.nextScheduleNumber();
   const prefix = `${env.runTag}-${number}`;
   const spec = schedule.workload;
-  const workload = spec.kind === 'cafe' ? cafeWorkload(spec, prefix) : spec.kind === 'inventory' ? inventoryWorkload(spec, prefix) : generatedWorkload(spec, prefix, number);
+  const workload =
+    spec.kind === 'cafe'
+      ? cafeWorkload(spec, prefix)
+      : spec.kind === 'inventory'
+        ? inventoryWorkload(spec, prefix)
+        : generatedWorkload(spec, prefix, number);
   const run = new ScheduleRun(schedule, env, workload, `prove-${prefix}`);
   try {
     return await run.execute();
@@ -167,7 +172,11 @@ interface Source {
   take(batchSize: number, wait: boolean): Batch | undefined;
   redeliver(batch: Batch): void;
   /** Acknowledges after a returned response; returns a contract problem of the response, if any, and the ids reported failed. */
-  settle(batch: Batch, outcome: { kind: 'returned'; response: unknown } | { kind: 'failed' }, acknowledgementLost: boolean): { problem: string | undefined; failed: readonly string[] };
+  settle(
+    batch: Batch,
+    outcome: { kind: 'returned'; response: unknown } | { kind: 'failed' },
+    acknowledgementLost: boolean,
+  ): { problem: string | undefined; failed: readonly string[] };
   readonly policyMoves: readonly string[];
   readonly gaveUp: readonly string[];
   readonly intercept?: CallInterceptor;
@@ -213,8 +222,13 @@ class ScheduleRun {
     const schedule = this.#schedule;
     const workload = this.#workload;
     let model: ModelResult = workload.model(schedule.source);
-    const shared = await this.#env.resources.get(schedule.source, workload.consumer, schedule.workload.kind === 'generated' ? {} : workload.tables);
-    const tables = schedule.workload.kind === 'generated' ? await this.#env.resources.generatedTables(schedule.workload.tables) : shared.tables;
+    const shared = await this.#env.resources.get(
+      schedule.source,
+      workload.consumer,
+      schedule.workload.kind === 'generated' ? {} : workload.tables,
+    );
+    const tables =
+      schedule.workload.kind === 'generated' ? await this.#env.resources.generatedTables(schedule.workload.tables) : shared.tables;
     this.#resources = { ...shared, tables };
     const resources = this.#resources;
     const settings = withOverrides({
@@ -224,7 +238,10 @@ class ScheduleRun {
       kafka: { batchSize: schedule.batchSize, topic: workload.consumer },
     });
     this.#maxAttempts = settings.retry.maxAttempts;
-    this.#source = schedule.source === 'kafka' ? this.#kafkaSource(kafkaRetryAttempts(settings)) : this.#sqsSource(maxReceiveCount(settings), settings.queue.visibilityTimeoutSeconds);
+    this.#source =
+      schedule.source === 'kafka'
+        ? this.#kafkaSource(kafkaRetryAttempts(settings))
+        : this.#sqsSource(maxReceiveCount(settings), settings.queue.visibilityTimeoutSeconds);
     this.#pool = new EnvironmentPool({
       dynamoDbEndpoint: this.#env.dynamoDbEndpoint,
       sqsEndpoint: this.#env.sqsEndpoint,
@@ -257,7 +274,12 @@ class ScheduleRun {
     const forced = new Set(
       deadLetters.flatMap((letter) => {
         const key = this.#sent.find((s) => s.sourceId === letter.originalMessageId)?.input.key;
-        return letter.reason === FailureReason.RetriesExhausted && key !== undefined && !workload.redrivable(key) && !exhaustedInOrder(model, key) ? [key] : [];
+        return letter.reason === FailureReason.RetriesExhausted &&
+          key !== undefined &&
+          !workload.redrivable(key) &&
+          !exhaustedInOrder(model, key)
+          ? [key]
+          : [];
       }),
     );
     if (forced.size > 0) model = workload.model(schedule.source, forced);
@@ -271,7 +293,9 @@ class ScheduleRun {
         const sent = this.#sent.find((s) => s.sourceId === letter.originalMessageId);
         return sent?.input.key !== undefined && !exhaustedInOrder(model, sent.input.key) && workload.redrivable(sent.input.key);
       });
-      const safetyNet = [...this.#source.policyMoves, ...this.#source.gaveUp].filter((id) => excused(id) && !this.#sent.find((s) => s.sourceId === id)?.redriven);
+      const safetyNet = [...this.#source.policyMoves, ...this.#source.gaveUp].filter(
+        (id) => excused(id) && !this.#sent.find((s) => s.sourceId === id)?.redriven,
+      );
       if (redrive.length === 0 && safetyNet.length === 0) break;
       deadLetters = deadLetters.filter((letter) => !redrive.includes(letter));
       const again = [...redrive.map((letter) => letter.originalMessageId!), ...safetyNet];
@@ -311,7 +335,8 @@ class ScheduleRun {
       maxAttempts: this.#maxAttempts,
     });
     const byOriginal = new Map<string, number>();
-    for (const letter of deadLetters) byOriginal.set(letter.originalMessageId ?? '', (byOriginal.get(letter.originalMessageId ?? '') ?? 0) + 1);
+    for (const letter of deadLetters)
+      byOriginal.set(letter.originalMessageId ?? '', (byOriginal.get(letter.originalMessageId ?? '') ?? 0) + 1);
     this.#stats.deadLetters = deadLetters.length;
     this.#stats.duplicateDeadLetters = [...byOriginal.values()].reduce((sum, n) => sum + n - 1, 0);
     this.#stats.repeatedEffectRuns = [...workload.effectRuns.values()].reduce((sum, n) => sum + Math.max(0, n - 1), 0);
@@ -327,18 +352,34 @@ class ScheduleRun {
       }
       await this.#heal();
       const letters = await this.#drainDeadLetters();
-      for (const letter of letters) this.#violate(Invariant.replayUnchanged, `delivering ${String(letter.originalMessageId)} again put it in the dead-letter queue as ${String(letter.reason)}`);
+      for (const letter of letters)
+        this.#violate(
+          Invariant.replayUnchanged,
+          `delivering ${String(letter.originalMessageId)} again put it in the dead-letter queue as ${String(letter.reason)}`,
+        );
       const after = snapshot(await read());
       for (const [id, value] of before) {
-        if (after.get(id) !== value) this.#violate(Invariant.replayUnchanged, `delivering the applied events again changed ${id}: ${value.slice(0, 200)} → ${(after.get(id) ?? '(absent)').slice(0, 200)}`);
+        if (after.get(id) !== value)
+          this.#violate(
+            Invariant.replayUnchanged,
+            `delivering the applied events again changed ${id}: ${value.slice(0, 200)} → ${(after.get(id) ?? '(absent)').slice(0, 200)}`,
+          );
       }
-      for (const id of after.keys()) if (!before.has(id)) this.#violate(Invariant.replayUnchanged, `delivering the applied events again created ${id}`);
-      if (!this.#source.drained) this.#violate(Invariant.replayUnchanged, 'the source did not drain after the applied events were delivered again');
+      for (const id of after.keys())
+        if (!before.has(id)) this.#violate(Invariant.replayUnchanged, `delivering the applied events again created ${id}`);
+      if (!this.#source.drained)
+        this.#violate(Invariant.replayUnchanged, 'the source did not drain after the applied events were delivered again');
     }
     await Promise.allSettled(this.#background);
     this.#stats.coldStarts = this.#pool.created;
     this.#stats.deliveries = this.#source.deliveries;
-    return { violations: dedupe([...this.#violations, ...checked]), messages: workload.messages.length, stats: this.#stats, seen: this.#seen, killed: this.#killed };
+    return {
+      violations: dedupe([...this.#violations, ...checked]),
+      messages: workload.messages.length,
+      stats: this.#stats,
+      seen: this.#seen,
+      killed: this.#killed,
+    };
   }
 
   #violate(invariant: Invariant, detail: string): void {
@@ -353,7 +394,9 @@ class ScheduleRun {
   /** The producer's order: the schedule's priorities; FIFO and Kafka keep each group's own order. */
   #sendOrder(messages: readonly InputMessage[]): InputMessage[] {
     const priorities = this.#schedule.sendOrder;
-    const sorted = messages.map((message, i) => ({ message, priority: priorities[i] ?? 0, i })).sort((a, b) => a.priority - b.priority || a.i - b.i);
+    const sorted = messages
+      .map((message, i) => ({ message, priority: priorities[i] ?? 0, i }))
+      .sort((a, b) => a.priority - b.priority || a.i - b.i);
     if (this.#schedule.source === 'sqs') return sorted.map(({ message }) => message);
     const queues = new Map<string, InputMessage[]>();
     for (const message of messages) queues.set(message.group, [...(queues.get(message.group) ?? []), message]);
@@ -417,7 +460,9 @@ class ScheduleRun {
     environment.records.outcomes.length = 0;
     environment.records.metrics.length = 0;
     try {
-      const response = await guard.run(() => environment.handler(batch.event as never, lambdaContext(plan.remainingMs, this.#consumerName, clock)));
+      const response = await guard.run(() =>
+        environment.handler(batch.event as never, lambdaContext(plan.remainingMs, this.#consumerName, clock)),
+      );
       const json = JSON.stringify(response);
       outcome = { kind: 'returned', response: json === undefined ? null : (JSON.parse(json) as unknown) };
     } catch (error) {
@@ -435,7 +480,10 @@ class ScheduleRun {
     if (outcome.kind === 'returned' && !stopped) this.#seen.add(KillPoint.response);
     if (responseLost) this.#killed.add(KillPoint.response);
     if (outcome.kind === 'threw' && !stopped) {
-      this.#violate(Invariant.validResponse, `the handler threw: ${outcome.error instanceof Error ? `${outcome.error.name}: ${outcome.error.message}` : String(outcome.error)}`);
+      this.#violate(
+        Invariant.validResponse,
+        `the handler threw: ${outcome.error instanceof Error ? `${outcome.error.name}: ${outcome.error.message}` : String(outcome.error)}`,
+      );
     }
     this.#env.trace?.(
       `${this.#replaying ? 'replay ' : ''}invocation ${this.#stats.invocations} env ${index}${nested ? ' (concurrent)' : ''} t=${clock.now() - deadline + plan.remainingMs}ms ` +
@@ -462,7 +510,8 @@ class ScheduleRun {
       })) {
         this.#violate(violation.invariant, violation.detail);
       }
-      if (this.#replaying && failed.length > 0) this.#violate(Invariant.replayUnchanged, `delivered again, ${failed.join(', ')} was reported as a batch item failure`);
+      if (this.#replaying && failed.length > 0)
+        this.#violate(Invariant.replayUnchanged, `delivered again, ${failed.join(', ')} was reported as a batch item failure`);
     }
     // A delivery behind a reported message of its FIFO group or Kafka partition was not an attempt.
     const stoppedScopes = new Set<string>();
@@ -529,7 +578,12 @@ class ScheduleRun {
           records = queue.receive(batchSize);
         }
         if (records.length === 0) return undefined;
-        return { event: { Records: records }, ids: records.map((record) => record.messageId), scopes: records.map((record) => (fifo ? record.attributes.MessageGroupId : undefined)), records };
+        return {
+          event: { Records: records },
+          ids: records.map((record) => record.messageId),
+          scopes: records.map((record) => (fifo ? record.attributes.MessageGroupId : undefined)),
+          records,
+        };
       },
       redeliver: (batch) => queue.expireVisibility(batch.ids),
       settle: (batch, outcome, acknowledgementLost) => {
@@ -551,7 +605,13 @@ class ScheduleRun {
           const failedEntries: { Id: string; SenderFault: boolean; Code: string; Message: string }[] = [];
           for (const entry of entries) {
             if (queue.changeVisibility(entry.ReceiptHandle, entry.VisibilityTimeout)) successful.push({ Id: entry.Id });
-            else failedEntries.push({ Id: entry.Id, SenderFault: true, Code: 'ReceiptHandleIsInvalid', Message: 'The receipt handle is not the latest one of a message in flight' });
+            else
+              failedEntries.push({
+                Id: entry.Id,
+                SenderFault: true,
+                Code: 'ReceiptHandleIsInvalid',
+                Message: 'The receipt handle is not the latest one of a message in flight',
+              });
           }
           return jsonResponse({ Successful: successful, Failed: failedEntries });
         };
@@ -573,7 +633,12 @@ class ScheduleRun {
       send: (message, _id, redriveOf) => {
         let group = groups.indexOf(message.group);
         if (group === -1) group = groups.push(message.group) - 1;
-        const { partition, offset } = topic.append(message.group, message.body, group, redriveOf === undefined ? {} : { [REDRIVE_MARK]: redriveOf });
+        const { partition, offset } = topic.append(
+          message.group,
+          message.body,
+          group,
+          redriveOf === undefined ? {} : { [REDRIVE_MARK]: redriveOf },
+        );
         return `${topic.log.topic}-${partition}@${offset}`;
       },
       get drained() {
@@ -588,7 +653,12 @@ class ScheduleRun {
       take: () => {
         const batch = topic.poll();
         if (batch === undefined) return undefined;
-        return { event: batch.event, ids: batch.records.map((r) => `${r.topic}-${r.partition}@${r.offset}`), scopes: batch.records.map((r) => `${r.topic}-${r.partition}`), kafka: batch };
+        return {
+          event: batch.event,
+          ids: batch.records.map((r) => `${r.topic}-${r.partition}@${r.offset}`),
+          scopes: batch.records.map((r) => `${r.topic}-${r.partition}`),
+          kafka: batch,
+        };
       },
       redeliver: (batch) => topic.rebalance(batch.kafka!),
       settle: (batch, outcome, acknowledgementLost) => {
@@ -598,7 +668,9 @@ class ScheduleRun {
         }
         const problem = kafkaResponseProblem(outcome.response, batch.event as KafkaEvent);
         topic.settle(batch.kafka!, outcome, acknowledgementLost);
-        const failures = (outcome.response as { batchItemFailures?: { itemIdentifier?: { partition?: string; offset?: number } }[] } | null)?.batchItemFailures ?? [];
+        const failures =
+          (outcome.response as { batchItemFailures?: { itemIdentifier?: { partition?: string; offset?: number } }[] } | null)
+            ?.batchItemFailures ?? [];
         return { problem, failed: failures.map((f) => `${String(f.itemIdentifier?.partition)}@${String(f.itemIdentifier?.offset)}`) };
       },
       policyMoves: [],
@@ -630,7 +702,11 @@ function dedupe(violations: readonly Violation[]): Violation[] {
 }
 
 /** What is stored, as comparable prints by id. */
-function snapshot(stored: { inbox: ReadonlyMap<string, unknown>; outbox: ReadonlyMap<string, unknown>; business: { items: ReadonlyMap<string, unknown>; effectRecords: ReadonlyMap<string, number> } }): Map<string, string> {
+function snapshot(stored: {
+  inbox: ReadonlyMap<string, unknown>;
+  outbox: ReadonlyMap<string, unknown>;
+  business: { items: ReadonlyMap<string, unknown>; effectRecords: ReadonlyMap<string, number> };
+}): Map<string, string> {
   const prints = new Map<string, string>();
   for (const [key, row] of stored.inbox) prints.set(`inbox ${key}`, print(row));
   for (const [key, items] of stored.outbox) prints.set(`outbox ${key}`, print(items));
@@ -641,7 +717,15 @@ function snapshot(stored: { inbox: ReadonlyMap<string, unknown>; outbox: Readonl
 
 /** A Lambda context (the local runtime's) whose deadline is `remainingMs` from now on the suite's clock. */
 function lambdaContext(remainingMs: number, functionName: string, clock: VirtualClock): Context {
-  return createLambdaContext({ functionName, region: 'us-east-1', accountId: '000000000000', timeoutSeconds: remainingMs / 1000, memorySizeMb: 1024, logStreamName: 'prove', now: clock.now });
+  return createLambdaContext({
+    functionName,
+    region: 'us-east-1',
+    accountId: '000000000000',
+    timeoutSeconds: remainingMs / 1000,
+    memorySizeMb: 1024,
+    logStreamName: 'prove',
+    now: clock.now,
+  });
 }
 
 /** A JSON answer of the SQS service (AWS JSON 1.0). */
@@ -659,17 +743,21 @@ function jsonResponse(body: unknown): RawResponse {
  * on a FIFO queue, every message of a group after a reported one reported too.
  */
 export function sqsResponseProblem(response: unknown, records: readonly SQSRecord[], fifo: boolean): string | undefined {
-  if (response === null || typeof response !== 'object' || Array.isArray(response)) return `the response is not an object: ${JSON.stringify(response)}`;
+  if (response === null || typeof response !== 'object' || Array.isArray(response))
+    return `the response is not an object: ${JSON.stringify(response)}`;
   const keys = Object.keys(response);
-  if (canonicalJson(keys) !== '["batchItemFailures"]') return `the response has keys ${JSON.stringify(keys)}, not exactly "batchItemFailures"`;
+  if (canonicalJson(keys) !== '["batchItemFailures"]')
+    return `the response has keys ${JSON.stringify(keys)}, not exactly "batchItemFailures"`;
   const failures = (response as { batchItemFailures: unknown }).batchItemFailures;
   if (!Array.isArray(failures)) return 'batchItemFailures is not a list';
   const ids = new Set(records.map((record) => record.messageId));
   const reported = new Set<string>();
   for (const failure of failures as unknown[]) {
     const entry = failure as { itemIdentifier?: unknown } | null;
-    if (entry === null || typeof entry !== 'object' || canonicalJson(Object.keys(entry)) !== '["itemIdentifier"]') return `a batch item failure is not {"itemIdentifier":…}: ${JSON.stringify(failure)}`;
-    if (typeof entry.itemIdentifier !== 'string' || !ids.has(entry.itemIdentifier)) return `itemIdentifier ${JSON.stringify(entry.itemIdentifier)} is not a messageId of the batch`;
+    if (entry === null || typeof entry !== 'object' || canonicalJson(Object.keys(entry)) !== '["itemIdentifier"]')
+      return `a batch item failure is not {"itemIdentifier":…}: ${JSON.stringify(failure)}`;
+    if (typeof entry.itemIdentifier !== 'string' || !ids.has(entry.itemIdentifier))
+      return `itemIdentifier ${JSON.stringify(entry.itemIdentifier)} is not a messageId of the batch`;
     if (reported.has(entry.itemIdentifier)) return `${entry.itemIdentifier} is reported twice`;
     reported.add(entry.itemIdentifier);
   }
@@ -677,7 +765,8 @@ export function sqsResponseProblem(response: unknown, records: readonly SQSRecor
     const stopped = new Set<string>();
     for (const record of records) {
       const group = record.attributes.MessageGroupId ?? '';
-      if (stopped.has(group) && !reported.has(record.messageId)) return `FIFO: ${record.messageId} of group ${group} follows a reported message but is not reported`;
+      if (stopped.has(group) && !reported.has(record.messageId))
+        return `FIFO: ${record.messageId} of group ${group} follows a reported message but is not reported`;
       if (reported.has(record.messageId)) stopped.add(group);
     }
   }
@@ -690,7 +779,8 @@ export function sqsResponseProblem(response: unknown, records: readonly SQSRecor
  * and in each partition every record after a reported one reported too.
  */
 export function kafkaResponseProblem(response: unknown, event: KafkaEvent): string | undefined {
-  if (response === null || typeof response !== 'object' || Array.isArray(response)) return `the response is not an object: ${JSON.stringify(response)}`;
+  if (response === null || typeof response !== 'object' || Array.isArray(response))
+    return `the response is not an object: ${JSON.stringify(response)}`;
   const failures = (response as { batchItemFailures?: unknown }).batchItemFailures;
   if (!Array.isArray(failures)) return 'batchItemFailures is not a list';
   const reported = new Map<string, Set<number>>();
@@ -698,7 +788,11 @@ export function kafkaResponseProblem(response: unknown, event: KafkaEvent): stri
     const identifier = (failure as { itemIdentifier?: { partition?: unknown; offset?: unknown } } | null)?.itemIdentifier;
     const partition = identifier?.partition;
     const offset = identifier?.offset;
-    if (typeof partition !== 'string' || typeof offset !== 'number' || !(event.records[partition] ?? []).some((record) => record.offset === offset)) {
+    if (
+      typeof partition !== 'string' ||
+      typeof offset !== 'number' ||
+      !(event.records[partition] ?? []).some((record) => record.offset === offset)
+    ) {
       return `a batch item failure is not a record of the batch: ${JSON.stringify(failure)}`;
     }
     reported.set(partition, (reported.get(partition) ?? new Set()).add(offset));
@@ -706,7 +800,8 @@ export function kafkaResponseProblem(response: unknown, event: KafkaEvent): stri
   for (const [partition, offsets] of reported) {
     const first = Math.min(...offsets);
     const missing = (event.records[partition] ?? []).filter((record) => record.offset > first && !offsets.has(record.offset));
-    if (missing.length > 0) return `partition ${partition}: offsets ${missing.map((r) => r.offset).join(', ')} follow reported offset ${first} but are not reported`;
+    if (missing.length > 0)
+      return `partition ${partition}: offsets ${missing.map((r) => r.offset).join(', ')} follow reported offset ${first} but are not reported`;
   }
   return undefined;
 }

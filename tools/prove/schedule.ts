@@ -35,7 +35,6 @@ export type ProveWorkload = (typeof proveWorkloads)[number];
 export const kafkaRetryReadings = ['resume-from-lowest-offset', 'retry-reported-records'] as const;
 export type KafkaRetryReading = (typeof kafkaRetryReadings)[number];
 
-
 /** Valid event sequences of one café order, as a producer emits them. */
 export const cafePaths = ['placed', 'paid', 'shipped', 'delivered', 'cancelled', 'paid-cancelled'] as const;
 export type CafePath = (typeof cafePaths)[number];
@@ -236,7 +235,13 @@ function killArbitrary(target: KillPoint | undefined): fc.Arbitrary<Kill | undef
 
 const faultArbitrary: fc.Arbitrary<Fault> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ call: fc.integer({ min: 0, max: 12 }), kind: fc.constantFrom(...faultKinds) }) },
-  { weight: 1, arbitrary: fc.record({ at: fc.constantFrom(...killPoints.filter((point) => point !== 'response')), kind: fc.constantFrom(...faultKinds) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      at: fc.constantFrom(...killPoints.filter((point) => point !== 'response')),
+      kind: fc.constantFrom(...faultKinds),
+    }),
+  },
 );
 
 function invocationArbitrary(target: KillPoint | undefined): fc.Arbitrary<InvocationPlan> {
@@ -257,7 +262,14 @@ function invocationArbitrary(target: KillPoint | undefined): fc.Arbitrary<Invoca
       callCostMs: fc.constantFrom(0, 0, 0, 10, 500, 2_000),
       kill: killArbitrary(target),
       faults: fc.array(faultArbitrary, { maxLength: 3 }),
-      overlap: sometimes(fc.record({ atCall: fc.integer({ min: 0, max: 6 }), redeliver: fc.boolean(), resume: fc.constantFrom('after' as const, 'during' as const) }), 0.15),
+      overlap: sometimes(
+        fc.record({
+          atCall: fc.integer({ min: 0, max: 6 }),
+          redeliver: fc.boolean(),
+          resume: fc.constantFrom('after' as const, 'during' as const),
+        }),
+        0.15,
+      ),
       acknowledgementLost: sometimes(fc.constant(true as const), 0.08),
     },
     { requiredKeys: ['environment', 'remainingMs', 'callCostMs', 'faults'] },
@@ -289,7 +301,10 @@ export function scheduleArbitrary(options: ScheduleArbitraryOptions): fc.Arbitra
   const consumers = options.consumers ?? proveConsumers;
   const choice = options.workload ?? 'examples';
   const examples = consumers.map((consumer) => ({ weight: 1, arbitrary: consumer === 'cafe' ? cafeWorkload : inventoryWorkload }));
-  const generated = { weight: Math.max(1, examples.length), arbitrary: generatedWorkloadArbitrary(options.source) as fc.Arbitrary<WorkloadSpec> };
+  const generated = {
+    weight: Math.max(1, examples.length),
+    arbitrary: generatedWorkloadArbitrary(options.source) as fc.Arbitrary<WorkloadSpec>,
+  };
   const workload =
     options.target !== undefined
       ? fc.constant(options.target === 'snapshot' ? targetedSnapshotWorkload : targetedWorkload)
@@ -300,15 +315,23 @@ export function scheduleArbitrary(options: ScheduleArbitraryOptions): fc.Arbitra
     workload,
     sendOrder: fc.array(fc.integer({ min: 0, max: 20 }), { maxLength: 20 }),
     // Generated consumers often get small batches: an item's events then spread over invocations and execution environments.
-    batchSize: choice === 'examples' ? fc.integer({ min: 1, max: 10 }) : fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 10 })),
+    batchSize:
+      choice === 'examples' ? fc.integer({ min: 1, max: 10 }) : fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 10 })),
     environments: fc.integer({ min: 1, max: 3 }),
     kafka: fc.record({ partitions: fc.integer({ min: 1, max: 3 }), retryReading: fc.constantFrom(...kafkaRetryReadings) }),
     receiveSeed: fc.integer({ min: 0, max: 1_000_000 }),
     staleReceiptDeletes: fc.boolean(),
     invocations: fc
-      .array(invocationArbitrary(options.target), { minLength: options.target !== undefined ? 12 : 0, maxLength: options.target !== undefined ? 16 : 12 })
+      .array(invocationArbitrary(options.target), {
+        minLength: options.target !== undefined ? 12 : 0,
+        maxLength: options.target !== undefined ? 16 : 12,
+      })
       // A lock's record is read only when another invocation left the lock: every other invocation crashes after taking one.
-      .map((plans) => (options.target === 'side-effect record read' ? plans.map((plan, i) => (i % 2 === 0 ? { ...plan, kill: { before: 'side effect' as const } } : plan)) : plans)),
+      .map((plans) =>
+        options.target === 'side-effect record read'
+          ? plans.map((plan, i) => (i % 2 === 0 ? { ...plan, kill: { before: 'side effect' as const } } : plan))
+          : plans,
+      ),
   });
 }
 
@@ -420,7 +443,8 @@ export function parseSchedule(value: unknown): Schedule {
       if (typeof overlap.redeliver !== 'boolean') fail(`${at}.overlap.redeliver`, 'true or false');
       oneOf(overlap.resume, `${at}.overlap.resume`, ['after', 'during'] as const);
     }
-    if (plan.acknowledgementLost !== undefined && typeof plan.acknowledgementLost !== 'boolean') fail(`${at}.acknowledgementLost`, 'true or false');
+    if (plan.acknowledgementLost !== undefined && typeof plan.acknowledgementLost !== 'boolean')
+      fail(`${at}.acknowledgementLost`, 'true or false');
   });
   return value as Schedule;
 }

@@ -42,14 +42,20 @@ export interface DeadLetter {
 export const OUTBOX_POSITIONS = 3;
 
 /** Reads items by key with `BatchGetItem`, consistently, 100 keys per request; returns them by the given ids. */
-async function batchGet(client: DynamoDBDocumentClient, tableName: string, keys: ReadonlyMap<string, Record<string, unknown>>): Promise<Map<string, Record<string, unknown>>> {
+async function batchGet(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  keys: ReadonlyMap<string, Record<string, unknown>>,
+): Promise<Map<string, Record<string, unknown>>> {
   const pk = tableKeys.inbox.partitionKey;
   const byPk = new Map<string, string>();
   for (const [id, key] of keys) byPk.set(String(key[pk]), id);
   const found = new Map<string, Record<string, unknown>>();
   const all = [...keys.values()];
   for (let i = 0; i < all.length; i += 100) {
-    let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: true }> | undefined = { [tableName]: { Keys: all.slice(i, i + 100), ConsistentRead: true } };
+    let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: true }> | undefined = {
+      [tableName]: { Keys: all.slice(i, i + 100), ConsistentRead: true },
+    };
     for (let round = 0; request !== undefined && Object.keys(request).length > 0; round += 1) {
       if (round > 10) throw new Error('DynamoDB kept keys unprocessed');
       const output = await client.send(new BatchGetCommand({ RequestItems: request }));
@@ -64,16 +70,27 @@ async function batchGet(client: DynamoDBDocumentClient, tableName: string, keys:
 }
 
 /** The inbox rows of these idempotency keys, by key. */
-export async function readInboxRows(client: DynamoDBDocumentClient, inboxTable: string, consumerName: string, keys: readonly string[]): Promise<Map<string, StoredInboxRow>> {
+export async function readInboxRows(
+  client: DynamoDBDocumentClient,
+  inboxTable: string,
+  consumerName: string,
+  keys: readonly string[],
+): Promise<Map<string, StoredInboxRow>> {
   const wanted = new Map(keys.map((key) => [key, inboxKey(consumerName, key) as Record<string, unknown>]));
   const found = await batchGet(client, inboxTable, wanted);
   const rows = new Map<string, StoredInboxRow>();
-  for (const [key, item] of found) rows.set(key, { status: String(item.status), messageId: String(item.messageId), payloadHash: String(item.payloadHash) });
+  for (const [key, item] of found)
+    rows.set(key, { status: String(item.status), messageId: String(item.messageId), payloadHash: String(item.payloadHash) });
   return rows;
 }
 
 /** The skips of these SQS messages' attempt records (`<consumer>#attempt#sqs:<message id>`), by message id. */
-export async function readAttemptSkips(client: DynamoDBDocumentClient, inboxTable: string, consumerName: string, messageIds: readonly string[]): Promise<Map<string, number>> {
+export async function readAttemptSkips(
+  client: DynamoDBDocumentClient,
+  inboxTable: string,
+  consumerName: string,
+  messageIds: readonly string[],
+): Promise<Map<string, number>> {
   const pk = tableKeys.inbox.partitionKey;
   const wanted = new Map(messageIds.map((id) => [id, { [pk]: `${consumerName}#attempt#sqs:${id}` } as Record<string, unknown>]));
   const found = await batchGet(client, inboxTable, wanted);
@@ -81,7 +98,13 @@ export async function readAttemptSkips(client: DynamoDBDocumentClient, inboxTabl
 }
 
 /** The outbox items of these idempotency keys at positions 0..`positions`−1, by key. */
-export async function readOutboxItems(client: DynamoDBDocumentClient, inboxTable: string, consumerName: string, keys: readonly string[], positions = OUTBOX_POSITIONS): Promise<Map<string, StoredOutboxItem[]>> {
+export async function readOutboxItems(
+  client: DynamoDBDocumentClient,
+  inboxTable: string,
+  consumerName: string,
+  keys: readonly string[],
+  positions = OUTBOX_POSITIONS,
+): Promise<Map<string, StoredOutboxItem[]>> {
   const pk = tableKeys.inbox.partitionKey;
   const wanted = new Map<string, Record<string, unknown>>();
   for (const key of keys) {
@@ -93,7 +116,12 @@ export async function readOutboxItems(client: DynamoDBDocumentClient, inboxTable
   const items = new Map<string, StoredOutboxItem[]>();
   for (const [id, item] of found) {
     const key = id.slice(id.indexOf('\u0000') + 1);
-    items.set(key, [...(items.get(key) ?? []), { body: String(item.body), position: Number(item.position), destination: String(item.destination) }].sort((a, b) => a.position - b.position));
+    items.set(
+      key,
+      [...(items.get(key) ?? []), { body: String(item.body), position: Number(item.position), destination: String(item.destination) }].sort(
+        (a, b) => a.position - b.position,
+      ),
+    );
   }
   return items;
 }
@@ -106,7 +134,14 @@ export async function drainDeadLetters(sqs: SQSClient, queueUrl: string): Promis
   const letters: DeadLetter[] = [];
   for (let empty = 0; empty < 2; ) {
     const output = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 300, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: 300,
+        MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['All'],
+      }),
     );
     const messages = output.Messages ?? [];
     if (messages.length === 0) {
@@ -125,7 +160,12 @@ export async function drainDeadLetters(sqs: SQSClient, queueUrl: string): Promis
         bodyEncoding: info?.context.bodyEncoding,
       });
     }
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: messages.map((message, i) => ({ Id: String(i), ReceiptHandle: message.ReceiptHandle! })) }));
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: messages.map((message, i) => ({ Id: String(i), ReceiptHandle: message.ReceiptHandle! })),
+      }),
+    );
   }
   return letters;
 }

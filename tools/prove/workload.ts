@@ -9,7 +9,14 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { FailureReason, type IdempotentConsumerOptions, type Item, type OutgoingMessage, type SideEffectRequest, type TableDefinition } from 'idempotent-consumer';
+import {
+  FailureReason,
+  type IdempotentConsumerOptions,
+  type Item,
+  type OutgoingMessage,
+  type SideEffectRequest,
+  type TableDefinition,
+} from 'idempotent-consumer';
 import { classify } from 'idempotent-consumer/internal';
 import { canonicalJson } from 'idempotent-consumer/internal';
 import type { ProveConsumer, ProveSource } from './schedule.js';
@@ -132,7 +139,10 @@ export const ATTRIBUTABLE_ERRORS: readonly string[] = [FailureReason.InvalidWrit
  * on every source, every exhausted event redriven, no error of the example's attributable to
  * another message.
  */
-export function inOrderParts(options: IdempotentConsumerOptions<never>, messages: readonly InputMessage[]): Pick<Workload, 'model' | 'redrivable' | 'attributableErrors' | 'ownErrors' | 'outboxPositions'> {
+export function inOrderParts(
+  options: IdempotentConsumerOptions<never>,
+  messages: readonly InputMessage[],
+): Pick<Workload, 'model' | 'redrivable' | 'attributableErrors' | 'ownErrors' | 'outboxPositions'> {
   let model: ModelResult | undefined;
   const get = () => (model ??= inOrderModel(options, messages));
   return {
@@ -168,7 +178,8 @@ export function parseEvent(options: IdempotentConsumerOptions<never>, body: stri
   if (options.parse !== undefined) return options.parse(json);
   const result = options.schema!['~standard'].validate(json);
   if (result instanceof Promise) throw new Error('the in-order model needs a synchronous schema');
-  if (result.issues !== undefined) throw new Error(`the model's event fails the schema: ${result.issues.map((issue) => issue.message).join('; ')}`);
+  if (result.issues !== undefined)
+    throw new Error(`the model's event fails the schema: ${result.issues.map((issue) => issue.message).join('; ')}`);
   return result.value;
 }
 

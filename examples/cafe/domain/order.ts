@@ -83,12 +83,17 @@ export interface OrderChange {
  */
 export function decideOrder(order: Order | undefined, event: OrderEvent, ledgerRules: ReadonlySet<PointsRule> = new Set()): OrderChange {
   const at = (status: OrderStatus): HistoryEntry => ({ status, eventId: event.eventId, occurredAt: event.occurredAt });
-  const waitFor = (what: string) => new PredecessorNotApplied(`${event.type} ${event.eventId} for order ${event.orderId} waits for ${what}`);
+  const waitFor = (what: string) =>
+    new PredecessorNotApplied(`${event.type} ${event.eventId} for order ${event.orderId} waits for ${what}`);
   const never = (why: string) => new BusinessRuleViolation(`${event.type} ${event.eventId} cannot apply to order ${event.orderId}: ${why}`);
 
   if (event.type === OrderEventType.OrderPlaced) {
     if (order !== undefined) throw never(`the order was already placed by ${order.history[0]?.eventId ?? 'another event'}`);
-    return { next: { orderId: event.orderId, status: OrderStatus.Created, history: [at(OrderStatus.Created)], pointsAwarded: 0 }, ledger: [], paymentReceived: undefined };
+    return {
+      next: { orderId: event.orderId, status: OrderStatus.Created, history: [at(OrderStatus.Created)], pointsAwarded: 0 },
+      ledger: [],
+      paymentReceived: undefined,
+    };
   }
   if (order === undefined) throw waitFor('its OrderPlaced');
 
@@ -101,7 +106,8 @@ export function decideOrder(order: Order | undefined, event: OrderEvent, ledgerR
 
   switch (event.type) {
     case OrderEventType.OrderPaid: {
-      if (ledgerRules.has(PointsRule.Purchase)) throw never('it already has a ledger entry for rule purchase: points are awarded once per order and rule');
+      if (ledgerRules.has(PointsRule.Purchase))
+        throw never('it already has a ledger entry for rule purchase: points are awarded once per order and rule');
       const paid = (status: OrderStatus): OrderChange => ({
         ...move(OrderStatus.Paid, { pointsAwarded: order.pointsAwarded + event.points }, status),
         ledger: [{ orderId: event.orderId, rule: PointsRule.Purchase, points: event.points, eventId: event.eventId }],

@@ -84,7 +84,7 @@ export class CafeStack extends Stack {
 
     if (tableEncryption === TableEncryption.CUSTOMER_MANAGED) {
       this.tableEncryptionKey = new Key(this, 'TableKey', {
-        description: 'Encrypts the café consumer\'s orders, inbox and idempotency tables',
+        description: "Encrypts the café consumer's orders, inbox and idempotency tables",
         enableKeyRotation: true,
         // The retained tables stay readable only as long as their key exists.
         removalPolicy: RemovalPolicy.RETAIN,

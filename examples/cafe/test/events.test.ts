@@ -4,8 +4,20 @@ import { body } from './bodies.js';
 
 describe('parseOrderEvent (the café events)', () => {
   it('accepts each of the five event types', () => {
-    const bodies = [body.placed('e-1', 'O-1'), body.paid('e-2', 'O-1', 10), body.shipped('e-3', 'O-1'), body.delivered('e-4', 'O-1'), body.cancelled('e-5', 'O-1')];
-    expect(bodies.map((b) => parseOrderEvent(b).type)).toEqual(['OrderPlaced', 'OrderPaid', 'OrderShipped', 'OrderDelivered', 'OrderCancelled']);
+    const bodies = [
+      body.placed('e-1', 'O-1'),
+      body.paid('e-2', 'O-1', 10),
+      body.shipped('e-3', 'O-1'),
+      body.delivered('e-4', 'O-1'),
+      body.cancelled('e-5', 'O-1'),
+    ];
+    expect(bodies.map((b) => parseOrderEvent(b).type)).toEqual([
+      'OrderPlaced',
+      'OrderPaid',
+      'OrderShipped',
+      'OrderDelivered',
+      'OrderCancelled',
+    ]);
   });
 
   it('keeps unknown fields out of the event', () => {
@@ -26,6 +38,8 @@ describe('parseOrderEvent (the café events)', () => {
   });
 
   it('never puts free text from the body in the error (an unknown type that looks like an e-mail address)', () => {
-    expect(() => parseOrderEvent({ eventId: 'e', type: 'alice@example.com', orderId: 'O' })).toThrow(expect.objectContaining({ message: expect.not.stringContaining('alice') }));
+    expect(() => parseOrderEvent({ eventId: 'e', type: 'alice@example.com', orderId: 'O' })).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining('alice') }),
+    );
   });
 });

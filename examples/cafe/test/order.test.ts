@@ -58,10 +58,18 @@ describe('decide: the order state machine', () => {
   it.each([
     ['OrderShipped for a Cancelled order', [body.placed('e-1', 'O-1'), body.cancelled('e-5', 'O-1')], body.shipped('e-3', 'O-1')],
     ['OrderDelivered for a Cancelled order', [body.placed('e-1', 'O-1'), body.cancelled('e-5', 'O-1')], body.delivered('e-4', 'O-1')],
-    ['OrderCancelled for a Shipped order', [body.placed('e-1', 'O-1'), body.paid('e-2', 'O-1'), body.shipped('e-3', 'O-1')], body.cancelled('e-5', 'O-1')],
+    [
+      'OrderCancelled for a Shipped order',
+      [body.placed('e-1', 'O-1'), body.paid('e-2', 'O-1'), body.shipped('e-3', 'O-1')],
+      body.cancelled('e-5', 'O-1'),
+    ],
     ['a second OrderPlaced', [body.placed('e-1', 'O-1')], body.placed('e-9', 'O-1')],
     ['a second OrderPaid', [body.placed('e-1', 'O-1'), body.paid('e-2', 'O-1')], body.paid('e-9', 'O-1')],
-    ['OrderPaid after a cancellation that happened first', [body.placed('e-1', 'O-1', 0), body.cancelled('e-5', 'O-1', 1)], body.paid('e-2', 'O-1', 10, 2)],
+    [
+      'OrderPaid after a cancellation that happened first',
+      [body.placed('e-1', 'O-1', 0), body.cancelled('e-5', 'O-1', 1)],
+      body.paid('e-2', 'O-1', 10, 2),
+    ],
   ])('%s is non-retryable (BusinessRuleViolation)', (_what, before, next) => {
     const state = applyAll(before.map(event));
     expect(() => decide(state.order, event(next), state.ledger)).toThrow(BusinessRuleViolation);

@@ -13,23 +13,42 @@ import { type TestResources, testResources, describeUnlessDeployedStack } from '
 import { inventoryConsumerOptions } from '../consumer.js';
 import { inventoryTables } from '../settings.js';
 
-const describe = describeUnlessDeployedStack('the inventory consumer\'s tables, not the deployed café\'s');
+const describe = describeUnlessDeployedStack("the inventory consumer's tables, not the deployed café's");
 
 const at = '2026-03-01T10:00:00Z';
 const received = (requestId: string, sku: string, quantity: number) => ({ requestId, kind: 'StockReceived', sku, quantity, at });
-const reserve = (requestId: string, sku: string, reservationId: string, quantity: number) => ({ requestId, kind: 'ReservationRequested', sku, reservationId, quantity, at });
-const release = (requestId: string, sku: string, reservationId: string) => ({ requestId, kind: 'ReservationReleased', sku, reservationId, at });
+const reserve = (requestId: string, sku: string, reservationId: string, quantity: number) => ({
+  requestId,
+  kind: 'ReservationRequested',
+  sku,
+  reservationId,
+  quantity,
+  at,
+});
+const release = (requestId: string, sku: string, reservationId: string) => ({
+  requestId,
+  kind: 'ReservationReleased',
+  sku,
+  reservationId,
+  at,
+});
 
 describe('the inventory example', () => {
   let env: TestResources;
   const outcomes: OutcomeRecord[] = [];
   let handler: ReturnType<typeof createIdempotentConsumer>;
-  const record = (messageId: string, body: object, receiveCount = 1) => sqsRecord(messageId, body as Record<string, unknown>, { receiveCount, queueArn: env.resources.queueArn });
-  const stock = async (sku: string) => (await env.documentClient.send(new GetCommand({ TableName: env.resources.tables.stock, Key: { sku }, ConsistentRead: true }))).Item;
+  const record = (messageId: string, body: object, receiveCount = 1) =>
+    sqsRecord(messageId, body as Record<string, unknown>, { receiveCount, queueArn: env.resources.queueArn });
+  const stock = async (sku: string) =>
+    (await env.documentClient.send(new GetCommand({ TableName: env.resources.tables.stock, Key: { sku }, ConsistentRead: true }))).Item;
 
   beforeAll(async () => {
     env = await testResources('inventory', inventoryTables, { consumerName: 'inventory-reservations' });
-    handler = createIdempotentConsumer(inventoryConsumerOptions, { environment: env.environment, clients: { dynamoDb: env.dynamoDb, sqs: env.sqs }, observer: { onOutcome: (o) => outcomes.push(o) } });
+    handler = createIdempotentConsumer(inventoryConsumerOptions, {
+      environment: env.environment,
+      clients: { dynamoDb: env.dynamoDb, sqs: env.sqs },
+      observer: { onOutcome: (o) => outcomes.push(o) },
+    });
   });
   afterAll(() => env.dispose());
 
@@ -55,7 +74,11 @@ describe('the inventory example', () => {
     const early = await handler(sqsEvent(record('m-5', release('r-5', 'SKU-2', 'res-x'))), lambdaContext());
     expect(early).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-5' }] });
     const later = await handler(
-      sqsEvent(record('m-6', received('r-6', 'SKU-2', 3)), record('m-7', reserve('r-7', 'SKU-2', 'res-x', 3)), record('m-5', release('r-5', 'SKU-2', 'res-x'), 2)),
+      sqsEvent(
+        record('m-6', received('r-6', 'SKU-2', 3)),
+        record('m-7', reserve('r-7', 'SKU-2', 'res-x', 3)),
+        record('m-5', release('r-5', 'SKU-2', 'res-x'), 2),
+      ),
       lambdaContext(),
     );
     expect(later).toEqual({ batchItemFailures: [] });
@@ -64,14 +87,24 @@ describe('the inventory example', () => {
 
   it('applies nothing twice when the whole history is delivered again', async () => {
     const before = await stock('SKU-1');
-    const again = await handler(sqsEvent(record('m-1', received('r-1', 'SKU-1', 5), 2), record('m-2', reserve('r-2', 'SKU-1', 'res-a', 2), 2), record('m-3', reserve('r-3', 'SKU-1', 'res-b', 2), 2)), lambdaContext());
+    const again = await handler(
+      sqsEvent(
+        record('m-1', received('r-1', 'SKU-1', 5), 2),
+        record('m-2', reserve('r-2', 'SKU-1', 'res-a', 2), 2),
+        record('m-3', reserve('r-3', 'SKU-1', 'res-b', 2), 2),
+      ),
+      lambdaContext(),
+    );
     expect(again).toEqual({ batchItemFailures: [] });
     expect(await stock('SKU-1')).toEqual(before);
     expect(outcomes.slice(-3).map((o) => o.outcome)).toEqual(['duplicate', 'duplicate', 'duplicate']);
   });
 
   it("dead-letters a reservation id reused by another request with the example's own reason", async () => {
-    await handler(sqsEvent(record('m-8', received('r-8', 'SKU-3', 10)), record('m-9', reserve('r-9', 'SKU-3', 'res-y', 1))), lambdaContext());
+    await handler(
+      sqsEvent(record('m-8', received('r-8', 'SKU-3', 10)), record('m-9', reserve('r-9', 'SKU-3', 'res-y', 1))),
+      lambdaContext(),
+    );
     await deadLetters(env);
     await handler(sqsEvent(record('m-10', reserve('r-10', 'SKU-3', 'res-y', 1))), lambdaContext());
     expect(outcomes.at(-1)).toMatchObject({ outcome: 'dead-lettered', reason: 'ReservationExists' });

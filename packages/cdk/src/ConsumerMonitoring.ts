@@ -138,7 +138,14 @@ export class ConsumerMonitoring extends Construct {
       new Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap: { service: serviceName }, statistic, period, label });
     // Built from names, so that an imported queue or function (IQueue, IFunction) is watched too.
     const queueMetric = (queueName: string, metricName: string, label?: string) =>
-      new Metric({ namespace: 'AWS/SQS', metricName, dimensionsMap: { QueueName: queueName }, statistic: 'Maximum', period: oneMinute, label });
+      new Metric({
+        namespace: 'AWS/SQS',
+        metricName,
+        dimensionsMap: { QueueName: queueName },
+        statistic: 'Maximum',
+        period: oneMinute,
+        label,
+      });
     const functionMetric = (metricName: string, statistic: string, period: Duration, label?: string) =>
       new Metric({
         namespace: 'AWS/Lambda',
@@ -155,13 +162,16 @@ export class ConsumerMonitoring extends Construct {
 
     this.topic = this.createTopic(serviceName, props.alarmEmail);
     const action = new SnsAction(this.topic);
-    const alarm = (alarmId: string, alarmProps: {
-      metric: IMetric;
-      threshold: number;
-      evaluationPeriods?: number;
-      treatMissingData?: TreatMissingData;
-      description: string;
-    }): Alarm => {
+    const alarm = (
+      alarmId: string,
+      alarmProps: {
+        metric: IMetric;
+        threshold: number;
+        evaluationPeriods?: number;
+        treatMissingData?: TreatMissingData;
+        description: string;
+      },
+    ): Alarm => {
       const created = new Alarm(this, alarmId, {
         metric: alarmProps.metric,
         threshold: alarmProps.threshold,
@@ -266,14 +276,10 @@ export class ConsumerMonitoring extends Construct {
         graph('Dead-lettered by failureReason (messages)', [deadLetteredByReason]),
       ],
       [
-        graph('Dead-letter queue depth (messages)', [
-          visibleInDeadLetterQueue('Visible'),
-        ]),
-        graph(
-          'Oldest message age in the source queue (seconds)',
-          [oldestMessageAge('Oldest message age')],
-          { leftAnnotations: [{ value: oldestAgeThreshold, label: 'alarm threshold' }] },
-        ),
+        graph('Dead-letter queue depth (messages)', [visibleInDeadLetterQueue('Visible')]),
+        graph('Oldest message age in the source queue (seconds)', [oldestMessageAge('Oldest message age')], {
+          leftAnnotations: [{ value: oldestAgeThreshold, label: 'alarm threshold' }],
+        }),
         graph(
           'Processing latency per message (milliseconds)',
           ['p50', 'p90', 'p99'].map((statistic) => consumerMetric(MetricName.ProcessingLatency, statistic, statistic)),
@@ -293,7 +299,14 @@ export class ConsumerMonitoring extends Construct {
         graph('Function concurrency', [functionMetric('ConcurrentExecutions', 'Maximum', oneMinute, 'Concurrent executions')]),
       ],
       ...(kafkaOn
-        ? [[graph('Kafka offset lag (records)', [offsetLag(oneMinute, 'Offset lag')], { width: 24, leftAnnotations: [{ value: offsetLagThreshold, label: 'alarm threshold' }] })]]
+        ? [
+            [
+              graph('Kafka offset lag (records)', [offsetLag(oneMinute, 'Offset lag')], {
+                width: 24,
+                leftAnnotations: [{ value: offsetLagThreshold, label: 'alarm threshold' }],
+              }),
+            ],
+          ]
         : []),
     ];
     for (const row of rows) this.dashboard.addWidgets(...row);

@@ -1,6 +1,18 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { Annotations, ArnFormat, Aws, type CfnElement, CfnOutput, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import {
+  Annotations,
+  ArnFormat,
+  Aws,
+  type CfnElement,
+  CfnOutput,
+  Duration,
+  Names,
+  RemovalPolicy,
+  Stack,
+  Token,
+  Validations,
+} from 'aws-cdk-lib';
 import { AttributeType, BillingMode, type ITable, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
@@ -55,7 +67,6 @@ export const ConsumerTableActions = {
   /** Powertools idempotency's persistence layer (the side-effect guard). */
   idempotency: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
 } as const;
-
 
 /**
  * The Lambda runtime. Node.js 22 is the runtime this project builds (`target: node22`) and
@@ -454,11 +465,15 @@ export class IdempotentConsumer extends Construct {
    * consumer.addOutputs({ monitoring: new ConsumerMonitoring(this, 'Monitoring', { consumer }) });
    * // cdk deploy --outputs-file cdk-outputs.json; eval "$(npx idempotent-consumer outputs --shell --outputs-file cdk-outputs.json)"
    */
-  public addOutputs(options: { readonly prefix?: string; readonly monitoring?: MonitoringOutputs } = {}): Readonly<Record<string, CfnOutput>> {
+  public addOutputs(
+    options: { readonly prefix?: string; readonly monitoring?: MonitoringOutputs } = {},
+  ): Readonly<Record<string, CfnOutput>> {
     const prefix = options.prefix ?? '';
     const problems: string[] = [];
-    if (!OUTPUT_PREFIX_PATTERN.test(prefix)) problems.push(`output prefix "${prefix}" must be a letter followed by letters and digits (CloudFormation's rule for output keys)`);
-    if (this.node.tryFindChild('Outputs') !== undefined) problems.push(`addOutputs was called already on ${this.node.path}: call it once per consumer`);
+    if (!OUTPUT_PREFIX_PATTERN.test(prefix))
+      problems.push(`output prefix "${prefix}" must be a letter followed by letters and digits (CloudFormation's rule for output keys)`);
+    if (this.node.tryFindChild('Outputs') !== undefined)
+      problems.push(`addOutputs was called already on ${this.node.path}: call it once per consumer`);
     const tableKeys: [string, string][] = [];
     for (const name of Object.keys(this.tables)) {
       try {
@@ -473,29 +488,52 @@ export class IdempotentConsumer extends Construct {
     const values: [ConsumerOutput, string, string][] = [
       ['consumerName', consumer, 'Name of the idempotent consumer (settings.consumerName)'],
       ['queueUrl', this.queue.queueUrl, `URL of the ${consumer} source queue: producers send here`],
-      ['deadLetterQueueUrl', this.deadLetterQueue.queueUrl, `URL of the ${consumer} dead-letter queue (messages with their failure reasons)`],
+      [
+        'deadLetterQueueUrl',
+        this.deadLetterQueue.queueUrl,
+        `URL of the ${consumer} dead-letter queue (messages with their failure reasons)`,
+      ],
       ['inboxTable', this.inboxTable.tableName, `Name of the ${consumer} inbox table`],
       ['idempotencyTable', this.idempotencyTable.tableName, `Name of the ${consumer} Powertools idempotency table (side-effect guard)`],
-      ['payloadBucket', this.payloadBucket.bucketName, `Name of the S3 bucket of ${consumer} dead-letter bodies too large for the dead-letter queue`],
+      [
+        'payloadBucket',
+        this.payloadBucket.bucketName,
+        `Name of the S3 bucket of ${consumer} dead-letter bodies too large for the dead-letter queue`,
+      ],
       ['functionName', this.function.functionName, `Name of the ${consumer} consumer function`],
     ];
-    if (this.logGroup !== undefined) values.push(['logGroupName', this.logGroup.logGroupName, `Log group of the ${consumer} consumer function (aws logs tail <name> --follow)`]);
+    if (this.logGroup !== undefined)
+      values.push([
+        'logGroupName',
+        this.logGroup.logGroupName,
+        `Log group of the ${consumer} consumer function (aws logs tail <name> --follow)`,
+      ]);
     const relay = this.outboxRelay;
     if (relay !== undefined) {
       const destination = relay.destinations.default;
-      if (destination !== undefined && 'topicArn' in destination) values.push(['outboxTopicArn', destination.topicArn, `ARN of the SNS topic the ${consumer} outbox relay publishes to`]);
-      else if (destination !== undefined && 'queueUrl' in destination) values.push(['outboxQueueUrl', destination.queueUrl, `URL of the SQS queue the ${consumer} outbox relay sends to`]);
+      if (destination !== undefined && 'topicArn' in destination)
+        values.push(['outboxTopicArn', destination.topicArn, `ARN of the SNS topic the ${consumer} outbox relay publishes to`]);
+      else if (destination !== undefined && 'queueUrl' in destination)
+        values.push(['outboxQueueUrl', destination.queueUrl, `URL of the SQS queue the ${consumer} outbox relay sends to`]);
       values.push(['outboxRelayFunctionName', relay.function.functionName, `Name of the ${consumer} outbox relay function`]);
     }
     const kafka = this.kafkaSource;
     if (kafka !== undefined) {
-      values.push(['kafkaConsumerGroupId', kafka.consumerGroupId, `Kafka consumer group of the ${consumer} event source mapping (topic ${kafka.topic})`]);
+      values.push([
+        'kafkaConsumerGroupId',
+        kafka.consumerGroupId,
+        `Kafka consumer group of the ${consumer} event source mapping (topic ${kafka.topic})`,
+      ]);
       values.push(['kafkaEventSourceMappingId', kafka.mapping.eventSourceMappingId, `UUID of the ${consumer} Kafka event source mapping`]);
     }
     const monitoring = options.monitoring;
     if (monitoring !== undefined) {
       const dashboard = monitoring.dashboard.dashboardName;
-      values.push(['alarmTopicArn', monitoring.topic.topicArn, `ARN of the SNS topic the ${consumer} alarms notify (subscribe on-call here)`]);
+      values.push([
+        'alarmTopicArn',
+        monitoring.topic.topicArn,
+        `ARN of the SNS topic the ${consumer} alarms notify (subscribe on-call here)`,
+      ]);
       values.push(['dashboardName', dashboard, `Name of the ${consumer} CloudWatch dashboard`]);
       values.push([
         'dashboardUrl',
@@ -681,7 +719,9 @@ export class IdempotentConsumer extends Construct {
       objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
       versioned: false,
       removalPolicy: RemovalPolicy.RETAIN,
-      lifecycleRules: [{ id: 'ExpireDeadLetterPayloads', expiration: Duration.days(days), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      lifecycleRules: [
+        { id: 'ExpireDeadLetterPayloads', expiration: Duration.days(days), abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
     });
     Validations.of(bucket).acknowledge({
       id: 'AwsSolutions-S1',
@@ -815,7 +855,11 @@ function tableProblems(props: IdempotentConsumerProps): string[] {
       problems.push(`tables: ${(error as Error).message}`);
     }
   }
-  if (props.tableEncryptionKey !== undefined && props.tableEncryption !== undefined && props.tableEncryption !== TableEncryption.CUSTOMER_MANAGED) {
+  if (
+    props.tableEncryptionKey !== undefined &&
+    props.tableEncryption !== undefined &&
+    props.tableEncryption !== TableEncryption.CUSTOMER_MANAGED
+  ) {
     problems.push(`tableEncryptionKey needs tableEncryption CUSTOMER_MANAGED (or unset), got ${props.tableEncryption}`);
   }
   return problems;
@@ -834,7 +878,9 @@ function environmentProblems(props: IdempotentConsumerProps, settings: ConsumerS
         `environment variable ${name} is reserved (set by the library, the ${environmentVariables.tablePrefix} prefix, or Lambda's AWS_ prefix): choose another name`,
       );
     } else if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) {
-      problems.push(`environment variable name "${name}" must start with a letter and contain only letters, digits and '_' (Lambda's rule)`);
+      problems.push(
+        `environment variable name "${name}" must start with a letter and contain only letters, digits and '_' (Lambda's rule)`,
+      );
     }
   }
   return problems;
@@ -850,7 +896,9 @@ function queueProblems(props: IdempotentConsumerProps, settings: ConsumerSetting
     problems.push(`existingQueue is a ${kind(queue.fifo)} queue but settings.queue.fifo says ${expected}`);
   }
   if (given !== undefined && given.fifo !== settings.queue.fifo) {
-    problems.push(`existingDeadLetterQueue is a ${kind(given.fifo)} queue but settings.queue.fifo says ${expected} (a dead-letter queue is of its source's kind)`);
+    problems.push(
+      `existingDeadLetterQueue is a ${kind(given.fifo)} queue but settings.queue.fifo says ${expected} (a dead-letter queue is of its source's kind)`,
+    );
   }
   if (queue === undefined) return problems;
 

@@ -210,10 +210,12 @@ export function kafkaSourceProblems(options: KafkaSourceOptions, settings: Consu
     }
   }
   if (isMsk && options.vpc !== undefined) {
-    problems.push('a VPC placement applies to self-managed Kafka only: an MSK mapping uses the cluster\'s own subnets and security groups');
+    problems.push("a VPC placement applies to self-managed Kafka only: an MSK mapping uses the cluster's own subnets and security groups");
   }
   if (options.authenticationMethod !== undefined && (!isSelfManaged || secretArn === undefined)) {
-    problems.push('a Kafka authentication method applies to self-managed Kafka with a secret ARN only (MSK uses SASL/SCRAM-512 with a secret)');
+    problems.push(
+      'a Kafka authentication method applies to self-managed Kafka with a secret ARN only (MSK uses SASL/SCRAM-512 with a secret)',
+    );
   }
   problems.push(...secretProblems(options));
   if (consumerGroupId !== undefined && !Token.isUnresolved(consumerGroupId) && !CONSUMER_GROUP_ID.test(consumerGroupId)) {
@@ -221,7 +223,7 @@ export function kafkaSourceProblems(options: KafkaSourceOptions, settings: Consu
   }
   if (settings.queue.fifo) {
     problems.push(
-      'a Kafka event source needs a standard dead-letter queue: the mapping\'s on-failure destination is the DLQ, and Lambda ' +
+      "a Kafka event source needs a standard dead-letter queue: the mapping's on-failure destination is the DLQ, and Lambda " +
         'cannot send on-failure records to a FIFO queue (rule: Kafka retries finite with an on-failure destination); use fifo=false',
     );
   }
@@ -237,13 +239,15 @@ function secretProblems(options: KafkaSourceOptions): string[] {
     problems.push('a Kafka secret encryption key ARN applies only with a secret ARN');
   }
   if (keyArn !== undefined && !Token.isUnresolved(keyArn) && !KMS_KEY_ARN.test(keyArn)) {
-    problems.push(`Kafka secret encryption key ARN "${keyArn}" is not a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>; an alias does not work in an IAM policy)`);
+    problems.push(
+      `Kafka secret encryption key ARN "${keyArn}" is not a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>; an alias does not work in an IAM policy)`,
+    );
   }
   if (secretArn === undefined) return problems;
   if (isMsk && keyArn === undefined) {
     problems.push(
       'an Amazon MSK SASL/SCRAM secret must be encrypted with a customer managed KMS key (AWS rule: a secret under the default ' +
-        'aws/secretsmanager key cannot be used with MSK); give that key\'s ARN (kafka.secretEncryptionKeyArn, or -c kafkaSecretKeyArn=arn:aws:kms:...) ' +
+        "aws/secretsmanager key cannot be used with MSK); give that key's ARN (kafka.secretEncryptionKeyArn, or -c kafkaSecretKeyArn=arn:aws:kms:...) " +
         'so the function may decrypt the secret',
     );
   }
@@ -364,11 +368,9 @@ export class KafkaSource extends Construct {
     this.kind = props.clusterArn !== undefined ? 'msk' : 'self-managed';
     this.topic = props.topic ?? kafka.topic;
     this.consumerGroupId =
-      props.consumerGroupId ??
-      `${settings.consumerName}-${Names.uniqueResourceName(this, { maxLength: 60, separator: '-' })}`;
+      props.consumerGroupId ?? `${settings.consumerName}-${Names.uniqueResourceName(this, { maxLength: 60, separator: '-' })}`;
 
-    const secret =
-      props.secretArn === undefined ? undefined : Secret.fromSecretCompleteArn(this, 'Secret', props.secretArn);
+    const secret = props.secretArn === undefined ? undefined : Secret.fromSecretCompleteArn(this, 'Secret', props.secretArn);
     const common = {
       kafkaTopic: this.topic,
       kafkaConsumerGroupId: this.consumerGroupId,
@@ -498,7 +500,7 @@ export class KafkaSource extends Construct {
     Validations.of(policy).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
-        'The Kafka event pollers create, describe and delete network interfaces in the cluster\'s VPC ' +
+        "The Kafka event pollers create, describe and delete network interfaces in the cluster's VPC " +
         '(https://docs.aws.amazon.com/lambda/latest/dg/with-msk-permissions.html). The ec2:Describe* actions support no ' +
         'resource-level permissions, and the subnets and security groups of CreateNetworkInterface belong to the cluster, ' +
         'which this stack does not know; these six actions are those of AWSLambdaMSKExecutionRole, in a policy of their own.',
@@ -528,7 +530,9 @@ export class KafkaSource extends Construct {
       problems.push('Kafka event source mapping must report batch item failures (FunctionResponseTypes: [ReportBatchItemFailures])');
     }
     if (stack.resolve(cfn.provisionedPollerConfig) === undefined) {
-      problems.push('Kafka event source mapping needs provisioned pollers (ProvisionedPollerConfig): its error handling controls require provisioned mode');
+      problems.push(
+        'Kafka event source mapping needs provisioned pollers (ProvisionedPollerConfig): its error handling controls require provisioned mode',
+      );
     }
     return problems;
   }

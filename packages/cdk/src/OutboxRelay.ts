@@ -60,7 +60,7 @@ function defaultEntry(): string {
 export type OutboxRelayDestination =
   | { readonly topic: ITopic }
   | { readonly queue: IQueue }
-  | { readonly create: 'topic' | 'queue'; /** @default true */ readonly fifo?: boolean };
+  | { readonly create: 'topic' | 'queue' /** @default true */; readonly fifo?: boolean };
 
 /** Properties of an {@link OutboxRelay}. */
 export interface OutboxRelayProps {
@@ -203,7 +203,9 @@ export class OutboxRelay extends Construct {
       throw new Error(`OutboxRelay: consumer name ${JSON.stringify(consumerName)} must be 1 to 64 letters, digits, '-' or '_'`);
     }
     if (inboxTable.tableStreamArn === undefined) {
-      throw new Error('OutboxRelay: the inbox table has no stream; create it with `stream: StreamViewType.NEW_IMAGE` (or import it with its tableStreamArn)');
+      throw new Error(
+        'OutboxRelay: the inbox table has no stream; create it with `stream: StreamViewType.NEW_IMAGE` (or import it with its tableStreamArn)',
+      );
     }
     const threshold = props.oldestUnpublishedAgeThresholdSeconds ?? 300;
     if (!Number.isInteger(threshold) || threshold <= 0) {
@@ -215,7 +217,9 @@ export class OutboxRelay extends Construct {
     this.#consumerName = consumerName;
     this.#thresholdSeconds = threshold;
 
-    this.destinations = Object.fromEntries(Object.entries(named).map(([name, destination]) => [name, this.resolveDestination(name, destination)]));
+    this.destinations = Object.fromEntries(
+      Object.entries(named).map(([name, destination]) => [name, this.resolveDestination(name, destination)]),
+    );
 
     this.onFailureQueue = new Queue(this, 'OnFailureQueue', {
       retentionPeriod: Duration.days(14),
@@ -226,7 +230,8 @@ export class OutboxRelay extends Construct {
     });
     Validations.of(this.onFailureQueue).acknowledge({
       id: 'AwsSolutions-SQS3',
-      reason: 'This queue is itself the dead-letter (on-failure) destination of the relay\'s event source mapping; its messages are read by an operator, never by a consumer that could fail.',
+      reason:
+        "This queue is itself the dead-letter (on-failure) destination of the relay's event source mapping; its messages are read by an operator, never by a consumer that could fail.",
     });
 
     this.logGroup = new LogGroup(this, 'LogGroup', { retention: props.logRetention ?? RetentionDays.ONE_MONTH });
@@ -237,7 +242,10 @@ export class OutboxRelay extends Construct {
     this.logGroup.grantWrite(role);
 
     const destinationTargets = Object.fromEntries(
-      Object.entries(this.destinations).map(([name, destination]) => [name, isTopic(destination) ? destination.topicArn : destination.queueUrl]),
+      Object.entries(this.destinations).map(([name, destination]) => [
+        name,
+        isTopic(destination) ? destination.topicArn : destination.queueUrl,
+      ]),
     );
     this.function = new NodejsFunction(this, 'Function', {
       entry: props.entry ?? defaultEntry(),
@@ -269,7 +277,8 @@ export class OutboxRelay extends Construct {
     });
     Validations.of(this.function).acknowledge({
       id: 'AwsSolutions-L1',
-      reason: 'Node.js 22 (nodejs22.x) is the runtime this project targets and bundles for (esbuild target node22), as the consumer function does.',
+      reason:
+        'Node.js 22 (nodejs22.x) is the runtime this project targets and bundles for (esbuild target node22), as the consumer function does.',
     });
 
     this.grant(role, inboxTable, idempotencyTable);
@@ -318,7 +327,12 @@ export class OutboxRelay extends Construct {
       new GraphWidget({ title, left, width: 6, height: 6, ...extra });
     const thresholdMs = this.#thresholdSeconds * 1000;
     dashboard.addWidgets(
-      new AlarmStatusWidget({ title: `${this.#consumerName}: outbox relay alarms`, alarms: Object.values(this.alarms) as Alarm[], width: 24, height: 2 }),
+      new AlarmStatusWidget({
+        title: `${this.#consumerName}: outbox relay alarms`,
+        alarms: Object.values(this.alarms) as Alarm[],
+        width: 24,
+        height: 2,
+      }),
     );
     dashboard.addWidgets(
       graph('Outbox messages (per minute)', [
@@ -328,7 +342,9 @@ export class OutboxRelay extends Construct {
       graph(
         'Outbox publish delay and iterator age (milliseconds)',
         [
-          ...['p50', 'p99', 'Maximum'].map((statistic) => this.metric(OutboxMetricName.OutboxPublishDelay, statistic, minute, `Publish delay ${statistic}`)),
+          ...['p50', 'p99', 'Maximum'].map((statistic) =>
+            this.metric(OutboxMetricName.OutboxPublishDelay, statistic, minute, `Publish delay ${statistic}`),
+          ),
           this.function.metric('IteratorAge', { statistic: 'Maximum', period: minute, label: 'Iterator age (maximum)' }),
         ],
         { leftAnnotations: [{ value: thresholdMs, label: 'alarm threshold' }] },
@@ -346,14 +362,27 @@ export class OutboxRelay extends Construct {
 
   /** A metric the relay emits (namespace `IdempotentConsumer`, dimension `service` = consumer name). */
   metric(metricName: string, statistic: string, period = Duration.minutes(1), label?: string): Metric {
-    return new Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap: { service: this.#consumerName }, statistic, period, label });
+    return new Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName,
+      dimensionsMap: { service: this.#consumerName },
+      statistic,
+      period,
+      label,
+    });
   }
 
   private createAlarms(): OutboxRelayAlarms {
     const fiveMinutes = Duration.minutes(5);
     const minute = Duration.minutes(1);
     const thresholdMs = this.#thresholdSeconds * 1000;
-    const alarm = (alarmId: string, metric: IMetric, threshold: number, description: string, options: { evaluationPeriods?: number; treatMissingData?: TreatMissingData } = {}) =>
+    const alarm = (
+      alarmId: string,
+      metric: IMetric,
+      threshold: number,
+      description: string,
+      options: { evaluationPeriods?: number; treatMissingData?: TreatMissingData } = {},
+    ) =>
       new Alarm(this, alarmId, {
         metric,
         threshold,
@@ -454,7 +483,13 @@ export class OutboxRelay extends Construct {
         // policy already lets every principal of the account use it through SNS
         // (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html): only the publish is
         // granted. (`grantPublish` would add kms:GenerateDataKey* and kms:Decrypt on `key/*`.)
-        role.addToPrincipalPolicy(new PolicyStatement({ sid: `PublishTo${name.charAt(0).toUpperCase()}${name.slice(1)}`.replace(/[^A-Za-z0-9]/g, ''), actions: ['sns:Publish'], resources: [destination.topicArn] }));
+        role.addToPrincipalPolicy(
+          new PolicyStatement({
+            sid: `PublishTo${name.charAt(0).toUpperCase()}${name.slice(1)}`.replace(/[^A-Za-z0-9]/g, ''),
+            actions: ['sns:Publish'],
+            resources: [destination.topicArn],
+          }),
+        );
       } else if (isTopic(destination)) destination.grantPublish(role);
       else destination.grantSendMessages(role);
     }

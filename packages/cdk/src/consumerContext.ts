@@ -88,7 +88,10 @@ export function consumerContext(scope: Construct): ConsumerContext {
   const servers: unknown = scope.node.tryGetContext(keys.kafkaBootstrapServers);
   let bootstrapServers: string[] | undefined;
   if (Array.isArray(servers)) bootstrapServers = servers.map(String);
-  else if (servers !== undefined) bootstrapServers = text(keys.kafkaBootstrapServers)?.split(',').map((server) => server.trim());
+  else if (servers !== undefined)
+    bootstrapServers = text(keys.kafkaBootstrapServers)
+      ?.split(',')
+      .map((server) => server.trim());
   const kafkaFields: Partial<KafkaSourceOptions> = {
     clusterArn: text(keys.kafkaClusterArn),
     bootstrapServers,

@@ -21,7 +21,13 @@ import { addOutputsCommand } from './outputs/commands.js';
 import { addSendCommand } from './send/commands.js';
 
 /** The command groups, in the order `--help` lists them. Each adds its commands to the program. */
-const commandGroups: readonly ((program: Command, io: CliIo, outcome: CliOutcome) => void)[] = [addLocalCommand, addInvokeCommand, addOutputsCommand, addSendCommand, addDlqCommands];
+const commandGroups: readonly ((program: Command, io: CliIo, outcome: CliOutcome) => void)[] = [
+  addLocalCommand,
+  addInvokeCommand,
+  addOutputsCommand,
+  addSendCommand,
+  addDlqCommands,
+];
 
 /**
  * The command line's version: its package's (`@idempotent-consumer/cli`), from its `package.json`,

@@ -7,11 +7,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import {
-  BUSINESS_TABLE_OUTPUT_SUFFIX,
-  consumerOutputKeys,
-  type ConsumerOutput,
-} from 'idempotent-consumer/settings';
+import { BUSINESS_TABLE_OUTPUT_SUFFIX, consumerOutputKeys, type ConsumerOutput } from 'idempotent-consumer/settings';
 import { tableEnvironmentVariable } from 'idempotent-consumer/settings';
 import { UsageError } from './dlq/errors.js';
 
@@ -60,7 +56,8 @@ export class StackOutputsError extends UsageError {}
  */
 export function parseStackOutputs(content: unknown, file: string): StackOutputsFile {
   const expected = `expected what \`cdk deploy --outputs-file ${file}\` writes: { "<StackName>": { "<OutputKey>": "<value>" } }`;
-  if (typeof content !== 'object' || content === null || Array.isArray(content)) throw new StackOutputsError(`${file}: not a stack outputs file (${expected})`);
+  if (typeof content !== 'object' || content === null || Array.isArray(content))
+    throw new StackOutputsError(`${file}: not a stack outputs file (${expected})`);
   const stacks: Record<string, Record<string, string>> = {};
   for (const [stackName, outputs] of Object.entries(content)) {
     if (typeof outputs !== 'object' || outputs === null || Array.isArray(outputs)) {
@@ -87,7 +84,12 @@ export async function readStackOutputsFile(file: string): Promise<StackOutputsFi
     text = await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? `no such file (write it with \`cdk deploy --outputs-file ${file}\`)` : code === 'EISDIR' ? 'a directory, not a file' : (error as Error).message;
+    const why =
+      code === 'ENOENT'
+        ? `no such file (write it with \`cdk deploy --outputs-file ${file}\`)`
+        : code === 'EISDIR'
+          ? 'a directory, not a file'
+          : (error as Error).message;
     throw new StackOutputsError(`--outputs-file ${file}: ${why}`, { cause: error });
   }
   let content: unknown;
@@ -116,7 +118,8 @@ export function consumersOfStack(stackName: string, outputs: Readonly<Record<str
     .map((key) => key.slice(0, -DLQ_SUFFIX.length))
     .sort((a, b) => a.localeCompare(b));
   const longestFirst = [...prefixes].sort((a, b) => b.length - a.length);
-  const ownerOf = (key: string): string | undefined => longestFirst.find((prefix) => key.startsWith(prefix) && ownsKey(key.slice(prefix.length)));
+  const ownerOf = (key: string): string | undefined =>
+    longestFirst.find((prefix) => key.startsWith(prefix) && ownsKey(key.slice(prefix.length)));
   return prefixes.map((prefix) => {
     const fields: Record<string, string> = {};
     const tables: Record<string, string> = {};
@@ -136,7 +139,9 @@ function ownsKey(rest: string): boolean {
 }
 
 function isBusinessTableKey(rest: string): boolean {
-  return /^[A-Z][A-Za-z0-9]*TableName$/.test(rest) && rest !== consumerOutputKeys.inboxTable && rest !== consumerOutputKeys.idempotencyTable;
+  return (
+    /^[A-Z][A-Za-z0-9]*TableName$/.test(rest) && rest !== consumerOutputKeys.inboxTable && rest !== consumerOutputKeys.idempotencyTable
+  );
 }
 
 /** How a consumer is named in messages: `Stack` or `Stack (consumer prefix Payments, name payments)`. */
@@ -164,7 +169,9 @@ export function selectConsumer(outputs: StackOutputsFile, selection: ConsumerSel
         (stackNames.length === 0 ? 'it holds no stack at all' : `it holds ${stackNames.map((n) => `"${n}"`).join(', ')}`),
     );
   }
-  const inScope = (selection.stack === undefined ? stackNames : [selection.stack]).flatMap((name) => consumersOfStack(name, outputs[name] ?? {}));
+  const inScope = (selection.stack === undefined ? stackNames : [selection.stack]).flatMap((name) =>
+    consumersOfStack(name, outputs[name] ?? {}),
+  );
   const all = stackNames.flatMap((name) => consumersOfStack(name, outputs[name] ?? {}));
   const listing = (consumers: readonly ConsumerResources[]): string => consumers.map((c) => `  ${describeConsumer(c)}`).join('\n');
   if (inScope.length === 0) {
@@ -172,13 +179,20 @@ export function selectConsumer(outputs: StackOutputsFile, selection: ConsumerSel
     throw new StackOutputsError(
       `${where} names no consumer (no output key ending in ${DLQ_SUFFIX}: give the consumer's outputs with ` +
         `IdempotentConsumer.addOutputs())` +
-        (all.length === 0 ? `; stacks in the file: ${stackNames.length === 0 ? 'none' : stackNames.join(', ')}` : `; consumers in the file:\n${listing(all)}`),
+        (all.length === 0
+          ? `; stacks in the file: ${stackNames.length === 0 ? 'none' : stackNames.join(', ')}`
+          : `; consumers in the file:\n${listing(all)}`),
     );
   }
-  const matching = selection.consumer === undefined ? inScope : inScope.filter((c) => c.consumerName === selection.consumer || c.prefix === selection.consumer);
+  const matching =
+    selection.consumer === undefined
+      ? inScope
+      : inScope.filter((c) => c.consumerName === selection.consumer || c.prefix === selection.consumer);
   if (matching.length === 1) return matching[0]!;
   if (matching.length === 0) {
-    throw new StackOutputsError(`--consumer ${selection.consumer}: no such consumer (its ConsumerName output or key prefix) in ${file}; there are:\n${listing(inScope)}`);
+    throw new StackOutputsError(
+      `--consumer ${selection.consumer}: no such consumer (its ConsumerName output or key prefix) in ${file}; there are:\n${listing(inScope)}`,
+    );
   }
   const stacksMatching = new Set(matching.map((c) => c.stackName));
   const flag = stacksMatching.size > 1 ? '--stack NAME' : '--consumer NAME';
@@ -249,7 +263,9 @@ export function formatShellExports(consumer: ConsumerResources): string {
  */
 export async function consumerFromFlags(flags: OutputsFileFlags): Promise<ConsumerResources | undefined> {
   if (flags.outputsFile === undefined) {
-    const stray = [flags.stack === undefined ? undefined : '--stack', flags.consumer === undefined ? undefined : '--consumer'].filter((f) => f !== undefined);
+    const stray = [flags.stack === undefined ? undefined : '--stack', flags.consumer === undefined ? undefined : '--consumer'].filter(
+      (f) => f !== undefined,
+    );
     if (stray.length > 0) throw new UsageError(`${stray.join(' and ')} need --outputs-file FILE`);
     return undefined;
   }

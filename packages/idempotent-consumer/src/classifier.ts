@@ -53,17 +53,37 @@ export function classify(error: unknown, userClassify?: (error: unknown) => Erro
   const errorType = errorName(error);
   const errorMessage = errorText(error);
   if (isNotAttempted(error)) {
-    return { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: false, ...(error.retryAt === undefined ? {} : { retryAt: error.retryAt }) };
+    return {
+      retryable: true,
+      reason: undefined,
+      errorType,
+      errorMessage,
+      countsAsAttempt: false,
+      ...(error.retryAt === undefined ? {} : { retryAt: error.retryAt }),
+    };
   }
   if (isConsumerError(error)) {
     // By its marks, not `instanceof`: an error from another copy of the library counts the same.
     return error.retryable
       ? { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: true }
-      : { retryable: false, reason: typeof error.reason === 'string' ? toFailureReason(error.reason) : toFailureReason(errorType), errorType, errorMessage, countsAsAttempt: true };
+      : {
+          retryable: false,
+          reason: typeof error.reason === 'string' ? toFailureReason(error.reason) : toFailureReason(errorType),
+          errorType,
+          errorMessage,
+          countsAsAttempt: true,
+        };
   }
   if (isInProgress(error)) {
     const expiry = error.existingRecord?.inProgressExpiryTimestamp;
-    return { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: false, ...(expiry === undefined ? {} : { retryAt: expiry }) };
+    return {
+      retryable: true,
+      reason: undefined,
+      errorType,
+      errorMessage,
+      countsAsAttempt: false,
+      ...(expiry === undefined ? {} : { retryAt: expiry }),
+    };
   }
   let verdict: ErrorClassification | undefined;
   try {

@@ -115,7 +115,10 @@ interface ConsumerEnvironment<Event> {
  *   },
  * });
  */
-export function createIdempotentConsumer<Event>(options: IdempotentConsumerOptions<Event>, runtime: ConsumerRuntimeOptions = {}): IdempotentConsumerHandler {
+export function createIdempotentConsumer<Event>(
+  options: IdempotentConsumerOptions<Event>,
+  runtime: ConsumerRuntimeOptions = {},
+): IdempotentConsumerHandler {
   const definition = defineConsumer(options);
   checkKafkaDecodingOptions(options.kafka);
   let environment: Promise<ConsumerEnvironment<Event>> | undefined;
@@ -140,7 +143,12 @@ export function createIdempotentConsumer<Event>(options: IdempotentConsumerOptio
   };
   const handler = (async (event: SQSEvent | KafkaEvent, context: Context) => {
     if (event !== null && typeof event === 'object' && 'Records' in event && Array.isArray(event.Records)) return sqs(event, context);
-    if (event !== null && typeof event === 'object' && 'eventSource' in event && (event.eventSource === 'aws:kafka' || event.eventSource === 'SelfManagedKafka')) {
+    if (
+      event !== null &&
+      typeof event === 'object' &&
+      'eventSource' in event &&
+      (event.eventSource === 'aws:kafka' || event.eventSource === 'SelfManagedKafka')
+    ) {
       return kafka(event, context);
     }
     throw new Error('unsupported event: expected an SQS event (Records) or a Kafka event (eventSource aws:kafka or SelfManagedKafka)');
@@ -166,7 +174,10 @@ export function createIdempotentConsumer<Event>(options: IdempotentConsumerOptio
  * export const handler = (event, context) =>
  *   processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context });
  */
-export function createRecordHandler<Event>(options: IdempotentConsumerOptions<Event>, runtime: ConsumerRuntimeOptions = {}): (record: SQSRecord, context?: Context) => Promise<void> {
+export function createRecordHandler<Event>(
+  options: IdempotentConsumerOptions<Event>,
+  runtime: ConsumerRuntimeOptions = {},
+): (record: SQSRecord, context?: Context) => Promise<void> {
   const definition = defineConsumer(options);
   let environment: Promise<ConsumerEnvironment<Event>> | undefined;
   return async (record, context) => {
@@ -174,7 +185,11 @@ export function createRecordHandler<Event>(options: IdempotentConsumerOptions<Ev
     const env = await environment;
     if (context !== undefined) env.registerContext(context);
     const clock: InvocationClock = { remainingTimeMs: () => (context === undefined ? 0 : context.getRemainingTimeInMillis()) };
-    const [result] = await processDeliveries(sqsDeliveries([record], env.config.fifo), env.deps, context === undefined ? { remainingTimeMs: () => Number.MAX_SAFE_INTEGER } : clock);
+    const [result] = await processDeliveries(
+      sqsDeliveries([record], env.config.fifo),
+      env.deps,
+      context === undefined ? { remainingTimeMs: () => Number.MAX_SAFE_INTEGER } : clock,
+    );
     env.metrics.publishStoredMetrics();
     if (result?.reported) {
       const failure = result.verdict.kind === 'retry' ? result.verdict.failure : undefined;
@@ -183,17 +198,28 @@ export function createRecordHandler<Event>(options: IdempotentConsumerOptions<Ev
   };
 }
 
-async function buildEnvironment<Event>(definition: ConsumerDefinition<Event>, runtime: ConsumerRuntimeOptions): Promise<ConsumerEnvironment<Event>> {
+async function buildEnvironment<Event>(
+  definition: ConsumerDefinition<Event>,
+  runtime: ConsumerRuntimeOptions,
+): Promise<ConsumerEnvironment<Event>> {
   const variables = runtime.environment ?? process.env;
   const config = readRuntimeConfig(variables, Object.keys(definition.tables));
   const dynamoDb = runtime.clients?.dynamoDb ?? new DynamoDBClient({});
-  const client = DynamoDBDocumentClient.from(dynamoDb, { marshallOptions: { ...MARSHALL_OPTIONS }, unmarshallOptions: { ...UNMARSHALL_OPTIONS } });
+  const client = DynamoDBDocumentClient.from(dynamoDb, {
+    marshallOptions: { ...MARSHALL_OPTIONS },
+    unmarshallOptions: { ...UNMARSHALL_OPTIONS },
+  });
   const logger = runtime.logger ?? new Logger({ serviceName: config.consumerName });
-  const metrics = runtime.metrics ?? new Metrics({ namespace: variables.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE, serviceName: config.consumerName });
+  const metrics =
+    runtime.metrics ??
+    new Metrics({ namespace: variables.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE, serviceName: config.consumerName });
   const now = runtime.now ?? (() => new Date());
   let sqsClient: Promise<SQSClient> | undefined;
   const sqs = (): Promise<SQSClient> =>
-    (sqsClient ??= runtime.clients?.sqs !== undefined ? Promise.resolve(runtime.clients.sqs) : import('@aws-sdk/client-sqs').then(({ SQSClient: Client }) => new Client({})));
+    (sqsClient ??=
+      runtime.clients?.sqs !== undefined
+        ? Promise.resolve(runtime.clients.sqs)
+        : import('@aws-sdk/client-sqs').then(({ SQSClient: Client }) => new Client({})));
 
   let context: Context | undefined;
   let sideEffects: Promise<SideEffectExecutor & { registerLambdaContext(context: Context): void }> | undefined;
@@ -231,13 +257,29 @@ async function buildEnvironment<Event>(definition: ConsumerDefinition<Event>, ru
       });
     })());
 
-  const engine = new BatchEngine<Event>({ definition, config, client, cache: new ItemCache(), sideEffects: loadSideEffects, logger, now, ...(runtime.sleep === undefined ? {} : { sleep: runtime.sleep }) });
+  const engine = new BatchEngine<Event>({
+    definition,
+    config,
+    client,
+    cache: new ItemCache(),
+    sideEffects: loadSideEffects,
+    logger,
+    now,
+    ...(runtime.sleep === undefined ? {} : { sleep: runtime.sleep }),
+  });
   const deps: ProcessDeliveriesDeps<Event> = {
     definition,
     config,
     client,
     engine,
-    attempts: new AttemptLog({ client, tableName: config.inboxTable, consumerName: config.consumerName, ttlSeconds: config.inboxTtlSeconds, now, ...(runtime.sleep === undefined ? {} : { sleep: runtime.sleep }) }),
+    attempts: new AttemptLog({
+      client,
+      tableName: config.inboxTable,
+      consumerName: config.consumerName,
+      ttlSeconds: config.inboxTtlSeconds,
+      now,
+      ...(runtime.sleep === undefined ? {} : { sleep: runtime.sleep }),
+    }),
     deadLetters,
     observer: combineObservers(new LogObserver(logger), new MetricsObserver(metrics), runtime.observer),
     logger,
@@ -251,7 +293,9 @@ async function buildEnvironment<Event>(definition: ConsumerDefinition<Event>, ru
     deps,
     // Loaded at the first retry, with the SQS client: an invocation that retries nothing never loads either.
     backoff: () =>
-      (backoff ??= Promise.all([sqs(), import('./batch/retryBackoff.js')]).then(([client, { RetryBackoff: Backoff }]) => new Backoff({ sqs: client }))),
+      (backoff ??= Promise.all([sqs(), import('./batch/retryBackoff.js')]).then(
+        ([client, { RetryBackoff: Backoff }]) => new Backoff({ sqs: client }),
+      )),
     registerContext(next: Context) {
       context = next;
       void sideEffects?.then((runner) => runner.registerLambdaContext(next));
@@ -278,7 +322,11 @@ async function handleSqsEvent<Event>(event: SQSEvent, context: Context, env: Con
     if (reported.has(record.messageId)) throw new Error(`message ${record.messageId} must be retried`);
   };
   const response = config.fifo
-    ? await processPartialResponse(event, recordHandler, new SqsFifoPartialProcessorAsync(), { context, skipGroupOnError: true, throwOnFullBatchFailure: false })
+    ? await processPartialResponse(event, recordHandler, new SqsFifoPartialProcessorAsync(), {
+        context,
+        skipGroupOnError: true,
+        throwOnFullBatchFailure: false,
+      })
     : await processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context, throwOnFullBatchFailure: false });
 
   try {
@@ -297,7 +345,11 @@ async function handleSqsEvent<Event>(event: SQSEvent, context: Context, env: Con
  * every reported message of a group gets its first one's delay (a group is blocked while any of its
  * messages is in flight, so a later message must not come back after the first).
  */
-async function delayRetries<Event>(records: readonly SQSRecord[], results: readonly DeliveryResult[], env: ConsumerEnvironment<Event>): Promise<void> {
+async function delayRetries<Event>(
+  records: readonly SQSRecord[],
+  results: readonly DeliveryResult[],
+  env: ConsumerEnvironment<Event>,
+): Promise<void> {
   const { config, deps } = env;
   const nowMs = deps.now().getTime();
   const byGroup = new Map<string, number>();

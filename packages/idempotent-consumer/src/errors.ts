@@ -56,12 +56,17 @@ export abstract class ConsumerError extends Error {
  * (where `instanceof` says no).
  */
 export function isConsumerError(error: unknown): error is ConsumerError & { readonly reason?: string } {
-  return error instanceof ConsumerError || (typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[consumerErrorMark] === true);
+  return (
+    error instanceof ConsumerError ||
+    (typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[consumerErrorMark] === true)
+  );
 }
 
 /** Whether `error` is a {@link NotAttempted}, from this copy of the library or another one. */
 export function isNotAttempted(error: unknown): error is NotAttempted {
-  return error instanceof NotAttempted || (isConsumerError(error) && (error as unknown as Record<symbol, unknown>)[notAttemptedMark] === true);
+  return (
+    error instanceof NotAttempted || (isConsumerError(error) && (error as unknown as Record<symbol, unknown>)[notAttemptedMark] === true)
+  );
 }
 
 /**

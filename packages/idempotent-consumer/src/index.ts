@@ -30,7 +30,12 @@ export type {
   TableDefinition,
   Write,
 } from './types.js';
-export { createIdempotentConsumer, createRecordHandler, type ConsumerRuntimeOptions, type IdempotentConsumerHandler } from './createIdempotentConsumer.js';
+export {
+  createIdempotentConsumer,
+  createRecordHandler,
+  type ConsumerRuntimeOptions,
+  type IdempotentConsumerHandler,
+} from './createIdempotentConsumer.js';
 export {
   BusinessRuleViolation,
   ConditionalWriteFailed,

@@ -30,7 +30,9 @@ export async function lockDataDir(dir: string): Promise<() => Promise<void>> {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const holder = Number.parseInt(await readFile(lock, 'utf8').catch(() => ''), 10);
       if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
-        throw new DataDirError(`--data-dir ${dir} is in use by another run (process ${holder}); wait for it to end or use another directory`);
+        throw new DataDirError(
+          `--data-dir ${dir} is in use by another run (process ${holder}); wait for it to end or use another directory`,
+        );
       }
       await rm(lock, { force: true });
     }

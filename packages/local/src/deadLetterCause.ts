@@ -238,11 +238,21 @@ export function judgeDeadLetter(deadLetter: DeadLetterFacts, injected: InjectedF
   };
   const { reason, errorType } = deadLetter;
   if (reason === undefined || reason === '') {
-    return foreign('no-reason', declared.filter((kind) => kind !== 'transient-failure'), 'moved without a reason');
+    return foreign(
+      'no-reason',
+      declared.filter((kind) => kind !== 'transient-failure'),
+      'moved without a reason',
+    );
   }
-  if (reason !== RETRIES_EXHAUSTED) return { verdict: 'own', cause: 'message', explanation: `${reason}: the message can never apply as it is (its data, or the consumer's own verdict)` };
+  if (reason !== RETRIES_EXHAUSTED)
+    return {
+      verdict: 'own',
+      cause: 'message',
+      explanation: `${reason}: the message can never apply as it is (its data, or the consumer's own verdict)`,
+    };
   if (errorType === undefined || errorType === '') return foreign('unknown', [], `${RETRIES_EXHAUSTED}, last error unknown`);
   const known = foreignErrorType(errorType);
-  if (known === undefined) return { verdict: 'own', cause: 'consumer-code', explanation: `${RETRIES_EXHAUSTED} after ${errorType}: the consumer's own error` };
+  if (known === undefined)
+    return { verdict: 'own', cause: 'consumer-code', explanation: `${RETRIES_EXHAUSTED} after ${errorType}: the consumer's own error` };
   return foreign(known.cause, known.injectedBy, `${RETRIES_EXHAUSTED} after ${errorType}`);
 }

@@ -100,7 +100,10 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     const port = await findFreePort();
     const instance = spawnInstance(distribution, launcher, port, dataDir, options.stopGraceMs ?? 5_000);
     try {
-      await waitUntilReady(instance, { startTimeoutMs: options.startTimeoutMs ?? 300_000, stallTimeoutMs: options.stallTimeoutMs ?? 60_000 });
+      await waitUntilReady(instance, {
+        startTimeoutMs: options.startTimeoutMs ?? 300_000,
+        stallTimeoutMs: options.stallTimeoutMs ?? 60_000,
+      });
       return instance.handle;
     } catch (error) {
       await instance.handle.stop();
@@ -313,7 +316,10 @@ function spawnInstance(
  * server is never cut off; the wait fails when the process exits, when it makes no progress (CPU
  * time, output) for `stallTimeoutMs`, or after `startTimeoutMs` in all.
  */
-async function waitUntilReady(instance: Instance, limits: { readonly startTimeoutMs: number; readonly stallTimeoutMs: number }): Promise<void> {
+async function waitUntilReady(
+  instance: Instance,
+  limits: { readonly startTimeoutMs: number; readonly stallTimeoutMs: number },
+): Promise<void> {
   const client = new DynamoDBClient({ ...localClientConfig(instance.handle.endpoint), maxAttempts: 1 });
   let processExited = false;
   void instance.exited.then(() => {

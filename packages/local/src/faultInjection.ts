@@ -182,10 +182,15 @@ export function parseSeedFlag(text: string): number {
  * installFaults(dynamoDb, { rates: { throttle: 0.02, 'transaction-conflict': 0.05 }, seed: 7 });
  * @throws RangeError when a rate or `after` is outside 0..1, a kind is unknown, or the seed is not a safe integer
  */
-export function installFaults<Input extends object, Output extends object>(client: SdkClient<Input, Output>, options: FaultOptions): FaultInjector {
+export function installFaults<Input extends object, Output extends object>(
+  client: SdkClient<Input, Output>,
+  options: FaultOptions,
+): FaultInjector {
   for (const [kind, rate] of Object.entries(options.rates)) {
-    if (!(faultKinds as readonly string[]).includes(kind)) throw new RangeError(`unknown fault kind "${kind}" (kinds: ${faultKinds.join(', ')})`);
-    if (!(typeof rate === 'number' && rate >= 0 && rate <= 1)) throw new RangeError(`the rate of ${kind} must be from 0 to 1, got ${String(rate)}`);
+    if (!(faultKinds as readonly string[]).includes(kind))
+      throw new RangeError(`unknown fault kind "${kind}" (kinds: ${faultKinds.join(', ')})`);
+    if (!(typeof rate === 'number' && rate >= 0 && rate <= 1))
+      throw new RangeError(`the rate of ${kind} must be from 0 to 1, got ${String(rate)}`);
   }
   const after = options.after ?? 0;
   if (!(after >= 0 && after <= 1)) throw new RangeError(`after must be from 0 to 1, got ${after}`);
@@ -207,7 +212,15 @@ export function installFaults<Input extends object, Output extends object>(clien
 
     const when = fault.kind.endsWith('5xx') && draw('after') < after ? 'after' : 'before';
     if (when === 'after') await next(args);
-    const record: InjectedFault = { kind: fault.kind, service, operation, code: fault.error.code, statusCode: fault.error.statusCode, when, attempt };
+    const record: InjectedFault = {
+      kind: fault.kind,
+      service,
+      operation,
+      code: fault.error.code,
+      statusCode: fault.error.statusCode,
+      when,
+      attempt,
+    };
     injected.push(record);
     options.onFault?.(record);
     return { response: errorResponse(service, fault.error), output: undefined } as unknown as DeserializeHandlerOutput<Output>;
@@ -216,7 +229,11 @@ export function installFaults<Input extends object, Output extends object>(clien
   client.middlewareStack.add(middleware, { step: 'deserialize', priority: 'low', name: `idempotentConsumerFaults${(injectorCount += 1)}` });
   return {
     injected,
-    counts: () => Object.fromEntries(faultKinds.map((kind) => [kind, injected.filter((fault) => fault.kind === kind).length])) as Record<FaultKind, number>,
+    counts: () =>
+      Object.fromEntries(faultKinds.map((kind) => [kind, injected.filter((fault) => fault.kind === kind).length])) as Record<
+        FaultKind,
+        number
+      >,
     disable: () => {
       enabled = false;
     },
@@ -254,7 +271,11 @@ function chooseFault(
               code: 'ProvisionedThroughputExceededException',
               message: `${marker} The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.`,
             },
-            { statusCode: 400, code: 'ThrottlingException', message: `${marker} Throughput exceeds the current capacity of your table or index.` },
+            {
+              statusCode: 400,
+              code: 'ThrottlingException',
+              message: `${marker} Throughput exceeds the current capacity of your table or index.`,
+            },
           ] as const);
     return { kind: 'throttle', error };
   }
@@ -265,7 +286,12 @@ function chooseFault(
         error: { statusCode: 400, code: 'TransactionConflictException', message: `${marker} Transaction is ongoing for the item` },
       };
     }
-    const actions = Math.max(1, Array.isArray((input as { TransactItems?: unknown }).TransactItems) ? (input as { TransactItems: unknown[] }).TransactItems.length : 1);
+    const actions = Math.max(
+      1,
+      Array.isArray((input as { TransactItems?: unknown }).TransactItems)
+        ? (input as { TransactItems: unknown[] }).TransactItems.length
+        : 1,
+    );
     const culprit = Math.floor(draw('conflict-item') * actions);
     const reasons = Array.from({ length: actions }, (_, index) =>
       index === culprit ? { Code: 'TransactionConflict', Message: `${marker} Transaction is ongoing for the item` } : { Code: 'None' },
@@ -294,4 +320,3 @@ function chooseFault(
   }
   return undefined;
 }
-

@@ -173,7 +173,9 @@ export function latencyHistogram(durationsMs: readonly number[], targetBins = 30
 
   if (fastestPositive !== undefined && max >= 20 * fastestPositive) {
     const decades = Math.log10(max) - Math.log10(fastestPositive);
-    const perDecade = binsPerDecadeLadder.reduce((best, d) => (Math.abs(d - target / decades) < Math.abs(best - target / decades) ? d : best));
+    const perDecade = binsPerDecadeLadder.reduce((best, d) =>
+      Math.abs(d - target / decades) < Math.abs(best - target / decades) ? d : best,
+    );
     const k = (v: number) => Math.floor(Math.log10(v) * perDecade + 1e-9);
     const first = k(fastestPositive);
     const binCount = k(max) - first + 1;
@@ -442,7 +444,12 @@ function baseline(frame: Frame, xLabel: string): string {
 
 function dataTable(caption: string, head: readonly string[], rows: readonly (readonly string[])[]): string {
   const th = head.map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join('');
-  const body = rows.map((row) => `<tr>${row.map((cell, i) => (i === 0 ? `<th scope="row">${escapeHtml(cell)}</th>` : `<td>${escapeHtml(cell)}</td>`)).join('')}</tr>`).join('');
+  const body = rows
+    .map(
+      (row) =>
+        `<tr>${row.map((cell, i) => (i === 0 ? `<th scope="row">${escapeHtml(cell)}</th>` : `<td>${escapeHtml(cell)}</td>`)).join('')}</tr>`,
+    )
+    .join('');
   return `<details><summary>${escapeHtml(caption)}</summary><table><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table></details>`;
 }
 
@@ -463,7 +470,14 @@ function emptyState(text: string): string {
 
 function outcomesOverTime(input: HtmlReportInput): string {
   const heading = 'Outcomes over time';
-  if (input.deliveries.length === 0) return figure('outcomes-over-time', heading, 'Deliveries by outcome, per second of the run.', emptyState('No deliveries were recorded.'), true);
+  if (input.deliveries.length === 0)
+    return figure(
+      'outcomes-over-time',
+      heading,
+      'Deliveries by outcome, per second of the run.',
+      emptyState('No deliveries were recorded.'),
+      true,
+    );
   const { binMs, bins } = binOutcomesOverTime(input.deliveries, input.durationMs);
   const frame: Frame = { width: 960, height: 280, left: 58, right: 14, top: 12, bottom: 44 };
   const totals = bins.map((b) => htmlReportOutcomes.reduce((sum, o) => sum + b[o], 0));
@@ -490,7 +504,10 @@ function outcomesOverTime(input: HtmlReportInput): string {
         return `<rect class="${outcomeClass[o]}" data-outcome="${o}" data-count="${bin[o]}" x="${n1(x)}" y="${n1(y)}" width="${n1(slot - gap)}" height="${n1(h)}"/>`;
       })
       .join('');
-    const what = htmlReportOutcomes.filter((o) => bin[o] > 0).map((o) => `${count(bin[o])} ${outcomeNames[o]}`).join(', ');
+    const what = htmlReportOutcomes
+      .filter((o) => bin[o] > 0)
+      .map((o) => `${count(bin[o])} ${outcomeNames[o]}`)
+      .join(', ');
     bars.push(`<g class="bar" data-bin="${i}" data-total="${total}"><title>${binRange(i)}: ${what}</title>${rects}</g>`);
   });
   const axis = timeAxis(bins.length, binMs);
@@ -498,7 +515,9 @@ function outcomesOverTime(input: HtmlReportInput): string {
   for (let i = 0; i <= bins.length; i += axis.everyBins) {
     const x = frame.left + i * slot;
     ticks.push(`<line class="axis" x1="${n1(x)}" x2="${n1(x)}" y1="${bottom}" y2="${bottom + 4}"/>`);
-    ticks.push(`<text class="tick" x="${n1(x)}" y="${bottom + 17}" text-anchor="middle">${timeLabel((i * binMs) / 1000, axis.unitSeconds)}</text>`);
+    ticks.push(
+      `<text class="tick" x="${n1(x)}" y="${bottom + 17}" text-anchor="middle">${timeLabel((i * binMs) / 1000, axis.unitSeconds)}</text>`,
+    );
   }
   const busiest = totals.indexOf(peak);
   const sum = (o: HtmlReportOutcome) => input.deliveries.reduce((s, d) => s + (d.outcome === o ? 1 : 0), 0);
@@ -519,13 +538,20 @@ function outcomesOverTime(input: HtmlReportInput): string {
     bins.map((b, i) => [binRange(i), ...htmlReportOutcomes.map((o) => count(b[o])), count(totals[i] ?? 0)]),
   );
   const lead = `Every delivery by its outcome, per ${per} of the run (${plural(input.deliveries.length, 'delivery', 'deliveries')} recorded).`;
-  return figure('outcomes-over-time', heading, escapeHtml(lead), legend(htmlReportOutcomes.map((o) => [outcomeClass[o], outcomeNames[o]])) + svg + table, true);
+  return figure(
+    'outcomes-over-time',
+    heading,
+    escapeHtml(lead),
+    legend(htmlReportOutcomes.map((o) => [outcomeClass[o], outcomeNames[o]])) + svg + table,
+    true,
+  );
 }
 
 function latencyDistribution(input: HtmlReportInput): string {
   const heading = 'Latency distribution';
   const histogram = latencyHistogram(input.deliveries.map((d) => d.durationMs));
-  if (histogram === undefined) return figure('latency', heading, 'Processing time per delivery.', emptyState('No deliveries were recorded.'));
+  if (histogram === undefined)
+    return figure('latency', heading, 'Processing time per delivery.', emptyState('No deliveries were recorded.'));
   const frame: Frame = { width: 560, height: 300, left: 58, right: 16, top: 56, bottom: 44 };
   const { counts, overflow, edges } = histogram;
   const slots = counts.length + (overflow !== undefined ? 1 : 0);
@@ -538,15 +564,25 @@ function latencyDistribution(input: HtmlReportInput): string {
   const bar = (cls: string, bin: string, i: number, n: number, title: string) =>
     `<rect class="${cls}" data-bin="${bin}" data-count="${n}" x="${n1(frame.left + i * slot + gap / 2)}" y="${n1(bottom - barHeight(n))}" width="${n1(slot - gap)}" height="${n1(barHeight(n))}">` +
     `<title>${escapeHtml(title)}</title></rect>`;
-  const bars = counts.map((n, i) => (n === 0 ? '' : bar('c-latency', String(i), i, n, `${range(i)}: ${plural(n, 'delivery', 'deliveries')}`))).join('');
+  const bars = counts
+    .map((n, i) => (n === 0 ? '' : bar('c-latency', String(i), i, n, `${range(i)}: ${plural(n, 'delivery', 'deliveries')}`)))
+    .join('');
   const overflowBar =
     overflow === undefined
       ? ''
-      : bar('c-latency overflow', 'overflow', counts.length, overflow.count, `${ms(overflow.fromMs)} or slower (up to ${ms(histogram.max)}): ${plural(overflow.count, 'delivery', 'deliveries')}`);
+      : bar(
+          'c-latency overflow',
+          'overflow',
+          counts.length,
+          overflow.count,
+          `${ms(overflow.fromMs)} or slower (up to ${ms(histogram.max)}): ${plural(overflow.count, 'delivery', 'deliveries')}`,
+        );
   // Where a value sits on the axis: inside its bin, or in the middle of the overflow bin.
   const binnedWidth = counts.length * slot;
   const xOf = (value: number) =>
-    overflow !== undefined && value >= overflow.fromMs ? frame.left + binnedWidth + slot / 2 : frame.left + histogramPosition(histogram, value) * binnedWidth;
+    overflow !== undefined && value >= overflow.fromMs
+      ? frame.left + binnedWidth + slot / 2
+      : frame.left + histogramPosition(histogram, value) * binnedWidth;
   const markers = (
     [
       ['p50', histogram.p50],
@@ -608,13 +644,19 @@ function latencyDistribution(input: HtmlReportInput): string {
   )
     .map(([name, value]) => `<span class="stat">${name} <b>${escapeHtml(ms(value))}</b></span>`)
     .join(' ');
-  return figure('latency', heading, lead, svg + dataTable('Data: deliveries per bin of processing time', ['processing time', 'deliveries'], rows));
+  return figure(
+    'latency',
+    heading,
+    lead,
+    svg + dataTable('Data: deliveries per bin of processing time', ['processing time', 'deliveries'], rows),
+  );
 }
 
 function retriesChart(input: HtmlReportInput): string {
   const heading = 'Retries per message';
   const buckets = retriesPerMessage(input.deliveries);
-  if (buckets.length === 0) return figure('retries', heading, 'How many retries each message needed.', emptyState('No deliveries were recorded.'));
+  if (buckets.length === 0)
+    return figure('retries', heading, 'How many retries each message needed.', emptyState('No deliveries were recorded.'));
   const frame: Frame = { width: 560, height: 300, left: 58, right: 16, top: 26, bottom: 44 };
   const axis = countAxis(Math.max(...buckets.map((b) => b.messages)));
   const slot = plotWidth(frame) / buckets.length;
@@ -674,7 +716,14 @@ function truncate(label: string, max: number): string {
 function deadLettersChart(input: HtmlReportInput): string {
   const heading = 'Dead letters by reason';
   const bars = deadLetterBars(input.deadLettersByReason);
-  if (bars.length === 0) return figure('dead-letters', heading, 'Messages moved to the dead-letter queue, by reason.', emptyState('Nothing was dead-lettered.'), true);
+  if (bars.length === 0)
+    return figure(
+      'dead-letters',
+      heading,
+      'Messages moved to the dead-letter queue, by reason.',
+      emptyState('Nothing was dead-lettered.'),
+      true,
+    );
   const row = 30;
   const frame: Frame = { width: 960, height: 8 + bars.length * row + 8, left: 330, right: 70, top: 8, bottom: 8 };
   const max = Math.max(...bars.map((b) => b.count));
@@ -695,8 +744,21 @@ function deadLettersChart(input: HtmlReportInput): string {
   const total = bars.reduce((s, b) => s + b.count, 0);
   const description = `Bars of dead-lettered messages by reason, most first: ${bars.map((b) => `${b.reason}, ${count(b.count)}`).join('; ')}.`;
   const svg = `${svgOpen('dead-letters', frame, 'Dead-lettered messages by reason', description) + shapes}</svg>`;
-  const lead = escapeHtml(`${plural(total, 'message')} in the dead-letter queue, for ${plural(Object.values(input.deadLettersByReason).filter((n) => n > 0).length, 'reason')}.`);
-  return figure('dead-letters', heading, lead, svg + dataTable('Data: dead letters by reason (every reason)', ['reason', 'messages'], deadLetterBars(input.deadLettersByReason, Number.POSITIVE_INFINITY).map((b) => [b.reason, count(b.count)])), true);
+  const lead = escapeHtml(
+    `${plural(total, 'message')} in the dead-letter queue, for ${plural(Object.values(input.deadLettersByReason).filter((n) => n > 0).length, 'reason')}.`,
+  );
+  return figure(
+    'dead-letters',
+    heading,
+    lead,
+    svg +
+      dataTable(
+        'Data: dead letters by reason (every reason)',
+        ['reason', 'messages'],
+        deadLetterBars(input.deadLettersByReason, Number.POSITIVE_INFINITY).map((b) => [b.reason, count(b.count)]),
+      ),
+    true,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -763,7 +825,10 @@ function mix(input: HtmlReportInput): string {
   const segments = shown.map(([o, n]) => `<span class="${outcomeClass[o]}" style="flex-grow:${n}"></span>`).join('');
   const text = shown.map(([o, n]) => `${share(n, whole)} ${outcomeNames[o]}`).join(', ');
   const key = shown
-    .map(([o, n]) => `<li><span class="swatch ${outcomeClass[o]}" aria-hidden="true"></span>${escapeHtml(`${share(n, whole)} ${outcomeNames[o]}`)}</li>`)
+    .map(
+      ([o, n]) =>
+        `<li><span class="swatch ${outcomeClass[o]}" aria-hidden="true"></span>${escapeHtml(`${share(n, whole)} ${outcomeNames[o]}`)}</li>`,
+    )
     .join('');
   return (
     `<figure class="mix" aria-labelledby="mix-caption"><figcaption id="mix-caption" class="visually-hidden">${escapeHtml(`Final outcomes: ${text}`)}</figcaption>` +
@@ -932,13 +997,17 @@ export async function openHeadlessChromium(
 ): Promise<HeadlessChromium> {
   const executablePath = options.executablePath ?? defaultChromiumPath();
   if (!existsSync(executablePath)) {
-    throw new HtmlReportScreenshotError(`Chromium is not at ${executablePath}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`);
+    throw new HtmlReportScreenshotError(
+      `Chromium is not at ${executablePath}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH.`,
+    );
   }
   let chromium: typeof import('playwright-core').chromium;
   try {
     ({ chromium } = await import('playwright-core'));
   } catch (error) {
-    throw new HtmlReportScreenshotError('A screenshot needs the npm package playwright-core: npm install --save-dev playwright-core', { cause: error });
+    throw new HtmlReportScreenshotError('A screenshot needs the npm package playwright-core: npm install --save-dev playwright-core', {
+      cause: error,
+    });
   }
   const profile = await mkdtemp(join(tmpdir(), 'html-report-chromium-'));
   try {
@@ -961,7 +1030,10 @@ export async function openHeadlessChromium(
     };
   } catch (error) {
     await rm(profile, { recursive: true, force: true });
-    throw new HtmlReportScreenshotError(`Chromium (${executablePath}) did not start: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new HtmlReportScreenshotError(
+      `Chromium (${executablePath}) did not start: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
 }
 
@@ -971,7 +1043,11 @@ export async function openHeadlessChromium(
  *
  * @throws HtmlReportScreenshotError as {@link openHeadlessChromium} does, or when the page does not load
  */
-export async function screenshotHtmlFile(htmlPath: string, pngPath: string, options: { readonly executablePath?: string } = {}): Promise<void> {
+export async function screenshotHtmlFile(
+  htmlPath: string,
+  pngPath: string,
+  options: { readonly executablePath?: string } = {},
+): Promise<void> {
   const browser = await openHeadlessChromium(options);
   try {
     const page = await browser.context.newPage();
@@ -979,7 +1055,9 @@ export async function screenshotHtmlFile(htmlPath: string, pngPath: string, opti
     await page.screenshot({ path: pngPath, fullPage: true, animations: 'disabled' });
   } catch (error) {
     if (error instanceof HtmlReportScreenshotError) throw error;
-    throw new HtmlReportScreenshotError(`The screenshot of ${htmlPath} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new HtmlReportScreenshotError(`The screenshot of ${htmlPath} failed: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   } finally {
     await browser.close();
   }
@@ -1002,7 +1080,11 @@ export interface WriteHtmlReportOptions {
  * @throws HtmlReportScreenshotError when the screenshot fails (the page is written)
  * @throws the file system's error when the folder does not exist or cannot be written
  */
-export async function writeHtmlReport(path: string, input: HtmlReportInput, options: WriteHtmlReportOptions = {}): Promise<{ bytes: number }> {
+export async function writeHtmlReport(
+  path: string,
+  input: HtmlReportInput,
+  options: WriteHtmlReportOptions = {},
+): Promise<{ bytes: number }> {
   const html = renderHtmlReport(input);
   const partial = join(dirname(path), `.${process.pid}.${Date.now()}.html-report.partial`);
   try {

@@ -87,10 +87,12 @@ export function assertHtmlReportInput(input: unknown): asserts input is HtmlRepo
   const problems: string[] = [];
   const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
   const count = (v: unknown, path: string) => {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) problems.push(`${path}: expected a non-negative integer, got ${describe(v)}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+      problems.push(`${path}: expected a non-negative integer, got ${describe(v)}`);
   };
   const time = (v: unknown, path: string) => {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) problems.push(`${path}: expected a finite number of milliseconds ≥ 0, got ${describe(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      problems.push(`${path}: expected a finite number of milliseconds ≥ 0, got ${describe(v)}`);
   };
   const text = (v: unknown, path: string) => {
     if (typeof v !== 'string') problems.push(`${path}: expected a string, got ${describe(v)}`);
@@ -98,7 +100,8 @@ export function assertHtmlReportInput(input: unknown): asserts input is HtmlRepo
   if (!isObject(input)) throw new HtmlReportInputError([`expected an object, got ${describe(input)}`]);
 
   text(input.title, 'title');
-  if (typeof input.source !== 'string' || !sources.has(input.source)) problems.push(`source: expected sqs, sqs-fifo or kafka, got ${describe(input.source)}`);
+  if (typeof input.source !== 'string' || !sources.has(input.source))
+    problems.push(`source: expected sqs, sqs-fifo or kafka, got ${describe(input.source)}`);
   if (typeof input.startedAt !== 'string' || Number.isNaN(Date.parse(input.startedAt))) {
     problems.push(`startedAt: expected an ISO 8601 date, got ${describe(input.startedAt)}`);
   }

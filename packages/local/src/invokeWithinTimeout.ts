@@ -16,7 +16,12 @@ import type { InvocationOutcome } from './judgeBatchResponse.js';
  *
  * @param timeoutSeconds - the function timeout, in seconds
  */
-export async function invokeWithinTimeout<E>(handler: (event: E, context: Context) => unknown, event: E, context: Context, timeoutSeconds: number): Promise<InvocationOutcome> {
+export async function invokeWithinTimeout<E>(
+  handler: (event: E, context: Context) => unknown,
+  event: E,
+  context: Context,
+  timeoutSeconds: number,
+): Promise<InvocationOutcome> {
   const guard = createInvocationGuard({ deadlineMs: Date.now() + timeoutSeconds * 1_000 });
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<InvocationOutcome>((resolve) => {

@@ -105,7 +105,10 @@ export function judgeBatchResponse(outcome: InvocationOutcome, messageIds: reado
     }
     const item = entry as Record<string, unknown>;
     if (!Object.hasOwn(item, 'itemIdentifier')) {
-      const keys = Object.keys(item).map((key) => `"${key}"`).join(', ') || 'none';
+      const keys =
+        Object.keys(item)
+          .map((key) => `"${key}"`)
+          .join(', ') || 'none';
       return allFailed(`${where} has no "itemIdentifier" key (keys: ${keys})`);
     }
     const identifier = item['itemIdentifier'];

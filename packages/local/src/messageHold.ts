@@ -144,4 +144,3 @@ export class MessageHold {
     return { released, failed };
   }
 }
-

@@ -15,7 +15,12 @@ export interface MetricTotals {
 }
 
 interface EmfDocument {
-  readonly _aws?: { readonly CloudWatchMetrics?: ReadonlyArray<{ readonly Dimensions?: ReadonlyArray<readonly string[]>; readonly Metrics?: ReadonlyArray<{ readonly Name: string }> }> };
+  readonly _aws?: {
+    readonly CloudWatchMetrics?: ReadonlyArray<{
+      readonly Dimensions?: ReadonlyArray<readonly string[]>;
+      readonly Metrics?: ReadonlyArray<{ readonly Name: string }>;
+    }>;
+  };
   readonly [key: string]: unknown;
 }
 

@@ -126,10 +126,12 @@ export function localResourceNames(
     payloadBucket: `${prefix}${resourceNames.payloadBucket}`.toLowerCase().replaceAll('_', '-'),
   };
   for (const queueName of [names.queueName, names.deadLetterQueueName]) {
-    if (queueName.length > 80) throw new ProvisioningError(`Queue name "${queueName}" is longer than SQS's 80 characters: shorten the prefix.`);
+    if (queueName.length > 80)
+      throw new ProvisioningError(`Queue name "${queueName}" is longer than SQS's 80 characters: shorten the prefix.`);
   }
   for (const tableName of [names.inboxTable, names.idempotencyTable, ...Object.values(tableNames)]) {
-    if (tableName.length > 255) throw new ProvisioningError(`Table name "${tableName}" is longer than DynamoDB's 255 characters: shorten the prefix.`);
+    if (tableName.length > 255)
+      throw new ProvisioningError(`Table name "${tableName}" is longer than DynamoDB's 255 characters: shorten the prefix.`);
   }
   if (!/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(names.payloadBucket)) {
     throw new ProvisioningError(
@@ -276,11 +278,16 @@ async function ensureTable(dynamoDb: DynamoDBClient, table: TableShape): Promise
     const { TimeToLiveDescription: ttl } = await dynamoDb.send(new DescribeTimeToLiveCommand({ TableName: table.name }));
     const enabled = ttl?.TimeToLiveStatus === 'ENABLED' || ttl?.TimeToLiveStatus === 'ENABLING';
     if (enabled && ttl?.AttributeName !== table.ttlAttribute) {
-      throw new ProvisioningError(`Table ${table.name} has TTL on "${String(ttl?.AttributeName)}", but the settings need "${table.ttlAttribute}".`);
+      throw new ProvisioningError(
+        `Table ${table.name} has TTL on "${String(ttl?.AttributeName)}", but the settings need "${table.ttlAttribute}".`,
+      );
     }
     if (!enabled) {
       await dynamoDb.send(
-        new UpdateTimeToLiveCommand({ TableName: table.name, TimeToLiveSpecification: { AttributeName: table.ttlAttribute, Enabled: true } }),
+        new UpdateTimeToLiveCommand({
+          TableName: table.name,
+          TimeToLiveSpecification: { AttributeName: table.ttlAttribute, Enabled: true },
+        }),
       );
     }
   }

@@ -1,5 +1,12 @@
 import { Outcome, type OutcomeRecord } from 'idempotent-consumer/observability';
-import { type DeadLetterJudgement, declaredKinds, type ForeignCause, type InjectedFaults, type InjectedKind, judgeDeadLetter } from './deadLetterCause.js';
+import {
+  type DeadLetterJudgement,
+  declaredKinds,
+  type ForeignCause,
+  type InjectedFaults,
+  type InjectedKind,
+  judgeDeadLetter,
+} from './deadLetterCause.js';
 import type { FaultKind } from './faultInjection.js';
 import type { MetricTotals } from './metricsCapture.js';
 
@@ -154,7 +161,9 @@ export function buildReport(inputs: ReportInputs): RunReport {
   const problems: string[] = [];
   // First, as it explains the rest: what was still in flight is unaccounted for.
   if (inputs.timedOut !== undefined) {
-    problems.push(`the run hit its time limit (${formatSeconds(inputs.timedOut.limitMs)}, --timeout) before the source drained: ${inputs.timedOut.detail}`);
+    problems.push(
+      `the run hit its time limit (${formatSeconds(inputs.timedOut.limitMs)}, --timeout) before the source drained: ${inputs.timedOut.detail}`,
+    );
   }
   const injected = inputs.injected ?? {};
   const sentById = new Map(inputs.sent.map((m) => [m.messageId, m]));
@@ -178,7 +187,12 @@ export function buildReport(inputs: ReportInputs): RunReport {
   let duplicates = 0;
   let deadLettered = 0;
   const deadLetteredByReason: Record<string, number> = {};
-  const judged: { readonly message: SentMessage; readonly reason: string; readonly errorType: string | undefined; readonly judgement: DeadLetterJudgement }[] = [];
+  const judged: {
+    readonly message: SentMessage;
+    readonly reason: string;
+    readonly errorType: string | undefined;
+    readonly judgement: DeadLetterJudgement;
+  }[] = [];
   const judge = (message: SentMessage, reason: string | undefined, errorType: string | undefined) => {
     const key = reason ?? REDRIVE_POLICY;
     deadLetteredByReason[key] = (deadLetteredByReason[key] ?? 0) + 1;
@@ -211,7 +225,8 @@ export function buildReport(inputs: ReportInputs): RunReport {
       judge(message, stored?.failureReason ?? deadLetterOutcome.reason, stored?.errorType ?? deadLetterOutcome.errorType);
     }
     if (appliedCount === 0 && deadLetterOutcome === undefined) duplicates += 1;
-    if (deadLetterOutcome !== undefined && dead.length === 0) problems.push(`line ${message.line}: dead-lettered, but it is not in the DLQ`);
+    if (deadLetterOutcome !== undefined && dead.length === 0)
+      problems.push(`line ${message.line}: dead-lettered, but it is not in the DLQ`);
     if (deadLetterOutcome !== undefined && dead.length > 1) copies.push(message);
     for (const copy of deadLetterOutcome !== undefined ? dead : []) {
       if (copy.body !== message.body) problems.push(`line ${message.line}: the DLQ copy's body differs from the body sent`);
@@ -231,7 +246,9 @@ export function buildReport(inputs: ReportInputs): RunReport {
     problems.push(`${lost.length} message(s) have no final outcome (${where}): lines ${lines(lost)}`);
   }
   if (finalizedTwice.length > 0) {
-    problems.push(`${finalizedTwice.length} message(s) ended in two ways (applied twice, or applied and dead-lettered): lines ${lines(finalizedTwice)}`);
+    problems.push(
+      `${finalizedTwice.length} message(s) ended in two ways (applied twice, or applied and dead-lettered): lines ${lines(finalizedTwice)}`,
+    );
   }
 
   const deadLetterCauses = groupJudgements(judged);
@@ -249,7 +266,9 @@ export function buildReport(inputs: ReportInputs): RunReport {
         `excused: ${group.count} dead letter(s) not their own, produced by a fault this run injects on purpose (${(group.excusedBy ?? []).map(injectedFlag).join(', ')}) — ${group.explanation}: lines ${lineList(group.lines, group.count)}`,
     ),
     ...(movedByPolicy.length > 0
-      ? [`moved to the DLQ by the queue's redrive policy, without a reason (the consumer never saw their last receive): lines ${lines(movedByPolicy)}`]
+      ? [
+          `moved to the DLQ by the queue's redrive policy, without a reason (the consumer never saw their last receive): lines ${lines(movedByPolicy)}`,
+        ]
       : []),
     ...(copies.length > 0 ? [`in the DLQ more than once (a dead letter is sent at least once): lines ${lines(copies)}`] : []),
     ...(redelivered.length > 0
@@ -291,7 +310,9 @@ export function buildReport(inputs: ReportInputs): RunReport {
     if (fromMetrics !== fromOutcomes) problems.push(`the metrics say ${fromMetrics} ${name}, the outcomes ${fromOutcomes}`);
   }
   if (!sameCounts(metrics.deadLetteredByReason, byReason)) {
-    problems.push(`the metrics' dead-letter reasons ${JSON.stringify(metrics.deadLetteredByReason)} differ from the outcomes' ${JSON.stringify(byReason)}`);
+    problems.push(
+      `the metrics' dead-letter reasons ${JSON.stringify(metrics.deadLetteredByReason)} differ from the outcomes' ${JSON.stringify(byReason)}`,
+    );
   }
 
   const declared = declaredKinds(injected);
@@ -340,7 +361,12 @@ function lineList(shown: readonly number[], total: number): string {
 
 /** Groups judged dead letters by verdict, reason and last error: not-own first, then excused, then own; largest first. */
 function groupJudgements(
-  judged: readonly { readonly message: SentMessage; readonly reason: string; readonly errorType: string | undefined; readonly judgement: DeadLetterJudgement }[],
+  judged: readonly {
+    readonly message: SentMessage;
+    readonly reason: string;
+    readonly errorType: string | undefined;
+    readonly judgement: DeadLetterJudgement;
+  }[],
 ): DeadLetterCauseGroup[] {
   const groups = new Map<string, { group: Omit<DeadLetterCauseGroup, 'count' | 'lines'>; lines: number[] }>();
   for (const { message, reason, errorType, judgement } of judged) {
@@ -386,7 +412,8 @@ function sameCounts(a: Readonly<Record<string, number>>, b: Readonly<Record<stri
 
 function percentiles(values: readonly number[]): RunReport['latencyMs'] {
   const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) => (sorted.length === 0 ? 0 : Math.round((sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0) * 10) / 10);
+  const at = (p: number) =>
+    sorted.length === 0 ? 0 : Math.round((sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0) * 10) / 10;
   return { p50: at(0.5), p90: at(0.9), p99: at(0.99) };
 }
 
@@ -432,10 +459,14 @@ export function formatReport(report: RunReport): string {
     ...reasons,
     row('unaccounted', report.unaccounted),
     equation,
-    ...(causes.length === 0 ? [] : [`  dead letters judged         ${total('own')} their own, ${excused} excused, ${total('not-own')} not their own`, ...judged]),
+    ...(causes.length === 0
+      ? []
+      : [`  dead letters judged         ${total('own')} their own, ${excused} excused, ${total('not-own')} not their own`, ...judged]),
     ...(injected.length === 0 ? [] : [`  injected on purpose         ${injected.join(', ')}`]),
     `  latency per message        p50 ${report.latencyMs.p50} ms, p90 ${report.latencyMs.p90} ms, p99 ${report.latencyMs.p99} ms`,
-    ...(report.outbox === undefined ? [] : [row('outbox written', report.outbox.written), row('outbox published', report.outbox.published)]),
+    ...(report.outbox === undefined
+      ? []
+      : [row('outbox written', report.outbox.written), row('outbox published', report.outbox.published)]),
     '',
     ...report.notes.map((note) => `  note: ${note}`),
     report.check.ok

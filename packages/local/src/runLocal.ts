@@ -27,7 +27,12 @@ import type { FaultOptions } from './faultInjection.js';
 import { createDeliveryRecorder } from './htmlReportInput.js';
 import type { HtmlReportInput } from './htmlReportInput.js';
 import type { InputMessage } from './inputFile.js';
-import { KafkaEventSourcePoller, type KafkaOnFailureRecord, type KafkaRetryReading, kafkaPollerOptionsFromSettings } from './kafka/KafkaEventSourcePoller.js';
+import {
+  KafkaEventSourcePoller,
+  type KafkaOnFailureRecord,
+  type KafkaRetryReading,
+  kafkaPollerOptionsFromSettings,
+} from './kafka/KafkaEventSourcePoller.js';
 import { PartitionedLog } from './kafka/PartitionedLog.js';
 import { MetricsCapture, type MetricTotals } from './metricsCapture.js';
 import { countOutboxItems } from './outbox/countOutboxItems.js';
@@ -160,7 +165,17 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const started = performance.now();
   const startedAt = new Date();
   const say = (step: string, phase: Progress['phase'] = 'starting') =>
-    options.onProgress?.({ phase, step, sent: 0, applied: 0, duplicates: 0, retried: 0, deadLettered: 0, invocations: 0, elapsedMs: performance.now() - started });
+    options.onProgress?.({
+      phase,
+      step,
+      sent: 0,
+      applied: 0,
+      duplicates: 0,
+      retried: 0,
+      deadLettered: 0,
+      invocations: 0,
+      elapsedMs: performance.now() - started,
+    });
 
   const stops: (() => Promise<void> | void)[] = [];
   try {
@@ -205,7 +220,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     let outboxQueueUrl: string | undefined;
     if (options.relay !== false) {
       say('starting the outbox relay');
-      const queue = await admin.sqs.send(new CreateQueueCommand({ QueueName: `${options.endpoints?.prefix ?? ''}Outbox.fifo`, Attributes: { FifoQueue: 'true' } }));
+      const queue = await admin.sqs.send(
+        new CreateQueueCommand({ QueueName: `${options.endpoints?.prefix ?? ''}Outbox.fifo`, Attributes: { FifoQueue: 'true' } }),
+      );
       outboxQueueUrl = queue.QueueUrl!;
       relay = await startLocalRelay({
         dynamoDb: admin.dynamoDb,
@@ -230,7 +247,10 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
         return undefined;
       }
     };
-    const ordered = (settings.queue.fifo || source === 'kafka') && options.eventTime !== undefined ? inProducerOrder(options.input, keyOf, options.eventTime) : [...options.input];
+    const ordered =
+      (settings.queue.fifo || source === 'kafka') && options.eventTime !== undefined
+        ? inProducerOrder(options.input, keyOf, options.eventTime)
+        : [...options.input];
 
     capture.start();
     stops.unshift(() => capture.stop());
@@ -334,7 +354,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       readDeadLetterQueue(admin, endpoints.sqs, resources.deadLetterQueueUrl, startedAt),
       remaining(),
       relay === undefined ? Promise.resolve(undefined) : countOutboxItems(admin.dynamoDb, resources.inboxTable, settings.consumerName),
-      options.check === undefined ? Promise.resolve([]) : options.check({ documentClient, tables: resources.tables, inboxTable: resources.inboxTable, outcomes }),
+      options.check === undefined
+        ? Promise.resolve([])
+        : options.check({ documentClient, tables: resources.tables, inboxTable: resources.inboxTable, outcomes }),
     ]);
     const report = buildReport({
       source,
@@ -344,7 +366,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       deadLetters,
       domainProblems: [
         ...domainProblems,
-        ...(onFailureRecords.length === 0 ? [] : [`${onFailureRecords.length} Kafka batch(es) went to the on-failure destination (metadata only, records not processed)`]),
+        ...(onFailureRecords.length === 0
+          ? []
+          : [`${onFailureRecords.length} Kafka batch(es) went to the on-failure destination (metadata only, records not processed)`]),
         ...(relay !== undefined && relay.gaveUp().length > 0 ? [`the outbox relay gave up on ${relay.gaveUp().length} batch(es)`] : []),
         ...(relayProblem === undefined ? [] : [relayProblem]),
       ],
@@ -355,7 +379,12 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       ...(timedOut === undefined ? {} : { timedOut }),
       durationMs: performance.now() - started,
     });
-    const result: LocalRunResult = { report, deliveries: recorder.deliveries(), startedAt, source: source === 'kafka' ? 'kafka' : settings.queue.fifo ? 'sqs-fifo' : 'sqs' };
+    const result: LocalRunResult = {
+      report,
+      deliveries: recorder.deliveries(),
+      startedAt,
+      source: source === 'kafka' ? 'kafka' : settings.queue.fifo ? 'sqs-fifo' : 'sqs',
+    };
     await options.onReport?.(result, { dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, resources, outboxQueueUrl });
     reported = true;
     if (options.keepRunning !== undefined && !options.keepRunning.aborted) await keepConsuming(options.keepRunning);
@@ -423,10 +452,17 @@ function groupIdOf(key: string | undefined): string {
 
 async function queueDepth(clients: LocalClients, queueUrl: string): Promise<number> {
   const output = await clients.sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+    }),
   );
   const a = output.Attributes ?? {};
-  return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+  return (
+    Number(a.ApproximateNumberOfMessages ?? 0) +
+    Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
+    Number(a.ApproximateNumberOfMessagesDelayed ?? 0)
+  );
 }
 
 interface InspectedMessage {
@@ -442,8 +478,18 @@ interface InspectedMessage {
  * (fauxqs: `GET /_fauxqs/queues/<name>`, read-only), which lists every message; on another server
  * it receives them and makes them visible again (the DLQ tool's `MessageHold`).
  */
-export async function readDeadLetterQueue(clients: LocalClients, sqsEndpoint: string, queueUrl: string, since: Date): Promise<DeadLetterSnapshot[]> {
-  const toSnapshot = (messageId: string, body: string, attributes: Readonly<Record<string, { readonly StringValue?: string }>>, sentAt: number | undefined): DeadLetterSnapshot | undefined => {
+export async function readDeadLetterQueue(
+  clients: LocalClients,
+  sqsEndpoint: string,
+  queueUrl: string,
+  since: Date,
+): Promise<DeadLetterSnapshot[]> {
+  const toSnapshot = (
+    messageId: string,
+    body: string,
+    attributes: Readonly<Record<string, { readonly StringValue?: string }>>,
+    sentAt: number | undefined,
+  ): DeadLetterSnapshot | undefined => {
     const dead = readDeadLetterAttributes(attributes);
     if ((dead?.failedAt?.getTime() ?? sentAt ?? 0) < since.getTime()) return undefined;
     const empty = dead?.context.bodyEncoding === 'empty' && body === EMPTY_BODY_PLACEHOLDER;
@@ -471,7 +517,9 @@ export async function readDeadLetterQueue(clients: LocalClients, sqsEndpoint: st
   const hold = new MessageHold(clients.sqs, queueUrl);
   try {
     const records = await hold.scan({ visibilityTimeoutSeconds: 30, waitTimeSeconds: 0 });
-    return records.flatMap((record) => toSnapshot(record.messageId, record.body, record.messageAttributes ?? {}, record.sentAt?.getTime()) ?? []);
+    return records.flatMap(
+      (record) => toSnapshot(record.messageId, record.body, record.messageAttributes ?? {}, record.sentAt?.getTime()) ?? [],
+    );
   } finally {
     await hold.release();
   }

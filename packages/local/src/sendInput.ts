@@ -66,10 +66,9 @@ export const fifoIdPattern = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,
  * A single message larger than the batch limit gets a batch of its own (SQS then refuses it
  * with its own error).
  */
-export function batchBySize<T extends { readonly MessageBody?: string; readonly MessageAttributes?: SendMessageBatchRequestEntry['MessageAttributes'] }>(
-  entries: readonly T[],
-  maxBatchBytes: number = sqsLimits.maxBatchBytes,
-): T[][] {
+export function batchBySize<
+  T extends { readonly MessageBody?: string; readonly MessageAttributes?: SendMessageBatchRequestEntry['MessageAttributes'] },
+>(entries: readonly T[], maxBatchBytes: number = sqsLimits.maxBatchBytes): T[][] {
   const batches: T[][] = [];
   let current: T[] = [];
   let bytes = 0;
@@ -108,7 +107,8 @@ export async function sendInput(
     throw new SendInputError('A FIFO queue needs a message group for every message: pass messageGroupId.');
   }
   const retries = options.entryRetries ?? 3;
-  const deduplicationId = options.deduplicationId ?? ((message: InputMessage) => createHash('sha256').update(`line:${message.line}`).digest('hex'));
+  const deduplicationId =
+    options.deduplicationId ?? ((message: InputMessage) => createHash('sha256').update(`line:${message.line}`).digest('hex'));
 
   const entries = input.map((message, index) => {
     const entry: SendMessageBatchRequestEntry & { readonly message: InputMessage } = {
@@ -152,7 +152,10 @@ export async function sendInput(
       if (refused !== undefined || (failed.length > 0 && attempt >= retries)) {
         const failure = refused ?? failed[0]!;
         const line = byId.get(failure.Id)?.message.line;
-        throw new SendInputError(`SQS refused the message of input line ${String(line)}: ${failure.Code ?? 'Unknown'} ${failure.Message ?? ''}`.trim(), line);
+        throw new SendInputError(
+          `SQS refused the message of input line ${String(line)}: ${failure.Code ?? 'Unknown'} ${failure.Message ?? ''}`.trim(),
+          line,
+        );
       }
       pending = failed.map((failure) => byId.get(failure.Id)!).filter((entry) => entry !== undefined);
     }

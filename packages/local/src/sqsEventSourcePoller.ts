@@ -4,11 +4,7 @@
  *
  * @module
  */
-import {
-  DeleteMessageBatchCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-} from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { defaultSettings } from 'idempotent-consumer/settings';
@@ -219,8 +215,7 @@ export class SqsEventSourcePoller {
       if (!ok) throw new RangeError(message);
     };
     const maxBatchSize = this.fifo ? 10 : 10_000;
-    const isIntegerIn = (value: number, min: number, max: number): boolean =>
-      Number.isInteger(value) && value >= min && value <= max;
+    const isIntegerIn = (value: number, min: number, max: number): boolean => Number.isInteger(value) && value >= min && value <= max;
     check(isIntegerIn(this.batchSize, 1, maxBatchSize), `batchSize ${this.batchSize} is outside 1..${maxBatchSize}`);
     check(this.batchingWindowMs >= 0 && this.batchingWindowMs <= 300_000, 'maxBatchingWindowSeconds must be 0..300');
     check(isIntegerIn(this.concurrency, 1, Number.MAX_SAFE_INTEGER), `concurrency ${this.concurrency} must be a positive integer`);
@@ -305,11 +300,7 @@ export class SqsEventSourcePoller {
     const { Attributes = {} } = await this.options.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: this.options.queueUrl,
-        AttributeNames: [
-          'ApproximateNumberOfMessages',
-          'ApproximateNumberOfMessagesNotVisible',
-          'ApproximateNumberOfMessagesDelayed',
-        ],
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
       }),
     );
     return {
@@ -445,8 +436,6 @@ export class SqsEventSourcePoller {
     }
     return outcome.kind;
   }
-
-
 
   private async deleteMessages(
     records: ReadonlyArray<{ messageId: string; receiptHandle: string }>,

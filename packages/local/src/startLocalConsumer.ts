@@ -96,9 +96,19 @@ export async function startLocalConsumer(options: LocalConsumerOptions): Promise
     } else {
       endpoints = { dynamoDb: options.endpoints.dynamoDb, sqs: options.endpoints.sqs, s3: options.endpoints.s3 ?? options.endpoints.sqs };
     }
-    const admin = createLocalClients({ dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, s3Endpoint: endpoints.s3, strictDynamoDb: false });
+    const admin = createLocalClients({
+      dynamoDbEndpoint: endpoints.dynamoDb,
+      sqsEndpoint: endpoints.sqs,
+      s3Endpoint: endpoints.s3,
+      strictDynamoDb: false,
+    });
     stops.unshift(() => admin.destroy());
-    const consumer = createLocalClients({ dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, s3Endpoint: endpoints.s3, ...(options.faults ? { faults: options.faults } : {}) });
+    const consumer = createLocalClients({
+      dynamoDbEndpoint: endpoints.dynamoDb,
+      sqsEndpoint: endpoints.sqs,
+      s3Endpoint: endpoints.s3,
+      ...(options.faults ? { faults: options.faults } : {}),
+    });
     stops.unshift(() => consumer.destroy());
 
     options.onStep?.('creating the tables, queues and bucket');

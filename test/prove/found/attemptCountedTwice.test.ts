@@ -57,25 +57,38 @@ direct('AttemptLog under a lost answer (the write applied, a 5xx returned, the S
   let log: AttemptLog;
   beforeAll(async () => {
     env = await testResources('attempt-token');
-    const dynamoDb = new DynamoDBClient({ endpoint: env.endpoints.dynamoDbEndpoint, region: env.endpoints.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    const dynamoDb = new DynamoDBClient({
+      endpoint: env.endpoints.dynamoDbEndpoint,
+      region: env.endpoints.region,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
     // Below the SDK's retry: the first attempt of each UpdateItem reaches the server, then its answer is lost.
     dynamoDb.middlewareStack.add(
       (next, context) => async (args) => {
         const output = await next(args);
         if (context.commandName === 'UpdateItemCommand' && lostAnswers % 2 === 0) {
           lostAnswers += 1;
-          throw Object.assign(new Error('We encountered an internal error. Please try again.'), { name: 'InternalServerError', $fault: 'server', $metadata: { httpStatusCode: 500 } });
+          throw Object.assign(new Error('We encountered an internal error. Please try again.'), {
+            name: 'InternalServerError',
+            $fault: 'server',
+            $metadata: { httpStatusCode: 500 },
+          });
         }
         if (context.commandName === 'UpdateItemCommand') lostAnswers += 1;
         return output;
       },
       { step: 'deserialize', name: 'loseTheFirstAnswer' },
     );
-    log = new AttemptLog({ client: DynamoDBDocumentClient.from(dynamoDb), tableName: env.resources.inboxTable, consumerName: 'attempt-token', ttlSeconds: 3600 });
+    log = new AttemptLog({
+      client: DynamoDBDocumentClient.from(dynamoDb),
+      tableName: env.resources.inboxTable,
+      consumerName: 'attempt-token',
+      ttlSeconds: 3600,
+    });
   });
   afterAll(() => env?.dispose());
 
-  it('counts a Kafka record\'s failed attempts once each: 1, 2, 3', async () => {
+  it("counts a Kafka record's failed attempts once each: 1, 2, 3", async () => {
     const failure = { source: 'SelfManagedKafka:local', errorType: 'PredecessorNotApplied', errorMessage: 'waits' };
     const counts = [];
     for (let i = 0; i < 3; i += 1) counts.push(await log.recordFailure('kafka:orders-0@1', 'identity-1', failure));
@@ -89,10 +102,12 @@ direct('AttemptLog under a lost answer (the write applied, a 5xx returned, the S
     expect(await log.recordFailure('kafka:orders-0@1', 'identity-2', failure)).toBe(2);
   });
 
-  it('counts an SQS message\'s skipped receives once each', async () => {
+  it("counts an SQS message's skipped receives once each", async () => {
     await log.recordSkip('sqs:m-1', 'an earlier message of its group failed');
     await log.recordSkip('sqs:m-1', 'an earlier message of its group failed');
-    const stored = await env.documentClient.send(new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: log.key('sqs:m-1') }, ConsistentRead: true }));
+    const stored = await env.documentClient.send(
+      new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: log.key('sqs:m-1') }, ConsistentRead: true }),
+    );
     expect(stored.Item?.skips).toBe(2);
     expect((await log.skipsOf(['sqs:m-1'])).get('sqs:m-1')).toBe(2);
   });

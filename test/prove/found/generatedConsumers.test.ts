@@ -156,6 +156,6 @@ describe('found: two table names that map to one environment variable', () => {
  * not retry — and was dead-lettered `RetriesExhausted` after 4 real attempts of its 5
  * (`attempt-budget`). A skip's write is now tried again (with one token, so it counts once).
  */
-describe('found: a skip whose write met a conflict was lost, and cut its message\'s budget short', () => {
+describe("found: a skip whose write met a conflict was lost, and cut its message's budget short", () => {
   it('gives the message all its attempts', () => holds('lost-skip-write'), 60_000);
 });

@@ -36,22 +36,43 @@ describe('found: on Kafka, a side-effect lock left by a failed completion write 
     log.append({ key: 'L-1', value: JSON.stringify(body.paid('l-paid', 'L-1', 10)) });
     // The first completion write of the idempotency table is throttled (after the SDK's own retries).
     let throttled = 0;
-    const dynamoDb = new DynamoDBClient({ endpoint: env.endpoints.dynamoDbEndpoint, region: env.endpoints.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    const dynamoDb = new DynamoDBClient({
+      endpoint: env.endpoints.dynamoDbEndpoint,
+      region: env.endpoints.region,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
     dynamoDb.middlewareStack.add(
       (next, context) => async (args) => {
-        if (context.commandName === 'UpdateItemCommand' && (args.input as { TableName?: string }).TableName === env.resources.idempotencyTable && throttled === 0) {
+        if (
+          context.commandName === 'UpdateItemCommand' &&
+          (args.input as { TableName?: string }).TableName === env.resources.idempotencyTable &&
+          throttled === 0
+        ) {
           throttled += 1;
-          throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $retryable: {} });
+          throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+            name: 'ThrottlingException',
+            $retryable: {},
+          });
         }
         return next(args);
       },
       { step: 'initialize', name: 'throttleCompletionOnce' },
     );
-    const handler = createIdempotentConsumer(cafeConsumerOptions, { environment: env.environment, clients: { dynamoDb, sqs: env.sqs, s3: env.s3 } });
+    const handler = createIdempotentConsumer(cafeConsumerOptions, {
+      environment: env.environment,
+      clients: { dynamoDb, sqs: env.sqs, s3: env.s3 },
+    });
     const gaveUp: KafkaOnFailureRecord[] = [];
     const retryAttempts = kafkaRetryAttempts(withOverrides({ kafka: { batchSize: 2 } }));
     // A short function timeout keeps the lock's life (the invocation's deadline) short on real time.
-    const poller = new KafkaEventSourcePoller({ log, createHandler: () => handler, batchSize: 2, retryAttempts, functionTimeoutSeconds: 8, onFailure: (record) => void gaveUp.push(record) });
+    const poller = new KafkaEventSourcePoller({
+      log,
+      createHandler: () => handler,
+      batchSize: 2,
+      retryAttempts,
+      functionTimeoutSeconds: 8,
+      onFailure: (record) => void gaveUp.push(record),
+    });
 
     await poller.runUntilIdle({ maxInvocations: 100 });
 

@@ -43,7 +43,7 @@ const completionFailedOnce: Schedule = {
   invocations: [{ environment: 0, remainingMs: 30_000, callCostMs: 0, faults: [{ at: 'side-effect completion', kind: 'conflict' }] }],
 };
 
-describe('found: on Kafka, a side-effect lock held by an earlier invocation spends the mapping\'s retries', () => {
+describe("found: on Kafka, a side-effect lock held by an earlier invocation spends the mapping's retries", () => {
   const replayed = replaySession();
 
   it('after a crash that left the lock: applies OrderPlaced and OrderPaid once; the mapping gives nothing up', async () => {

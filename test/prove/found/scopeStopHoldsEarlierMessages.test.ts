@@ -24,12 +24,17 @@ import type { TestResources } from '../../support/testResources.js';
 /** A DynamoDB client that crashes (refuses every later call) once the side effect's lock is written. */
 function crashingAfterTheLock(env: TestResources): DynamoDBClient {
   let crashed = false;
-  const client = new DynamoDBClient({ endpoint: env.endpoints.dynamoDbEndpoint, region: env.endpoints.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const client = new DynamoDBClient({
+    endpoint: env.endpoints.dynamoDbEndpoint,
+    region: env.endpoints.region,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   client.middlewareStack.add(
     (next, context) => async (args) => {
       if (crashed) throw Object.assign(new Error('the invocation crashed'), { name: 'InvocationCrashed' });
       const output = await next(args);
-      if (context.commandName === 'PutItemCommand' && (args.input as { TableName?: string }).TableName === env.resources.idempotencyTable) crashed = true;
+      if (context.commandName === 'PutItemCommand' && (args.input as { TableName?: string }).TableName === env.resources.idempotencyTable)
+        crashed = true;
       return output;
     },
     { step: 'initialize', name: 'crashAfterTheLock' },
@@ -46,7 +51,10 @@ describe('found: a message that must be retried holds back the earlier messages 
   afterAll(() => Promise.all([env?.dispose(), fifo?.dispose()]));
 
   it('Kafka: applies OrderPlaced at offset 0 and reports only OrderPaid at offset 1 while its lock is held elsewhere', async () => {
-    const event = mskEvent(kafkaRecord('orders', 0, 0, body.placed('k-placed', 'K-1')), kafkaRecord('orders', 0, 1, body.paid('k-paid', 'K-1', 10)));
+    const event = mskEvent(
+      kafkaRecord('orders', 0, 0, body.placed('k-placed', 'K-1')),
+      kafkaRecord('orders', 0, 1, body.paid('k-paid', 'K-1', 10)),
+    );
     await executionEnvironment(env, { dynamoDb: crashingAfterTheLock(env) }).handler(event, lambdaContext()); // dies holding the lock
     const response = await executionEnvironment(env).handler(event, lambdaContext());
     expect(JSON.stringify(response)).toBe('{"batchItemFailures":[{"itemIdentifier":{"partition":"orders-0","offset":1}}]}');
@@ -54,7 +62,10 @@ describe('found: a message that must be retried holds back the earlier messages 
   });
 
   it('FIFO: applies OrderPlaced and reports only OrderPaid while its lock is held elsewhere', async () => {
-    const event = sqsEvent(queueRecord(fifo, 'f-placed', body.placed('f-placed', 'F-1'), { groupId: 'F-1' }), queueRecord(fifo, 'f-paid', body.paid('f-paid', 'F-1', 10), { groupId: 'F-1' }));
+    const event = sqsEvent(
+      queueRecord(fifo, 'f-placed', body.placed('f-placed', 'F-1'), { groupId: 'F-1' }),
+      queueRecord(fifo, 'f-paid', body.paid('f-paid', 'F-1', 10), { groupId: 'F-1' }),
+    );
     await executionEnvironment(fifo, { dynamoDb: crashingAfterTheLock(fifo) }).handler(event, lambdaContext());
     const response = await executionEnvironment(fifo).handler(event, lambdaContext());
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'f-paid' }] });

@@ -96,15 +96,29 @@ interface Action {
 type TransactInput = { TransactItems: Action[] };
 
 /** The idempotency keys whose inbox rows a `TransactWriteItems` commits. */
-const committedKeys = (input: TransactInput): string[] => input.TransactItems.filter((a) => a.Put?.TableName === 'inbox' && a.Put.Item.kind === 'inbox').map((a) => String(a.Put!.Item.idempotencyKey));
+const committedKeys = (input: TransactInput): string[] =>
+  input.TransactItems.filter((a) => a.Put?.TableName === 'inbox' && a.Put.Item.kind === 'inbox').map((a) =>
+    String(a.Put!.Item.idempotencyKey),
+  );
 /** The `Put`s of accounts in a `TransactWriteItems`. */
 const accountPuts = (input: TransactInput) => input.TransactItems.flatMap((a) => (a.Put?.TableName === 'phys-accounts' ? [a.Put] : []));
 const transactions = (fake: FakeDynamoDb): TransactInput[] => fake.inputs('TransactWriteCommand');
 const verdicts = (units: readonly Unit[]) => units.map((u) => u.verdict);
 const applied = { kind: 'applied' };
-const inboxRow = (key: string, extra: Record<string, unknown> = {}): Item => ({ pk: `c#key#${key}`, kind: 'inbox', idempotencyKey: key, payloadHash: `hash-${key}`, status: 'applied', messageId: 'm-other', ...extra });
+const inboxRow = (key: string, extra: Record<string, unknown> = {}): Item => ({
+  pk: `c#key#${key}`,
+  kind: 'inbox',
+  idempotencyKey: key,
+  payloadHash: `hash-${key}`,
+  status: 'applied',
+  messageId: 'm-other',
+  ...extra,
+});
 /** A Kafka record's unit: attempts counted in the attempt log, no visibility delay. */
-const kafka = (u: Unit<TestEvent>): Unit<TestEvent> => ({ ...u, delivery: { ...u.delivery, attempts: { kind: 'log', sourceId: `kafka:t-0@${u.index}`, recordIdentity: `r${u.index}`, source: 'msk' } } });
+const kafka = (u: Unit<TestEvent>): Unit<TestEvent> => ({
+  ...u,
+  delivery: { ...u.delivery, attempts: { kind: 'log', sourceId: `kafka:t-0@${u.index}`, recordIdentity: `r${u.index}`, source: 'msk' } },
+});
 
 describe('BatchEngine: the happy path', () => {
   it('commits a batch in one TransactWriteItems with no read, folding the writes to one item', async () => {
@@ -148,15 +162,34 @@ describe('BatchEngine: the happy path', () => {
       state.get('accounts', { id: event.account });
       if (event.op === 'put') return { writes: [putAccount(event.account, { n: 1 })] };
       if (event.op === 'delete') return { writes: [{ Delete: { TableName: 'accounts', Key: { id: event.account } } }] };
-      if (event.op === 'update') return { writes: [{ Update: { TableName: 'accounts', Key: { id: event.account }, UpdateExpression: 'SET n = :n', ExpressionAttributeValues: { ':n': 5 } } }] };
+      if (event.op === 'update')
+        return {
+          writes: [
+            {
+              Update: {
+                TableName: 'accounts',
+                Key: { id: event.account },
+                UpdateExpression: 'SET n = :n',
+                ExpressionAttributeValues: { ':n': 5 },
+              },
+            },
+          ],
+        };
       return {};
     });
     const h = harness(ops);
     for (const id of ['B', 'C', 'D']) h.cache.set(accountKey(id).id, { id, _version: `v${id}` });
-    const units = batch([{ key: 'k0', account: 'A', op: 'put' }], [{ key: 'k1', account: 'B', op: 'delete' }], [{ key: 'k2', account: 'C', op: 'update' }], [{ key: 'k3', account: 'D' }]);
+    const units = batch(
+      [{ key: 'k0', account: 'A', op: 'put' }],
+      [{ key: 'k1', account: 'B', op: 'delete' }],
+      [{ key: 'k2', account: 'C', op: 'update' }],
+      [{ key: 'k3', account: 'D' }],
+    );
     await h.engine.settle(units, h.clock());
     expect(verdicts(units)).toEqual([applied, applied, applied, applied]);
-    const kinds = transactions(h.fake)[0]!.TransactItems.filter((a) => Object.values(a)[0]?.TableName === 'phys-accounts').map((a) => Object.keys(a)[0]);
+    const kinds = transactions(h.fake)[0]!
+      .TransactItems.filter((a) => Object.values(a)[0]?.TableName === 'phys-accounts')
+      .map((a) => Object.keys(a)[0]);
     expect(kinds.sort()).toEqual(['ConditionCheck', 'Delete', 'Put', 'Update']);
     expect(h.cache.get(accountKey('A').id)).toMatchObject({ exists: true, item: { id: 'A', n: 1 } });
     expect(h.cache.get(accountKey('B').id)).toEqual({ exists: false, item: undefined });
@@ -180,8 +213,20 @@ describe('BatchEngine: a commit that fails', () => {
     expect(transactions(h.fake).slice(1).map(committedKeys).sort()).toEqual([['k0'], ['k1']]);
     expect(units.map((u) => u.solo)).toEqual([true, true]);
     expect(units[0]!.verdict).toEqual(applied);
-    expect(units[1]!.verdict).toEqual({ kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'InternalServerError', errorMessage: 'its own request failed', countsAsAttempt: true } });
-    expect(h.lines.map((l) => l.message)).toEqual(['a shared transaction failed; its messages are committed one by one', 'the commit failed; its message will be retried']);
+    expect(units[1]!.verdict).toEqual({
+      kind: 'failed',
+      failure: {
+        retryable: true,
+        reason: undefined,
+        errorType: 'InternalServerError',
+        errorMessage: 'its own request failed',
+        countsAsAttempt: true,
+      },
+    });
+    expect(h.lines.map((l) => l.message)).toEqual([
+      'a shared transaction failed; its messages are committed one by one',
+      'the commit failed; its message will be retried',
+    ]);
   });
 
   it('dead-letters a unit whose own commit DynamoDB refuses as invalid (ValidationException) as an InvalidWrite', async () => {
@@ -191,14 +236,25 @@ describe('BatchEngine: a commit that fails', () => {
     await h.engine.settle(units, h.clock());
     expect(units[0]!.verdict).toEqual({
       kind: 'failed',
-      failure: { retryable: false, reason: 'InvalidWrite', errorType: 'InvalidWrite', errorMessage: 'DynamoDB refused the commit: Item size has exceeded the maximum allowed size', countsAsAttempt: true },
+      failure: {
+        retryable: false,
+        reason: 'InvalidWrite',
+        errorType: 'InvalidWrite',
+        errorMessage: 'DynamoDB refused the commit: Item size has exceeded the maximum allowed size',
+        countsAsAttempt: true,
+      },
     });
     expect(h.fake.calls).toHaveLength(1);
   });
 
   it('decides a unit again on the item a cancellation returned when the item changed under it', async () => {
     const h = harness();
-    h.fake.next('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', n: 5, _version: 'vX' } }])).always('TransactWriteCommand', {});
+    h.fake
+      .next(
+        'TransactWriteCommand',
+        cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', n: 5, _version: 'vX' } }]),
+      )
+      .always('TransactWriteCommand', {});
     const units = batch([{ key: 'k0', account: 'A' }]);
     await h.engine.settle(units, h.clock());
     expect(units[0]!.verdict).toEqual(applied);
@@ -217,7 +273,13 @@ describe('BatchEngine: a commit that fails', () => {
     expect(h.fake.calls).toHaveLength(7);
     expect(units[0]!.verdict).toEqual({
       kind: 'failed',
-      failure: { retryable: true, reason: undefined, errorType: 'TransactionConflict', errorMessage: 'its commit kept losing to concurrent transactions or throttling', countsAsAttempt: true },
+      failure: {
+        retryable: true,
+        reason: undefined,
+        errorType: 'TransactionConflict',
+        errorMessage: 'its commit kept losing to concurrent transactions or throttling',
+        countsAsAttempt: true,
+      },
     });
     expect(h.sleeps).toHaveLength(7);
     for (const ms of h.sleeps) expect(ms >= 10 && ms <= 50).toBe(true);
@@ -231,18 +293,35 @@ describe('BatchEngine: a commit that fails', () => {
     const units = batch([{ key: 'k0', account: 'A' }]);
     await h.engine.settle(units, h.clock());
     expect(h.fake.calls).toHaveLength(7);
-    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: true, errorType: 'TransactionConflict', errorMessage: 'an item it read or wrote kept changing under it' } });
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: { retryable: true, errorType: 'TransactionConflict', errorMessage: 'an item it read or wrote kept changing under it' },
+    });
     expect(accountPuts(transactions(h.fake)[6]!)[0]!.ExpressionAttributeValues).toEqual({ ':__ic_v': 'v5' });
   });
 
   it('dead-letters the author of an action DynamoDB refused in a cancellation; the others commit again', async () => {
     const h = harness();
-    h.fake.next('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'ValidationError', Message: 'One or more parameter values were invalid' }, { Code: 'None' }, { Code: 'None' }])).always('TransactWriteCommand', {});
+    h.fake
+      .next(
+        'TransactWriteCommand',
+        cancelled([
+          { Code: 'None' },
+          { Code: 'ValidationError', Message: 'One or more parameter values were invalid' },
+          { Code: 'None' },
+          { Code: 'None' },
+        ]),
+      )
+      .always('TransactWriteCommand', {});
     const units = batch([{ key: 'k0', account: 'A' }], [{ key: 'k1', account: 'B' }]);
     await h.engine.settle(units, h.clock());
     expect(units[0]!.verdict).toMatchObject({
       kind: 'failed',
-      failure: { retryable: false, reason: 'InvalidWrite', errorMessage: 'DynamoDB refused it (ValidationError): One or more parameter values were invalid' },
+      failure: {
+        retryable: false,
+        reason: 'InvalidWrite',
+        errorMessage: 'DynamoDB refused it (ValidationError): One or more parameter values were invalid',
+      },
     });
     expect(units[1]!.verdict).toEqual(applied);
     expect(transactions(h.fake).map(committedKeys)).toEqual([['k0', 'k1'], ['k1']]);
@@ -254,10 +333,16 @@ describe('BatchEngine: a commit that fails', () => {
     }));
     const h = harness(guarded);
     h.cache.set(accountKey('A').id, { id: 'A', _version: 'v1' });
-    h.fake.always('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true, _version: 'v1' } }]));
+    h.fake.always(
+      'TransactWriteCommand',
+      cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true, _version: 'v1' } }]),
+    );
     const units = batch([{ key: 'k0', account: 'A' }]);
     await h.engine.settle(units, h.clock());
-    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: false, reason: 'ConditionalWriteFailed', errorMessage: 'the condition of its put on accounts failed' } });
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: { retryable: false, reason: 'ConditionalWriteFailed', errorMessage: 'the condition of its put on accounts failed' },
+    });
     expect(h.fake.calls).toHaveLength(1);
   });
 
@@ -265,7 +350,10 @@ describe('BatchEngine: a commit that fails', () => {
     const h = harness();
     h.fake
       // A reason without a Code reads as `None`.
-      .next('TransactWriteCommand', cancelled([{} as never, { Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: inboxRow('k1') }, { Code: 'None' }]))
+      .next(
+        'TransactWriteCommand',
+        cancelled([{} as never, { Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: inboxRow('k1') }, { Code: 'None' }]),
+      )
       .always('TransactWriteCommand', {});
     const units = batch([{ key: 'k0', account: 'A' }], [{ key: 'k1', account: 'B' }]);
     await h.engine.settle(units, h.clock());
@@ -279,15 +367,27 @@ describe('BatchEngine: a commit that fails', () => {
 
   it('fails a unit whose key was applied with another payload as an IdempotencyConflict', async () => {
     const h = harness();
-    h.fake.always('TransactWriteCommand', cancelled([{ Code: 'ConditionalCheckFailed', Item: inboxRow('k0', { payloadHash: 'other' }) }, { Code: 'None' }]));
+    h.fake.always(
+      'TransactWriteCommand',
+      cancelled([{ Code: 'ConditionalCheckFailed', Item: inboxRow('k0', { payloadHash: 'other' }) }, { Code: 'None' }]),
+    );
     const units = batch([{ key: 'k0', account: 'A' }]);
     await h.engine.settle(units, h.clock());
-    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: false, reason: 'IdempotencyConflict', errorType: 'IdempotencyConflict' } });
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: { retryable: false, reason: 'IdempotencyConflict', errorType: 'IdempotencyConflict' },
+    });
   });
 
   it('takes a unit found applied as a duplicate even when its item changed too: no loss counted', async () => {
     const h = harness();
-    h.fake.always('TransactWriteCommand', cancelled([{ Code: 'ConditionalCheckFailed', Item: inboxRow('k0') }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', _version: 'new' } }]));
+    h.fake.always(
+      'TransactWriteCommand',
+      cancelled([
+        { Code: 'ConditionalCheckFailed', Item: inboxRow('k0') },
+        { Code: 'ConditionalCheckFailed', Item: { id: 'A', _version: 'new' } },
+      ]),
+    );
     const units = batch([{ key: 'k0', account: 'A' }]);
     await h.engine.settle(units, h.clock());
     expect(units[0]!.verdict).toEqual({ kind: 'duplicate', storedPayloadHash: 'hash-k0', of: 'applied' });
@@ -304,7 +404,13 @@ describe('BatchEngine: time and rounds', () => {
     for (const u of units) {
       expect(u.verdict).toEqual({
         kind: 'failed',
-        failure: { retryable: true, reason: undefined, errorType: 'NotAttempted', errorMessage: 'too little time was left in the invocation to commit it', countsAsAttempt: false },
+        failure: {
+          retryable: true,
+          reason: undefined,
+          errorType: 'NotAttempted',
+          errorMessage: 'too little time was left in the invocation to commit it',
+          countsAsAttempt: false,
+        },
       });
     }
   });
@@ -325,13 +431,24 @@ describe('BatchEngine: time and rounds', () => {
     const units = batch([{ key: 'k0', account: 'A' }]);
     await h.engine.settle(units, h.clock());
     expect(h.fake.calls).toHaveLength(52);
-    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: true, errorType: 'NotAttempted', errorMessage: 'the batch did not settle in 52 rounds', countsAsAttempt: false } });
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: {
+        retryable: true,
+        errorType: 'NotAttempted',
+        errorMessage: 'the batch did not settle in 52 rounds',
+        countsAsAttempt: false,
+      },
+    });
     expect(h.lines.at(-1)).toMatchObject({ level: 'error', message: 'the batch did not settle in its rounds; what is left is retried' });
   });
 
   it('does not act on a unit of a group stopped before the engine', async () => {
     const h = harness();
-    const units = [unit({ key: 'k1', account: 'A' }, { index: 1, scope: 'g' }), unit({ key: 'k2', account: 'B' }, { index: 2, scope: 'h' })];
+    const units = [
+      unit({ key: 'k1', account: 'A' }, { index: 1, scope: 'g' }),
+      unit({ key: 'k2', account: 'B' }, { index: 2, scope: 'h' }),
+    ];
     await h.engine.settle(units, h.clock(), new Map([['g', 0]]));
     expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { errorType: 'NotAttempted', countsAsAttempt: false } });
     expect(units[1]!.verdict).toEqual(applied);
@@ -362,7 +479,9 @@ describe('BatchEngine: packing', () => {
     const units = batch([{ key: 'k0', account: 'A', big: true }], [{ key: 'k1', account: 'B' }]);
     await h.engine.settle(units, h.clock());
     expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: false, reason: 'InvalidWrite' } });
-    expect((units[0]!.verdict as { failure: { errorMessage: string } }).failure.errorMessage).toMatch(/more than one DynamoDB transaction takes \(100 actions, 4 MB\)/);
+    expect((units[0]!.verdict as { failure: { errorMessage: string } }).failure.errorMessage).toMatch(
+      /more than one DynamoDB transaction takes \(100 actions, 4 MB\)/,
+    );
     expect(units[1]!.verdict).toEqual(applied);
     expect(transactions(h.fake).map(committedKeys)).toEqual([['k1']]);
   });
@@ -371,7 +490,9 @@ describe('BatchEngine: packing', () => {
 describe('BatchEngine: reading before acting on doubt', () => {
   it('reads consistently before retrying a unit, then decides it on what it read', async () => {
     const h = harness();
-    h.fake.always('BatchGetCommand', { Responses: { 'phys-accounts': [{ id: 'A', n: 1, _version: 'v1' }] } }).always('TransactWriteCommand', {});
+    h.fake
+      .always('BatchGetCommand', { Responses: { 'phys-accounts': [{ id: 'A', n: 1, _version: 'v1' }] } })
+      .always('TransactWriteCommand', {});
     const units = batch([{ key: 'k0', account: 'A', needs: 1 }]);
     await h.engine.settle(units, h.clock());
     expect(h.fake.names()).toEqual(['BatchGetCommand', 'TransactWriteCommand']);
@@ -387,17 +508,31 @@ describe('BatchEngine: reading before acting on doubt', () => {
     const units = batch([{ key: 'k0', account: 'A', needs: 1 }]);
     await h.engine.settle(units, h.clock());
     expect(h.fake.names()).toEqual(['BatchGetCommand']);
-    expect(units[0]!.verdict).toEqual({ kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'PredecessorNotApplied', errorMessage: 'n is 0', countsAsAttempt: true } });
+    expect(units[0]!.verdict).toEqual({
+      kind: 'failed',
+      failure: { retryable: true, reason: undefined, errorType: 'PredecessorNotApplied', errorMessage: 'n is 0', countsAsAttempt: true },
+    });
     expect(h.cache.get(accountKey('A').id)).toEqual({ exists: false, item: undefined });
   });
 
   it('asks again for keys left unprocessed, then retries the unit whose state could not be read (TransactionConflict)', async () => {
     const h = harness();
-    h.fake.always('BatchGetCommand', (input: { RequestItems: Record<string, { Keys: Item[] }> }) => ({ Responses: {}, UnprocessedKeys: input.RequestItems }));
+    h.fake.always('BatchGetCommand', (input: { RequestItems: Record<string, { Keys: Item[] }> }) => ({
+      Responses: {},
+      UnprocessedKeys: input.RequestItems,
+    }));
     const units = batch([{ key: 'k0', account: 'A', needs: 1 }]);
     await h.engine.settle(units, h.clock());
     expect(h.fake.names()).toEqual(['BatchGetCommand', 'BatchGetCommand', 'BatchGetCommand', 'BatchGetCommand']);
-    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: true, errorType: 'TransactionConflict', errorMessage: 'its state could not be read consistently', countsAsAttempt: true } });
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: {
+        retryable: true,
+        errorType: 'TransactionConflict',
+        errorMessage: 'its state could not be read consistently',
+        countsAsAttempt: true,
+      },
+    });
   });
 
   it('retries the units whose read failed', async () => {
@@ -406,23 +541,40 @@ describe('BatchEngine: reading before acting on doubt', () => {
     const units = batch([{ key: 'k0', account: 'A', needs: 1 }], [{ key: 'k1', account: 'B', needs: 1 }]);
     await h.engine.settle(units, h.clock());
     expect(h.fake.calls).toHaveLength(1);
-    for (const u of units) expect(u.verdict).toMatchObject({ kind: 'failed', failure: { retryable: true, errorType: 'TransactionConflict', errorMessage: 'its state could not be read consistently' } });
+    for (const u of units)
+      expect(u.verdict).toMatchObject({
+        kind: 'failed',
+        failure: { retryable: true, errorType: 'TransactionConflict', errorMessage: 'its state could not be read consistently' },
+      });
   });
 
   it('takes a snapshot before dead-lettering a unit, reading again a snapshot a concurrent transaction cancelled', async () => {
     const h = harness();
-    h.fake.next('TransactGetCommand', cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }])).always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A', n: 3, _version: 'v3' } }] });
+    h.fake
+      .next('TransactGetCommand', cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }]))
+      .always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A', n: 3, _version: 'v3' } }] });
     const units = batch([{ key: 'k0', account: 'A', rule: 0 }]);
     await h.engine.settle(units, h.clock());
     expect(h.fake.names()).toEqual(['TransactGetCommand', 'TransactGetCommand']);
     expect(units[0]!.snapshot).toBe(true);
-    expect(units[0]!.verdict).toEqual({ kind: 'failed', failure: { retryable: false, reason: 'BusinessRuleViolation', errorType: 'BusinessRuleViolation', errorMessage: 'n is 3', countsAsAttempt: true } });
+    expect(units[0]!.verdict).toEqual({
+      kind: 'failed',
+      failure: {
+        retryable: false,
+        reason: 'BusinessRuleViolation',
+        errorType: 'BusinessRuleViolation',
+        errorMessage: 'n is 3',
+        countsAsAttempt: true,
+      },
+    });
   });
 
   it('never dead-letters on a stale memory: the snapshot decides (One snapshot)', async () => {
     const h = harness();
     h.cache.set(accountKey('A').id, { id: 'A', n: 5, _version: 'v5' });
-    h.fake.always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A', n: 1, _version: 'v1' } }] }).always('TransactWriteCommand', {});
+    h.fake
+      .always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A', n: 1, _version: 'v1' } }] })
+      .always('TransactWriteCommand', {});
     const units = batch([{ key: 'k0', account: 'A', rule: 5 }]);
     await h.engine.settle(units, h.clock());
     expect(units[0]!.verdict).toEqual(applied);
@@ -436,30 +588,70 @@ describe('BatchEngine: reading before acting on doubt', () => {
     const units = batch([{ key: 'k0', account: 'A', rule: 0 }]);
     await h.engine.settle(units, h.clock());
     expect(h.fake.calls).toHaveLength(3);
-    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: true, errorType: 'TransactionConflict', errorMessage: 'its state could not be read in a consistent snapshot' } });
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: { retryable: true, errorType: 'TransactionConflict', errorMessage: 'its state could not be read in a consistent snapshot' },
+    });
   });
 
   it('takes a new snapshot before dead-lettering a unit whose item a commit of the batch wrote', async () => {
     const h = harness();
-    h.fake.always('TransactWriteCommand', {}).always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A', n: 1, _version: 'vA' } }] });
+    h.fake
+      .always('TransactWriteCommand', {})
+      .always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A', n: 1, _version: 'vA' } }] });
     // k1 fails on what k0 writes: it waits for k0's commit, then needs a snapshot of its own.
-    const units = batch([{ key: 'k0', account: 'A' }, { verified: true, snapshot: true }], [{ key: 'k1', account: 'A', rule: 1 }, { verified: true, snapshot: true }]);
+    const units = batch(
+      [
+        { key: 'k0', account: 'A' },
+        { verified: true, snapshot: true },
+      ],
+      [
+        { key: 'k1', account: 'A', rule: 1 },
+        { verified: true, snapshot: true },
+      ],
+    );
     await h.engine.settle(units, h.clock());
     expect(units[0]!.verdict).toEqual(applied);
     expect(h.fake.names()).toEqual(['TransactWriteCommand', 'TransactGetCommand']);
-    expect(units[1]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: false, reason: 'BusinessRuleViolation', errorMessage: 'n is 1' } });
+    expect(units[1]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: { retryable: false, reason: 'BusinessRuleViolation', errorMessage: 'n is 1' },
+    });
   });
 
   it('reads again an item an Update of the batch left unknown before retrying a unit that read it', async () => {
     const updating = definitionOf((event: TestEvent, state: State): Decision => {
       const n = Number(state.get('accounts', { id: event.account })?.n ?? 0);
-      if (event.op === 'update') return { writes: [{ Update: { TableName: 'accounts', Key: { id: event.account }, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } } }] };
+      if (event.op === 'update')
+        return {
+          writes: [
+            {
+              Update: {
+                TableName: 'accounts',
+                Key: { id: event.account },
+                UpdateExpression: 'ADD n :one',
+                ExpressionAttributeValues: { ':one': 1 },
+              },
+            },
+          ],
+        };
       if (n < 1) throw new PredecessorNotApplied(`n is ${n}`);
       return { writes: [putAccount(event.account, { n: n + 1 })] };
     });
     const h = harness(updating);
-    h.fake.always('TransactWriteCommand', {}).always('BatchGetCommand', { Responses: { 'phys-accounts': [{ id: 'A', n: 1, _version: 'vU' }] } });
-    const units = batch([{ key: 'k0', account: 'A', op: 'update' }, { verified: true, snapshot: true }], [{ key: 'k1', account: 'A' }, { verified: true, snapshot: true }]);
+    h.fake
+      .always('TransactWriteCommand', {})
+      .always('BatchGetCommand', { Responses: { 'phys-accounts': [{ id: 'A', n: 1, _version: 'vU' }] } });
+    const units = batch(
+      [
+        { key: 'k0', account: 'A', op: 'update' },
+        { verified: true, snapshot: true },
+      ],
+      [
+        { key: 'k1', account: 'A' },
+        { verified: true, snapshot: true },
+      ],
+    );
     await h.engine.settle(units, h.clock());
     expect(h.fake.names()).toEqual(['TransactWriteCommand', 'BatchGetCommand', 'TransactWriteCommand']);
     expect(verdicts(units)).toEqual([applied, applied]);
@@ -489,8 +681,20 @@ describe('BatchEngine: the inbox row a read finds', () => {
   });
 
   it('dead-letters again, with the stored reason, a message its own earlier delivery dead-lettered', async () => {
-    const { h, verdict } = await readFinding(inboxRow('k0', { status: 'dead-lettered', messageId: 'm-0', reason: 'OutOfStock', errorType: 'OutOfStock', errorMessage: 'none left' }));
-    expect(verdict).toEqual({ kind: 'failed', alreadyMarked: true, failure: { retryable: false, reason: 'OutOfStock', errorType: 'OutOfStock', errorMessage: 'none left', countsAsAttempt: true } });
+    const { h, verdict } = await readFinding(
+      inboxRow('k0', {
+        status: 'dead-lettered',
+        messageId: 'm-0',
+        reason: 'OutOfStock',
+        errorType: 'OutOfStock',
+        errorMessage: 'none left',
+      }),
+    );
+    expect(verdict).toEqual({
+      kind: 'failed',
+      alreadyMarked: true,
+      failure: { retryable: false, reason: 'OutOfStock', errorType: 'OutOfStock', errorMessage: 'none left', countsAsAttempt: true },
+    });
     expect(h.runs).toHaveLength(0);
   });
 
@@ -499,7 +703,13 @@ describe('BatchEngine: the inbox row a read finds', () => {
     expect(verdict).toEqual({
       kind: 'failed',
       alreadyMarked: true,
-      failure: { retryable: false, reason: 'Unknown', errorType: 'Unknown', errorMessage: 'dead-lettered by an earlier delivery of this message', countsAsAttempt: true },
+      failure: {
+        retryable: false,
+        reason: 'Unknown',
+        errorType: 'Unknown',
+        errorMessage: 'dead-lettered by an earlier delivery of this message',
+        countsAsAttempt: true,
+      },
     });
   });
 
@@ -509,7 +719,10 @@ describe('BatchEngine: the inbox row a read finds', () => {
   });
 
   it('decides a redrive of the dead letter and commits it over the marker', async () => {
-    const { h, verdict } = await readFinding(inboxRow('k0', { status: 'dead-lettered', messageId: 'm-orig' }), { messageId: 'm-redrive', redriveOf: 'm-orig' });
+    const { h, verdict } = await readFinding(inboxRow('k0', { status: 'dead-lettered', messageId: 'm-orig' }), {
+      messageId: 'm-redrive',
+      redriveOf: 'm-orig',
+    });
     expect(verdict).toEqual(applied);
     expect(h.runs.map((r) => r.effectKey)).toEqual(['k0#notify#0']);
     const inbox = transactions(h.fake)[0]!.TransactItems.find((a) => a.Put?.TableName === 'inbox')!.Put!;
@@ -517,9 +730,16 @@ describe('BatchEngine: the inbox row a read finds', () => {
   });
 
   it('does not apply a redrive of another dead letter, nor one with another payload', async () => {
-    const other = await readFinding(inboxRow('k0', { status: 'dead-lettered', messageId: 'm-orig' }), { messageId: 'm-redrive', redriveOf: 'm-else' });
+    const other = await readFinding(inboxRow('k0', { status: 'dead-lettered', messageId: 'm-orig' }), {
+      messageId: 'm-redrive',
+      redriveOf: 'm-else',
+    });
     expect(other.verdict).toEqual({ kind: 'duplicate', storedPayloadHash: 'hash-k0', of: 'dead-letter' });
-    const changed = await readFinding(inboxRow('k0', { status: 'dead-lettered', messageId: 'm-orig' }), { messageId: 'm-redrive', redriveOf: 'm-orig', payloadHash: 'changed' });
+    const changed = await readFinding(inboxRow('k0', { status: 'dead-lettered', messageId: 'm-orig' }), {
+      messageId: 'm-redrive',
+      redriveOf: 'm-orig',
+      payloadHash: 'changed',
+    });
     expect(changed.verdict).toMatchObject({ kind: 'failed', failure: { reason: 'IdempotencyConflict' } });
   });
 });
@@ -544,7 +764,10 @@ describe('BatchEngine: side effects', () => {
     h.fake.always('TransactWriteCommand', {});
     const units = batch([{ key: 'k0', account: 'A', effect: true }, { verified: true }], [{ key: 'k1', account: 'B' }]);
     await h.engine.settle(units, h.clock());
-    expect(units[0]!.verdict).toEqual({ kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'Error', errorMessage: 'the mail server is down', countsAsAttempt: true } });
+    expect(units[0]!.verdict).toEqual({
+      kind: 'failed',
+      failure: { retryable: true, reason: undefined, errorType: 'Error', errorMessage: 'the mail server is down', countsAsAttempt: true },
+    });
     expect(units[1]!.verdict).toEqual(applied);
     expect(transactions(h.fake).map(committedKeys)).toEqual([['k1']]);
   });
@@ -562,18 +785,32 @@ describe('BatchEngine: side effects', () => {
   it('says which side effects ran when a unit is dead-lettered after them', async () => {
     const guarded = definitionOf((event: TestEvent, state: State) => {
       state.get('accounts', { id: event.account });
-      return { writes: [{ Put: { TableName: 'accounts', Item: { id: event.account }, ConditionExpression: 'attribute_not_exists(closed)' } }], sideEffects: [{ name: 'notify' }, { name: 'notify' }] };
+      return {
+        writes: [{ Put: { TableName: 'accounts', Item: { id: event.account }, ConditionExpression: 'attribute_not_exists(closed)' } }],
+        sideEffects: [{ name: 'notify' }, { name: 'notify' }],
+      };
     });
     const h = harness(guarded);
     // The conditions hold when checked before the effects (a write-free ConditionCheck transaction), then fail at the commit (a concurrent writer).
     h.cache.set(accountKey('A').id, { id: 'A', closed: true, _version: 'v1' });
-    h.fake.next('TransactWriteCommand', {}, cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true, _version: 'v1' } }]));
+    h.fake.next(
+      'TransactWriteCommand',
+      {},
+      cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true, _version: 'v1' } }]),
+    );
     const units = batch([{ key: 'k0', account: 'A' }, { verified: true }]);
     await h.engine.settle(units, h.clock());
-    expect(h.fake.inputs('TransactWriteCommand')[0].TransactItems.map((action: object) => Object.keys(action)[0])).toEqual(['ConditionCheck', 'ConditionCheck']);
+    expect(h.fake.inputs('TransactWriteCommand')[0].TransactItems.map((action: object) => Object.keys(action)[0])).toEqual([
+      'ConditionCheck',
+      'ConditionCheck',
+    ]);
     expect(units[0]!.verdict).toMatchObject({
       kind: 'failed',
-      failure: { retryable: false, reason: 'ConditionalWriteFailed', errorMessage: 'the condition of its put on accounts failed (its side effects ran before: notify#0, notify#1)' },
+      failure: {
+        retryable: false,
+        reason: 'ConditionalWriteFailed',
+        errorMessage: 'the condition of its put on accounts failed (its side effects ran before: notify#0, notify#1)',
+      },
     });
   });
 
@@ -581,11 +818,17 @@ describe('BatchEngine: side effects', () => {
     const ran: string[] = [];
     const guarded = definitionOf((event: TestEvent, state: State) => {
       state.get('accounts', { id: event.account });
-      return { writes: [{ Put: { TableName: 'accounts', Item: { id: event.account }, ConditionExpression: 'attribute_not_exists(closed)' } }], sideEffects: [{ name: 'notify' }] };
+      return {
+        writes: [{ Put: { TableName: 'accounts', Item: { id: event.account }, ConditionExpression: 'attribute_not_exists(closed)' } }],
+        sideEffects: [{ name: 'notify' }],
+      };
     });
     const h = harness(guarded, { run: async (request) => void ran.push(request.name) });
     h.cache.set(accountKey('A').id, { id: 'A', closed: true, _version: 'v1' });
-    h.fake.next('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true, _version: 'v1' } }]));
+    h.fake.next(
+      'TransactWriteCommand',
+      cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true, _version: 'v1' } }]),
+    );
     const units = batch([{ key: 'k0', account: 'A' }, { verified: true }]);
     await h.engine.settle(units, h.clock());
     expect(ran).toEqual([]);
@@ -596,20 +839,29 @@ describe('BatchEngine: side effects', () => {
       ExpressionAttributeNames: { '#__ic_v': '_version' },
       ExpressionAttributeValues: { ':__ic_v': 'v1' },
     });
-    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: false, reason: 'ConditionalWriteFailed', errorMessage: 'the condition of its put on accounts failed' } });
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: { retryable: false, reason: 'ConditionalWriteFailed', errorMessage: 'the condition of its put on accounts failed' },
+    });
   });
 
   it('makes an SQS unit whose side-effect lock is held elsewhere wait for its visibility: retried at the lock’s expiry, not counted', async () => {
     const h = harness(counting, {
       run: async () => {
-        throw Object.assign(new Error('another invocation holds the lock'), { name: 'IdempotencyAlreadyInProgressError', existingRecord: { inProgressExpiryTimestamp: h.time.now + 5_000 } });
+        throw Object.assign(new Error('another invocation holds the lock'), {
+          name: 'IdempotencyAlreadyInProgressError',
+          existingRecord: { inProgressExpiryTimestamp: h.time.now + 5_000 },
+        });
       },
     });
     const start = h.time.now;
     const units = batch([{ key: 'k0', account: 'A', effect: true }, { verified: true }]);
     await h.engine.settle(units, h.clock());
     expect(h.sleeps).toEqual([]);
-    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: true, countsAsAttempt: false, retryAt: start + 5_000 } });
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: { retryable: true, countsAsAttempt: false, retryAt: start + 5_000 },
+    });
   });
 
   it('makes a Kafka unit wait in the invocation for a held side-effect lock, then run it', async () => {
@@ -641,7 +893,10 @@ describe('BatchEngine: side effects', () => {
       },
     });
     h.fake.always('TransactWriteCommand', {});
-    const units = [kafka(unit({ key: 'k0', account: 'A', effect: true }, { index: 0, verified: true })), kafka(unit({ key: 'k1', account: 'B', effect: true }, { index: 1, verified: true }))];
+    const units = [
+      kafka(unit({ key: 'k0', account: 'A', effect: true }, { index: 0, verified: true })),
+      kafka(unit({ key: 'k1', account: 'B', effect: true }, { index: 1, verified: true })),
+    ];
     await h.engine.settle(units, h.clock());
     expect(h.sleeps).toEqual([3_050]);
     expect(verdicts(units)).toEqual([applied, applied]);
@@ -660,7 +915,17 @@ describe('BatchEngine: side effects', () => {
     await h.engine.settle(units, h.clock(1_300));
     expect(h.sleeps).toEqual([100]);
     expect(h.runs).toHaveLength(2);
-    expect(units[0]!.verdict).toEqual({ kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'NotAttempted', errorMessage: 'another invocation holds the lock', countsAsAttempt: false, retryAt: expiry } });
+    expect(units[0]!.verdict).toEqual({
+      kind: 'failed',
+      failure: {
+        retryable: true,
+        reason: undefined,
+        errorType: 'NotAttempted',
+        errorMessage: 'another invocation holds the lock',
+        countsAsAttempt: false,
+        retryAt: expiry,
+      },
+    });
   });
 
   it.each([
@@ -700,7 +965,13 @@ describe('BatchEngine: side effects', () => {
   it('names only its own side effects in a dead-lettered message', async () => {
     const h = harness(counting);
     h.fake.always('TransactWriteCommand', {});
-    const units = batch([{ key: 'O-1', account: 'A', rule: 0 }, { verified: true, snapshot: true }], [{ key: 'O-1#paid', account: 'B', effect: true }, { verified: true }]);
+    const units = batch(
+      [
+        { key: 'O-1', account: 'A', rule: 0 },
+        { verified: true, snapshot: true },
+      ],
+      [{ key: 'O-1#paid', account: 'B', effect: true }, { verified: true }],
+    );
     await h.engine.settle(units, h.clock());
     expect(h.runs.map((r) => r.effectKey)).toEqual(['O-1#paid#notify#0']);
     expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { reason: 'BusinessRuleViolation', errorMessage: 'n is 0' } });
@@ -709,7 +980,14 @@ describe('BatchEngine: side effects', () => {
 
 describe('BatchEngine: dead letters of a FIFO group or Kafka partition before its successors commit', () => {
   /** k0 is dead-lettered by `decide` (on a snapshot); k1, of the same group, commits after it. */
-  const group = () => batch([{ key: 'k0', account: 'A', rule: 0 }, { scope: 'g', verified: true, snapshot: true }], [{ key: 'k1', account: 'B' }, { scope: 'g' }]);
+  const group = () =>
+    batch(
+      [
+        { key: 'k0', account: 'A', rule: 0 },
+        { scope: 'g', verified: true, snapshot: true },
+      ],
+      [{ key: 'k1', account: 'B' }, { scope: 'g' }],
+    );
 
   it('writes the marker before the successors’ commit', async () => {
     const h = harness();
@@ -720,10 +998,23 @@ describe('BatchEngine: dead letters of a FIFO group or Kafka partition before it
     const marker = h.fake.inputs('PutCommand')[0];
     expect(marker).toMatchObject({
       TableName: 'inbox',
-      Item: { pk: 'c#key#k0', status: 'dead-lettered', idempotencyKey: 'k0', payloadHash: 'hash-k0', messageId: 'm-0', reason: 'BusinessRuleViolation', errorType: 'BusinessRuleViolation', errorMessage: 'n is 0' },
+      Item: {
+        pk: 'c#key#k0',
+        status: 'dead-lettered',
+        idempotencyKey: 'k0',
+        payloadHash: 'hash-k0',
+        messageId: 'm-0',
+        reason: 'BusinessRuleViolation',
+        errorType: 'BusinessRuleViolation',
+        errorMessage: 'n is 0',
+      },
       ConditionExpression: 'attribute_not_exists(#pk) OR #status = :deadLettered',
     });
-    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', alreadyMarked: true, failure: { retryable: false, reason: 'BusinessRuleViolation' } });
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      alreadyMarked: true,
+      failure: { retryable: false, reason: 'BusinessRuleViolation' },
+    });
     expect(units[1]!.verdict).toEqual(applied);
     expect(transactions(h.fake).map(committedKeys)).toEqual([['k1']]);
   });
@@ -752,16 +1043,33 @@ describe('BatchEngine: dead letters of a FIFO group or Kafka partition before it
     const units = group();
     await h.engine.settle(units, h.clock());
     expect(h.fake.names()).toEqual(['PutCommand']);
-    expect(units[0]!.verdict).toEqual({ kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'ProvisionedThroughputExceededException', errorMessage: 'slow down', countsAsAttempt: false } });
+    expect(units[0]!.verdict).toEqual({
+      kind: 'failed',
+      failure: {
+        retryable: true,
+        reason: undefined,
+        errorType: 'ProvisionedThroughputExceededException',
+        errorMessage: 'slow down',
+        countsAsAttempt: false,
+      },
+    });
     expect(units[1]!.verdict).toMatchObject({ kind: 'failed', failure: { errorType: 'NotAttempted', countsAsAttempt: false } });
-    expect(h.lines.map((l) => l.message)).toContain('could not mark a message as dead-lettered; it and the rest of its message group or partition will be retried');
+    expect(h.lines.map((l) => l.message)).toContain(
+      'could not mark a message as dead-lettered; it and the rest of its message group or partition will be retried',
+    );
   });
 
   it('leaves the marker of a dead letter with no successor in its group to the caller', async () => {
     const h = harness();
     h.fake.next('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }]));
     // k1, of another group, is still pending (its commit lost once) when k0 is dead-lettered.
-    const units = batch([{ key: 'k0', account: 'A', rule: 0 }, { scope: 'g', verified: true, snapshot: true }], [{ key: 'k1', account: 'B' }, { scope: 'h' }]);
+    const units = batch(
+      [
+        { key: 'k0', account: 'A', rule: 0 },
+        { scope: 'g', verified: true, snapshot: true },
+      ],
+      [{ key: 'k1', account: 'B' }, { scope: 'h' }],
+    );
     await h.engine.settle(units, h.clock());
     expect(h.fake.names()).toEqual(['TransactWriteCommand', 'TransactWriteCommand']);
     expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { reason: 'BusinessRuleViolation' } });
@@ -780,13 +1088,32 @@ describe('BatchEngine: dead letters sent before their successors commit (a dead-
     };
     return { handed, send };
   };
-  const notCounted = { retryable: true, reason: undefined, errorType: 'QueueDoesNotExist', errorMessage: 'no queue', countsAsAttempt: false };
+  const notCounted = {
+    retryable: true,
+    reason: undefined,
+    errorType: 'QueueDoesNotExist',
+    errorMessage: 'no queue',
+    countsAsAttempt: false,
+  };
 
   it('sends the dead letter before the successors’ commit, and not again', async () => {
     const h = harness();
-    const failure = { retryable: false, reason: 'BusinessRuleViolation', errorType: 'BusinessRuleViolation', errorMessage: 'n is 0', countsAsAttempt: true };
+    const failure = {
+      retryable: false,
+      reason: 'BusinessRuleViolation',
+      errorType: 'BusinessRuleViolation',
+      errorMessage: 'n is 0',
+      countsAsAttempt: true,
+    };
     const dlq = writer({ kind: 'sent', failure });
-    const units = batch([{ key: 'k0', account: 'A', rule: 0 }, { scope: 'g', verified: true, snapshot: true }], [{ key: 'k1', account: 'B' }, { scope: 'g' }], [{ key: 'k2', account: 'C' }, { scope: 'g' }]);
+    const units = batch(
+      [
+        { key: 'k0', account: 'A', rule: 0 },
+        { scope: 'g', verified: true, snapshot: true },
+      ],
+      [{ key: 'k1', account: 'B' }, { scope: 'g' }],
+      [{ key: 'k2', account: 'C' }, { scope: 'g' }],
+    );
     await h.engine.settle(units, h.clock(), new Map(), dlq.send);
     expect(dlq.handed).toEqual([['k0']]);
     expect(units[0]!.verdict).toEqual({ kind: 'failed', failure, alreadyMarked: true, sent: true });
@@ -796,9 +1123,32 @@ describe('BatchEngine: dead letters sent before their successors commit (a dead-
 
   it('hands the writer an IdempotencyConflict too (the writer knows not to mark it)', async () => {
     const h = harness();
-    const dlq = writer({ kind: 'sent', failure: { retryable: false, reason: 'IdempotencyConflict', errorType: 'IdempotencyConflict', errorMessage: 'x', countsAsAttempt: true } });
-    const units = batch([{ key: 'k0', account: 'A' }, { scope: 'g', verified: true, snapshot: true }], [{ key: 'k1', account: 'B' }, { scope: 'g' }]);
-    h.fake.next('TransactWriteCommand', cancelled([{ Code: 'ConditionalCheckFailed', Item: inboxRow('k0', { payloadHash: 'other' }) }, { Code: 'None' }, { Code: 'None' }, { Code: 'None' }]));
+    const dlq = writer({
+      kind: 'sent',
+      failure: {
+        retryable: false,
+        reason: 'IdempotencyConflict',
+        errorType: 'IdempotencyConflict',
+        errorMessage: 'x',
+        countsAsAttempt: true,
+      },
+    });
+    const units = batch(
+      [
+        { key: 'k0', account: 'A' },
+        { scope: 'g', verified: true, snapshot: true },
+      ],
+      [{ key: 'k1', account: 'B' }, { scope: 'g' }],
+    );
+    h.fake.next(
+      'TransactWriteCommand',
+      cancelled([
+        { Code: 'ConditionalCheckFailed', Item: inboxRow('k0', { payloadHash: 'other' }) },
+        { Code: 'None' },
+        { Code: 'None' },
+        { Code: 'None' },
+      ]),
+    );
     await h.engine.settle(units, h.clock(), new Map(), dlq.send);
     expect(dlq.handed).toEqual([['k0']]);
     expect(units[1]!.verdict).toEqual(applied);
@@ -807,7 +1157,13 @@ describe('BatchEngine: dead letters sent before their successors commit (a dead-
   it('makes the message a duplicate when the writer found it applied', async () => {
     const h = harness();
     const dlq = writer({ kind: 'duplicate', storedPayloadHash: 'hash-k0' });
-    const units = batch([{ key: 'k0', account: 'A', rule: 0 }, { scope: 'g', verified: true, snapshot: true }], [{ key: 'k1', account: 'B' }, { scope: 'g' }]);
+    const units = batch(
+      [
+        { key: 'k0', account: 'A', rule: 0 },
+        { scope: 'g', verified: true, snapshot: true },
+      ],
+      [{ key: 'k1', account: 'B' }, { scope: 'g' }],
+    );
     await h.engine.settle(units, h.clock(), new Map(), dlq.send);
     expect(units[0]!.verdict).toEqual({ kind: 'duplicate', storedPayloadHash: 'hash-k0', of: 'applied' });
     expect(units[1]!.verdict).toEqual(applied);
@@ -816,7 +1172,13 @@ describe('BatchEngine: dead letters sent before their successors commit (a dead-
   it('retries the message, not counted, and stops its group when it could not be sent', async () => {
     const h = harness();
     const dlq = writer({ kind: 'retry', failure: notCounted });
-    const units = batch([{ key: 'k0', account: 'A', rule: 0 }, { scope: 'g', verified: true, snapshot: true }], [{ key: 'k1', account: 'B' }, { scope: 'g' }]);
+    const units = batch(
+      [
+        { key: 'k0', account: 'A', rule: 0 },
+        { scope: 'g', verified: true, snapshot: true },
+      ],
+      [{ key: 'k1', account: 'B' }, { scope: 'g' }],
+    );
     await h.engine.settle(units, h.clock(), new Map(), dlq.send);
     expect(units[0]!.verdict).toEqual({ kind: 'failed', failure: notCounted });
     expect(units[1]!.verdict).toMatchObject({ kind: 'failed', failure: { errorType: 'NotAttempted', countsAsAttempt: false } });
@@ -827,15 +1189,30 @@ describe('BatchEngine: dead letters sent before their successors commit (a dead-
 describe('BatchEngine: defaults', () => {
   it('acknowledges a second delivery of a key in the batch as a duplicate of the first: one inbox row', async () => {
     const h = harness();
-    const units = batch([{ key: 'k0', account: 'A' }], [{ key: 'k0', account: 'A' }, { messageId: 'm-copy', payloadHash: 'hash-k0' }]);
+    const units = batch(
+      [{ key: 'k0', account: 'A' }],
+      [
+        { key: 'k0', account: 'A' },
+        { messageId: 'm-copy', payloadHash: 'hash-k0' },
+      ],
+    );
     await h.engine.settle(units, h.clock());
     expect(verdicts(units)).toEqual([applied, { kind: 'duplicate', storedPayloadHash: 'hash-k0', of: 'applied' }]);
     expect(transactions(h.fake).map(committedKeys)).toEqual([['k0']]);
   });
 
   it('backs off with a real timer when no sleep is given', async () => {
-    const fake = new FakeDynamoDb().next('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }])).always('TransactWriteCommand', {});
-    const engine = new BatchEngine<TestEvent>({ definition: counting, config, client: fake.client, cache: new ItemCache(), sideEffects: async () => ({ run: async () => undefined }), now: () => new Date() });
+    const fake = new FakeDynamoDb()
+      .next('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }]))
+      .always('TransactWriteCommand', {});
+    const engine = new BatchEngine<TestEvent>({
+      definition: counting,
+      config,
+      client: fake.client,
+      cache: new ItemCache(),
+      sideEffects: async () => ({ run: async () => undefined }),
+      now: () => new Date(),
+    });
     const units = batch([{ key: 'k0', account: 'A' }]);
     const started = performance.now();
     await engine.settle(units, { remainingTimeMs: () => 60_000 });

@@ -1,7 +1,13 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { describe, expect, it } from 'vitest';
 import { checkKey, defineConsumer, MAX_KEY_BYTES } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
-import { BusinessRuleViolation, ConsumerDefinitionError, MissingIdempotencyKey, PredecessorNotApplied, ValidationError } from '../../../packages/idempotent-consumer/src/errors.js';
+import {
+  BusinessRuleViolation,
+  ConsumerDefinitionError,
+  MissingIdempotencyKey,
+  PredecessorNotApplied,
+  ValidationError,
+} from '../../../packages/idempotent-consumer/src/errors.js';
 import type { IdempotentConsumerOptions } from '../../../packages/idempotent-consumer/src/types.js';
 
 interface Event {
@@ -54,11 +60,15 @@ describe('defineConsumer: the options checked', () => {
     ['both', { schema: schemaOf(() => ({ value: {} })), parse: (json: unknown) => json }, /give exactly one of `schema` and `parse`/],
     ['a schema without a validate function', { schema: { '~standard': {} } }, /`schema` is not a Standard Schema/],
   ])('refuses %s', (_what, parsing, message) => {
-    expect(() => defineConsumer({ idempotencyKey: 'id', decide, ...parsing } as unknown as IdempotentConsumerOptions<Event>)).toThrow(message);
+    expect(() => defineConsumer({ idempotencyKey: 'id', decide, ...parsing } as unknown as IdempotentConsumerOptions<Event>)).toThrow(
+      message,
+    );
   });
 
   it('refuses a table given as null (no partition key)', () => {
-    expect(() => defineConsumer({ parse: (json) => json as Event, idempotencyKey: 'id', tables: { t: null as never }, decide })).toThrow(/table t needs a partitionKey/);
+    expect(() => defineConsumer({ parse: (json) => json as Event, idempotencyKey: 'id', tables: { t: null as never }, decide })).toThrow(
+      /table t needs a partitionKey/,
+    );
   });
 
   it('defaults: no tables, no reads, no side effects, `_version`, ordering by the idempotency key', () => {
@@ -74,7 +84,13 @@ describe('defineConsumer: the options checked', () => {
   });
 
   it('takes keys as functions, and an ordering key by field name', () => {
-    const byFunction = defineConsumer<Event>({ parse: (json) => json as Event, idempotencyKey: (e) => `k-${e.id}`, orderingKey: (e) => `o-${e.group}`, decide, versionAttribute: 'rev' });
+    const byFunction = defineConsumer<Event>({
+      parse: (json) => json as Event,
+      idempotencyKey: (e) => `k-${e.id}`,
+      orderingKey: (e) => `o-${e.group}`,
+      decide,
+      versionAttribute: 'rev',
+    });
     expect(byFunction.idempotencyKeyField).toBeUndefined();
     expect(byFunction.idempotencyKeyOf({ id: 'a', group: 'g' })).toBe('k-a');
     expect(byFunction.orderingKeyOf({ id: 'a', group: 'g' })).toBe('o-g');
@@ -85,17 +101,26 @@ describe('defineConsumer: the options checked', () => {
 });
 
 describe('defineConsumer: parsing with a Standard Schema', () => {
-  const define = (validate: (value: unknown) => unknown) => defineConsumer<Event>({ schema: schemaOf(validate), idempotencyKey: 'id', decide });
+  const define = (validate: (value: unknown) => unknown) =>
+    defineConsumer<Event>({ schema: schemaOf(validate), idempotencyKey: 'id', decide });
 
   it('returns the schema’s value', () => {
     expect(define(() => ({ value: { id: 'x', group: 'y' } })).parseEvent({})).toEqual({ id: 'x', group: 'y' });
   });
 
   it('makes a schema that throws the body’s fault, naming only the error’s type', () => {
-    const thrown = errorOf(() => define(() => { throw new TypeError('secret body text'); }).parseEvent({}));
+    const thrown = errorOf(() =>
+      define(() => {
+        throw new TypeError('secret body text');
+      }).parseEvent({}),
+    );
     expect(thrown).toBeInstanceOf(ValidationError);
     expect((thrown as Error).message).toBe('the schema could not validate the body (TypeError)');
-    const notAnError = errorOf(() => define(() => { throw 'text'; }).parseEvent({}));
+    const notAnError = errorOf(() =>
+      define(() => {
+        throw 'text';
+      }).parseEvent({}),
+    );
     expect((notAnError as Error).message).toBe('the schema could not validate the body (string)');
   });
 
@@ -132,28 +157,52 @@ describe('defineConsumer: parsing with a parse function', () => {
   const define = (parse: (json: unknown) => Event) => defineConsumer<Event>({ parse, idempotencyKey: 'id', decide });
 
   it('lets a non-retryable error of the user’s through, with its own reason', () => {
-    const thrown = errorOf(() => define(() => { throw new BusinessRuleViolation('no'); }).parseEvent({}));
+    const thrown = errorOf(() =>
+      define(() => {
+        throw new BusinessRuleViolation('no');
+      }).parseEvent({}),
+    );
     expect(thrown).toBeInstanceOf(BusinessRuleViolation);
   });
 
   it('makes any other error the body’s fault (a retryable one too: parsing a body cannot succeed later)', () => {
-    const retryable = errorOf(() => define(() => { throw new PredecessorNotApplied('later'); }).parseEvent({}));
+    const retryable = errorOf(() =>
+      define(() => {
+        throw new PredecessorNotApplied('later');
+      }).parseEvent({}),
+    );
     expect(retryable).toBeInstanceOf(ValidationError);
     expect((retryable as Error).message).toBe('the body could not be parsed: later');
     expect((retryable as Error).cause).toBeInstanceOf(PredecessorNotApplied);
-    const plain = errorOf(() => define(() => { throw new Error('y'.repeat(300)); }).parseEvent({}));
+    const plain = errorOf(() =>
+      define(() => {
+        throw new Error('y'.repeat(300));
+      }).parseEvent({}),
+    );
     expect((plain as Error).message).toBe(`the body could not be parsed: ${'y'.repeat(200)}`);
-    const notAnError = errorOf(() => define(() => { throw 42; }).parseEvent({}));
+    const notAnError = errorOf(() =>
+      define(() => {
+        throw 42;
+      }).parseEvent({}),
+    );
     expect((notAnError as Error).message).toBe('the body could not be parsed: number');
   });
 });
 
 describe('defineConsumer: log fields', () => {
-  const define = (logFields: IdempotentConsumerOptions<Event>['logFields']) => defineConsumer<Event>({ parse: (json) => json as Event, idempotencyKey: 'id', decide, logFields });
+  const define = (logFields: IdempotentConsumerOptions<Event>['logFields']) =>
+    defineConsumer<Event>({ parse: (json) => json as Event, idempotencyKey: 'id', decide, logFields });
   const event = { id: 'a', group: 'g' };
 
   it('keeps safe fields, leaves out undefined ones, cuts long names and values', () => {
-    const fields = define(() => ({ kept: 'v', n: 3, ok: true, gone: undefined, ['n'.repeat(100)]: 'x', long: 'z'.repeat(300) })).logFieldsOf(event);
+    const fields = define(() => ({
+      kept: 'v',
+      n: 3,
+      ok: true,
+      gone: undefined,
+      ['n'.repeat(100)]: 'x',
+      long: 'z'.repeat(300),
+    })).logFieldsOf(event);
     expect(fields).toEqual({ kept: 'v', n: 3, ok: true, ['n'.repeat(64)]: 'x', long: `${'z'.repeat(255)}…` });
     expect(fields.long).toHaveLength(256);
   });
@@ -164,7 +213,11 @@ describe('defineConsumer: log fields', () => {
   });
 
   it('gives no fields when logFields throws (a log never fails a message)', () => {
-    expect(define(() => { throw new Error('boom'); }).logFieldsOf(event)).toEqual({});
+    expect(
+      define(() => {
+        throw new Error('boom');
+      }).logFieldsOf(event),
+    ).toEqual({});
   });
 });
 

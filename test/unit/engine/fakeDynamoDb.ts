@@ -83,9 +83,17 @@ export interface Reason {
 
 /** A `TransactionCanceledException` with its reasons, items in AttributeValue form as the SDK gives them. */
 export function cancelled(reasons: readonly Reason[]): Error {
-  return sdkError('TransactionCanceledException', `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => r.Code).join(', ')}]`, {
-    CancellationReasons: reasons.map((r) => ({ Code: r.Code, ...(r.Message === undefined ? {} : { Message: r.Message }), ...(r.Item === undefined ? {} : { Item: marshall(r.Item) }) })),
-  });
+  return sdkError(
+    'TransactionCanceledException',
+    `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => r.Code).join(', ')}]`,
+    {
+      CancellationReasons: reasons.map((r) => ({
+        Code: r.Code,
+        ...(r.Message === undefined ? {} : { Message: r.Message }),
+        ...(r.Item === undefined ? {} : { Item: marshall(r.Item) }),
+      })),
+    },
+  );
 }
 
 /** A failed condition of a `PutItem`, with the item it found (`ReturnValuesOnConditionCheckFailure: ALL_OLD`). */

@@ -23,7 +23,10 @@ export interface TestEvent {
 }
 
 /** A definition whose `decide` is the test's. */
-export function definitionOf(decide: (event: TestEvent, state: State) => Decision | undefined | void, options: Partial<IdempotentConsumerOptions<TestEvent>> = {}): ConsumerDefinition<TestEvent> {
+export function definitionOf(
+  decide: (event: TestEvent, state: State) => Decision | undefined | void,
+  options: Partial<IdempotentConsumerOptions<TestEvent>> = {},
+): ConsumerDefinition<TestEvent> {
   return defineConsumer<TestEvent>({
     parse: (json) => json as TestEvent,
     idempotencyKey: 'key',
@@ -58,14 +61,29 @@ let next = 0;
 /** A pending unit. */
 export function unit(
   event: Partial<TestEvent> & { key?: string },
-  options: { index?: number; scope?: string; reads?: readonly ItemKey[]; payloadHash?: string; verified?: boolean; snapshot?: boolean; redriveOf?: string; messageId?: string; verdict?: UnitVerdict } = {},
+  options: {
+    index?: number;
+    scope?: string;
+    reads?: readonly ItemKey[];
+    payloadHash?: string;
+    verified?: boolean;
+    snapshot?: boolean;
+    redriveOf?: string;
+    messageId?: string;
+    verdict?: UnitVerdict;
+  } = {},
 ): Unit<TestEvent> {
   const index = options.index ?? next++;
   const full: TestEvent = { key: event.key ?? `k-${index}`, account: event.account ?? 'A', ...event };
-  const reads = (options.reads ?? [{ table: 'accounts', key: { id: full.account } }]).map((read) => resolveKey(tables, tableNames, read.table, read.key, 'read()'));
+  const reads = (options.reads ?? [{ table: 'accounts', key: { id: full.account } }]).map((read) =>
+    resolveKey(tables, tableNames, read.table, read.key, 'read()'),
+  );
   return {
     ok: true,
-    delivery: delivery(options.messageId ?? `m-${index}`, { ...(options.scope === undefined ? {} : { scope: options.scope }), ...(options.redriveOf === undefined ? {} : { redriveOf: options.redriveOf }) }),
+    delivery: delivery(options.messageId ?? `m-${index}`, {
+      ...(options.scope === undefined ? {} : { scope: options.scope }),
+      ...(options.redriveOf === undefined ? {} : { redriveOf: options.redriveOf }),
+    }),
     event: full,
     idempotencyKey: full.key,
     orderingKey: full.account,
@@ -88,7 +106,11 @@ export function batch(...specs: readonly Parameters<typeof unit>[]): Unit<TestEv
 }
 
 /** A plan context whose beliefs come from `items` (by account id; absent otherwise). */
-export function planContext(definition: ConsumerDefinition<TestEvent>, items: Readonly<Record<string, Item>> = {}, overrides: Partial<PlanContext> = {}): PlanContext {
+export function planContext(
+  definition: ConsumerDefinition<TestEvent>,
+  items: Readonly<Record<string, Item>> = {},
+  overrides: Partial<PlanContext> = {},
+): PlanContext {
   let version = 0;
   return {
     definition: definition as ConsumerDefinition<unknown>,

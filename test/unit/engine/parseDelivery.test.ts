@@ -3,7 +3,12 @@ import { payloadHash } from '../../../packages/idempotent-consumer/src/engine/ca
 import { MAX_READS_PER_EVENT } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
 import type { Delivery } from '../../../packages/idempotent-consumer/src/engine/Delivery.js';
 import { parseDelivery, type UnparsedDelivery } from '../../../packages/idempotent-consumer/src/engine/parseDelivery.js';
-import { ConsumerDefinitionError, MissingIdempotencyKey, PredecessorNotApplied, ValidationError } from '../../../packages/idempotent-consumer/src/errors.js';
+import {
+  ConsumerDefinitionError,
+  MissingIdempotencyKey,
+  PredecessorNotApplied,
+  ValidationError,
+} from '../../../packages/idempotent-consumer/src/errors.js';
 import { definitionOf, delivery, tableNames, type TestEvent } from './fixtures.js';
 
 const definition = definitionOf(() => undefined);
@@ -68,7 +73,9 @@ describe('parseDelivery', () => {
   });
 
   it('refuses a key field that is blank as MissingIdempotencyKey', () => {
-    expect(failed(parseDelivery(withBody('{"key":" ","account":"A"}'), definition, tableNames)).error).toBeInstanceOf(MissingIdempotencyKey);
+    expect(failed(parseDelivery(withBody('{"key":" ","account":"A"}'), definition, tableNames)).error).toBeInstanceOf(
+      MissingIdempotencyKey,
+    );
   });
 
   it('keeps the payload hash, and the idempotency key once checked, of a delivery that fails later', () => {
@@ -83,13 +90,19 @@ describe('parseDelivery', () => {
     const byFunction = definitionOf(() => undefined, { idempotencyKey: (event: TestEvent) => `${event.account}-1` });
     const result = parseDelivery(withBody('{"account":"A"}'), byFunction, tableNames);
     expect(result.ok && result.idempotencyKey).toBe('A-1');
-    expect((failed(parseDelivery(withBody('null'), byFunction, tableNames)).error as Error).message).toBe('the body could not be validated (TypeError)');
+    expect((failed(parseDelivery(withBody('null'), byFunction, tableNames)).error as Error).message).toBe(
+      'the body could not be validated (TypeError)',
+    );
   });
 
   it('fails a read() that returns no array, or too many items, as a definition error', () => {
     const notArray = definitionOf(() => undefined, { read: () => ({ table: 'accounts' }) as never });
-    expect(failed(parseDelivery(withBody('{"key":"k","account":"A"}'), notArray, tableNames)).error).toEqual(new ConsumerDefinitionError('read() must return an array of { table, key }'));
-    const tooMany = definitionOf(() => undefined, { read: () => Array.from({ length: MAX_READS_PER_EVENT + 1 }, (_, i) => ({ table: 'accounts', key: { id: `a${i}` } })) });
+    expect(failed(parseDelivery(withBody('{"key":"k","account":"A"}'), notArray, tableNames)).error).toEqual(
+      new ConsumerDefinitionError('read() must return an array of { table, key }'),
+    );
+    const tooMany = definitionOf(() => undefined, {
+      read: () => Array.from({ length: MAX_READS_PER_EVENT + 1 }, (_, i) => ({ table: 'accounts', key: { id: `a${i}` } })),
+    });
     const error = failed(parseDelivery(withBody('{"key":"k","account":"A"}'), tooMany, tableNames)).error;
     expect(error).toBeInstanceOf(ConsumerDefinitionError);
     expect((error as Error).message).toBe(`read() named ${MAX_READS_PER_EVENT + 1} items; at most ${MAX_READS_PER_EVENT} per event`);

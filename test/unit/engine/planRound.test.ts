@@ -53,7 +53,10 @@ describe('planRound: deciding in batch order and folding', () => {
 
 describe('planRound: a FIFO group or Kafka partition stops at its first failure, wherever it is raised (C25)', () => {
   it('does not act on a unit behind a delivery that failed before the engine', () => {
-    const units = [unit({ key: 'k1' }, { index: 1, scope: 'group:T-1' }), unit({ key: 'k2', account: 'B' }, { index: 2, scope: 'group:T-2' })];
+    const units = [
+      unit({ key: 'k1' }, { index: 1, scope: 'group:T-1' }),
+      unit({ key: 'k2', account: 'B' }, { index: 2, scope: 'group:T-2' }),
+    ];
     const plan = planRound(units, planContext(definitionOf(add), {}, { stops: new Map([['group:T-1', 0]]) }));
 
     expect(units[0]?.verdict).toMatchObject({ kind: 'failed', failure: { errorType: 'NotAttempted', countsAsAttempt: false } });
@@ -61,7 +64,17 @@ describe('planRound: a FIFO group or Kafka partition stops at its first failure,
   });
 
   it('does not act on a unit behind a unit that failed retryably', () => {
-    const failed = unit({ key: 'k0' }, { index: 0, scope: 'g', verdict: { kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'X', errorMessage: '', countsAsAttempt: true } } });
+    const failed = unit(
+      { key: 'k0' },
+      {
+        index: 0,
+        scope: 'g',
+        verdict: {
+          kind: 'failed',
+          failure: { retryable: true, reason: undefined, errorType: 'X', errorMessage: '', countsAsAttempt: true },
+        },
+      },
+    );
     const later = unit({ key: 'k1', account: 'B' }, { index: 1, scope: 'g' });
     planRound([failed, later], planContext(definitionOf(add)));
     expect(later.verdict).toMatchObject({ kind: 'failed', failure: { errorType: 'NotAttempted' } });
@@ -103,7 +116,10 @@ describe('planRound: reading before acting on doubt', () => {
   });
 
   it('reads every unit that waits this round with the ones that must be read (C30: one read, not one per unit)', () => {
-    const decide = (event: TestEvent): Decision => ({ sideEffects: [{ name: 'notify' }], writes: [putAccount(event.account, { seen: true })] });
+    const decide = (event: TestEvent): Decision => ({
+      sideEffects: [{ name: 'notify' }],
+      writes: [putAccount(event.account, { seen: true })],
+    });
     const units = Array.from({ length: 50 }, (_, i) => unit({ key: `k${i}`, account: `U${i}` }, { index: i, scope: 'partition:logins-0' }));
     const plan = planRound(units, planContext(definitionOf(decide)));
     expect(plan.verify.size).toBe(50);
@@ -127,7 +143,7 @@ describe('planRound: reading before acting on doubt', () => {
     expect(units[0]?.verdict).toMatchObject({ failure: { errorType: 'PredecessorNotApplied' } });
   });
 
-  it('lets a failure seen through an earlier unit\'s uncommitted write wait for that commit', () => {
+  it("lets a failure seen through an earlier unit's uncommitted write wait for that commit", () => {
     const decide = (event: TestEvent, state: State): Decision => {
       if (event.check === true && state.get('accounts', { id: event.account })?.frozen === true) throw new BusinessRuleViolation('frozen');
       return { writes: [putAccount(event.account, { frozen: true })] };
@@ -140,13 +156,13 @@ describe('planRound: reading before acting on doubt', () => {
   });
 });
 
-describe('planRound: side effects only on verified state that holds no other unit\'s uncommitted write (C26)', () => {
+describe("planRound: side effects only on verified state that holds no other unit's uncommitted write (C26)", () => {
   const decide = (event: TestEvent, state: State): Decision => {
     const balance = Number(state.get('accounts', { id: event.account })?.balance ?? 0) + Number(event.amount);
     return { writes: [putAccount(event.account, { balance })], ...(balance >= 150 ? { sideEffects: [{ name: 'notify' }] } : {}) };
   };
 
-  it('makes the unit wait for the earlier unit\'s commit instead of asking the effect on its write', () => {
+  it("makes the unit wait for the earlier unit's commit instead of asking the effect on its write", () => {
     const units = batch([{ key: 'm-1', amount: 60 }, { verified: true }], [{ key: 'm-2', amount: 50 }, { verified: true }]);
     const plan = planRound(units, planContext(definitionOf(decide), { A: { id: 'A', balance: 60, _version: 'v1' } }));
     expect(plan.plans.map((p) => p.unit.idempotencyKey)).toEqual(['m-1']);
@@ -180,7 +196,10 @@ describe('planRound: deliveries of one key in one batch', () => {
   });
 
   it('makes a copy of a dead-lettered delivery its duplicate, but not a redrive of it (C27)', () => {
-    const deadLetter = { kind: 'failed' as const, failure: { retryable: false, reason: 'OutOfStock', errorType: 'OutOfStock', errorMessage: '', countsAsAttempt: true } };
+    const deadLetter = {
+      kind: 'failed' as const,
+      failure: { retryable: false, reason: 'OutOfStock', errorType: 'OutOfStock', errorMessage: '', countsAsAttempt: true },
+    };
     const [first, copy, redrive] = batch([{ key: 'k' }, { verdict: deadLetter }], [{ key: 'k' }], [{ key: 'k' }, { redriveOf: 'm-0' }]);
     expect(earlierWithKey(copy!, [first!, copy!, redrive!])).toBe(first);
     copy!.verdict = { kind: 'duplicate', storedPayloadHash: 'hash-k', of: 'dead-letter' };
@@ -193,15 +212,34 @@ describe('planRound: deliveries of one key in one batch', () => {
 
   it('takes the stored payload hash of a delivery found a duplicate: a later copy is a duplicate of what is stored', () => {
     const found = { kind: 'duplicate' as const, storedPayloadHash: 'stored' };
-    const units = batch([{ key: 'k' }, { verdict: found, payloadHash: 'stored' }], [{ key: 'k' }, { payloadHash: 'stored' }], [{ key: 'k' }]);
+    const units = batch(
+      [{ key: 'k' }, { verdict: found, payloadHash: 'stored' }],
+      [{ key: 'k' }, { payloadHash: 'stored' }],
+      [{ key: 'k' }],
+    );
     planRound(units, planContext(definitionOf(add)));
     expect(units[1]?.verdict).toEqual({ kind: 'duplicate', storedPayloadHash: 'stored', of: 'applied' });
-    expect(units[2]?.verdict).toMatchObject({ kind: 'failed', failure: { reason: 'IdempotencyConflict', errorMessage: expect.stringContaining('stored') } });
+    expect(units[2]?.verdict).toMatchObject({
+      kind: 'failed',
+      failure: { reason: 'IdempotencyConflict', errorMessage: expect.stringContaining('stored') },
+    });
   });
 
   it('does not settle a later delivery by one that conflicted or must be retried', () => {
-    const conflict = { kind: 'failed' as const, failure: { retryable: false, reason: 'IdempotencyConflict', errorType: 'IdempotencyConflict', errorMessage: '', countsAsAttempt: true } };
-    const retry = { kind: 'failed' as const, failure: { retryable: true, reason: undefined, errorType: 'X', errorMessage: '', countsAsAttempt: true } };
+    const conflict = {
+      kind: 'failed' as const,
+      failure: {
+        retryable: false,
+        reason: 'IdempotencyConflict',
+        errorType: 'IdempotencyConflict',
+        errorMessage: '',
+        countsAsAttempt: true,
+      },
+    };
+    const retry = {
+      kind: 'failed' as const,
+      failure: { retryable: true, reason: undefined, errorType: 'X', errorMessage: '', countsAsAttempt: true },
+    };
     const units = batch([{ key: 'k' }, { verdict: conflict }], [{ key: 'k' }, { verdict: retry }], [{ key: 'k' }]);
     expect(earlierWithKey(units[2]!, units)).toBeUndefined();
   });
@@ -210,7 +248,16 @@ describe('planRound: deliveries of one key in one batch', () => {
 describe('planRound: what cannot share a round', () => {
   it('blocks a unit behind an item another unit updates (its value is not known until the commit)', () => {
     const decide = (event: TestEvent): Decision => ({
-      writes: [{ Update: { TableName: 'accounts', Key: { id: event.account }, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } } }],
+      writes: [
+        {
+          Update: {
+            TableName: 'accounts',
+            Key: { id: event.account },
+            UpdateExpression: 'ADD n :one',
+            ExpressionAttributeValues: { ':one': 1 },
+          },
+        },
+      ],
     });
     const units = batch([{}], [{}]);
     const plan = planRound(units, planContext(definitionOf(decide)));
@@ -221,7 +268,18 @@ describe('planRound: what cannot share a round', () => {
   it('defers a unit that updates an item an earlier unit of the round put: they cannot be folded into one action', () => {
     const decide = (event: TestEvent, state: State): Decision =>
       event.update === true
-        ? { writes: [{ Update: { TableName: 'accounts', Key: { id: event.account }, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } } }] }
+        ? {
+            writes: [
+              {
+                Update: {
+                  TableName: 'accounts',
+                  Key: { id: event.account },
+                  UpdateExpression: 'ADD n :one',
+                  ExpressionAttributeValues: { ':one': 1 },
+                },
+              },
+            ],
+          }
         : add(event, state);
     const units = batch([{}], [{ update: true }], [{ account: 'B' }]);
     const plan = planRound(units, planContext(definitionOf(decide)));

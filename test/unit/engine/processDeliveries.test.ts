@@ -5,7 +5,11 @@ import { payloadHash } from '../../../packages/idempotent-consumer/src/engine/ca
 import type { ConsumerDefinition } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
 import type { Delivery } from '../../../packages/idempotent-consumer/src/engine/Delivery.js';
 import { ItemCache } from '../../../packages/idempotent-consumer/src/engine/ItemCache.js';
-import { type DeadLetterRequest, type DeadLetterResult, processDeliveries } from '../../../packages/idempotent-consumer/src/engine/processDeliveries.js';
+import {
+  type DeadLetterRequest,
+  type DeadLetterResult,
+  processDeliveries,
+} from '../../../packages/idempotent-consumer/src/engine/processDeliveries.js';
 import type { Unit, UnitVerdict } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
 import { BusinessRuleViolation, PredecessorNotApplied } from '../../../packages/idempotent-consumer/src/errors.js';
 import type { AttemptLog, RecordedFailure } from '../../../packages/idempotent-consumer/src/inbox/AttemptLog.js';
@@ -83,7 +87,11 @@ interface HarnessOptions {
 }
 
 function harness(definition: ConsumerDefinition<TestEvent> = counting, options: HarnessOptions = {}) {
-  const fake = new FakeDynamoDb().always('TransactWriteCommand', {}).always('PutCommand', {}).always('TransactGetCommand', { Responses: [] }).always('BatchGetCommand', { Responses: {} });
+  const fake = new FakeDynamoDb()
+    .always('TransactWriteCommand', {})
+    .always('PutCommand', {})
+    .always('TransactGetCommand', { Responses: [] })
+    .always('BatchGetCommand', { Responses: {} });
   const attempts = new FakeAttemptLog();
   const sent: { requests: DeadLetterRequest[]; results: readonly DeadLetterResult[]; callsBefore: number }[] = [];
   const outcomes: OutcomeRecord[] = [];
@@ -91,7 +99,16 @@ function harness(definition: ConsumerDefinition<TestEvent> = counting, options: 
   const scripted = options.verdicts;
   const engine =
     scripted === undefined
-      ? new BatchEngine<TestEvent>({ definition, config, client: fake.client, cache: new ItemCache(), sideEffects: async () => ({ run: async () => undefined }), logger, now: () => new Date(0), sleep: async () => undefined })
+      ? new BatchEngine<TestEvent>({
+          definition,
+          config,
+          client: fake.client,
+          cache: new ItemCache(),
+          sideEffects: async () => ({ run: async () => undefined }),
+          logger,
+          now: () => new Date(0),
+          sleep: async () => undefined,
+        })
       : ({ settle: async (units: readonly Unit[]) => scripted(units) } as unknown as BatchEngine<TestEvent>);
   const run = (deliveries: readonly Delivery[]) =>
     processDeliveries(
@@ -122,7 +139,11 @@ function harness(definition: ConsumerDefinition<TestEvent> = counting, options: 
 
 const body = (event: Record<string, unknown>) => JSON.stringify(event);
 /** An SQS message. */
-const sqs = (messageId: string, event: Record<string, unknown> | string, options: { scope?: string; receiveCount?: number } = {}): Delivery => ({
+const sqs = (
+  messageId: string,
+  event: Record<string, unknown> | string,
+  options: { scope?: string; receiveCount?: number } = {},
+): Delivery => ({
   ...delivery(messageId, options),
   body: typeof event === 'string' ? event : body(event),
 });
@@ -135,11 +156,16 @@ const record = (offset: number, event: Record<string, unknown> | string): Delive
   deadLetter: { source: 'msk', coordinates: { topic: 't', partition: 0, offset } },
 });
 const kinds = (results: readonly { verdict: { kind: string } }[]) => results.map((r) => r.verdict.kind);
-const reported = (results: readonly { reported: boolean; delivery: Delivery }[]) => results.filter((r) => r.reported).map((r) => r.delivery.messageId);
+const reported = (results: readonly { reported: boolean; delivery: Delivery }[]) =>
+  results.filter((r) => r.reported).map((r) => r.delivery.messageId);
 
 describe('processDeliveries: verdicts carried out', () => {
   it('acknowledges applied messages and tells the observer each outcome, with its receive count as attempt', async () => {
-    const h = harness(definitionOf((event: TestEvent) => ({ writes: [putAccount(event.account, { n: 1 })] }), { logFields: (event: TestEvent) => ({ account: event.account }) }));
+    const h = harness(
+      definitionOf((event: TestEvent) => ({ writes: [putAccount(event.account, { n: 1 })] }), {
+        logFields: (event: TestEvent) => ({ account: event.account }),
+      }),
+    );
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A' }), sqs('m1', { key: 'k1', account: 'B' }, { receiveCount: 2 })]);
     expect(kinds(results)).toEqual(['applied', 'applied']);
     expect(reported(results)).toEqual([]);
@@ -158,7 +184,13 @@ describe('processDeliveries: verdicts carried out', () => {
     expect(results[0]!.verdict).toMatchObject({ kind: 'dead-lettered', attempt: 2, failure: { reason: 'ValidationError' } });
     expect(results[0]!.reported).toBe(false);
     expect(h.fake.calls).toEqual([]);
-    expect(h.sent[0]!.requests[0]).toMatchObject({ body: 'not json {', originalMessageId: 'm0', attempts: 2, failure: { reason: 'ValidationError', errorType: 'ValidationError' }, source: 'arn:aws:sqs:us-east-1:000000000000:q' });
+    expect(h.sent[0]!.requests[0]).toMatchObject({
+      body: 'not json {',
+      originalMessageId: 'm0',
+      attempts: 2,
+      failure: { reason: 'ValidationError', errorType: 'ValidationError' },
+      source: 'arn:aws:sqs:us-east-1:000000000000:q',
+    });
     expect(h.outcomes[0]).toMatchObject({ outcome: 'dead-lettered', reason: 'ValidationError', errorType: 'ValidationError', attempt: 2 });
   });
 
@@ -166,16 +198,37 @@ describe('processDeliveries: verdicts carried out', () => {
     const h = harness();
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A', rule: 0 })]);
     expect(h.fake.names()).toEqual(['TransactGetCommand', 'PutCommand']);
-    expect(h.fake.inputs('PutCommand')[0]).toMatchObject({ Item: { status: 'dead-lettered', idempotencyKey: 'k0', messageId: 'm0', reason: 'BusinessRuleViolation' } });
+    expect(h.fake.inputs('PutCommand')[0]).toMatchObject({
+      Item: { status: 'dead-lettered', idempotencyKey: 'k0', messageId: 'm0', reason: 'BusinessRuleViolation' },
+    });
     expect(h.sent).toHaveLength(1);
     expect(h.sent[0]!.callsBefore).toBe(2);
-    expect(results[0]!.verdict).toEqual({ kind: 'dead-lettered', attempt: 1, failure: { retryable: false, reason: 'BusinessRuleViolation', errorType: 'BusinessRuleViolation', errorMessage: 'n is 0', countsAsAttempt: true } });
+    expect(results[0]!.verdict).toEqual({
+      kind: 'dead-lettered',
+      attempt: 1,
+      failure: {
+        retryable: false,
+        reason: 'BusinessRuleViolation',
+        errorType: 'BusinessRuleViolation',
+        errorMessage: 'n is 0',
+        countsAsAttempt: true,
+      },
+    });
   });
 
   it('acknowledges as a duplicate a message whose marker finds its key applied: an applied message is never dead-lettered', async () => {
     const h = harness();
     const event = { key: 'k0', account: 'A', rule: 0 };
-    h.fake.always('PutCommand', conditionalCheckFailed({ pk: 'c#key#k0', status: 'applied', idempotencyKey: 'k0', payloadHash: payloadHash(event), messageId: 'm-other' }));
+    h.fake.always(
+      'PutCommand',
+      conditionalCheckFailed({
+        pk: 'c#key#k0',
+        status: 'applied',
+        idempotencyKey: 'k0',
+        payloadHash: payloadHash(event),
+        messageId: 'm-other',
+      }),
+    );
     const results = await h.run([sqs('m0', event)]);
     expect(results[0]!.verdict).toEqual({ kind: 'duplicate' });
     expect(results[0]!.reported).toBe(false);
@@ -186,7 +239,11 @@ describe('processDeliveries: verdicts carried out', () => {
   it('dead-letters again, without a new marker, a message the inbox holds as dead-lettered by it', async () => {
     const h = harness(counting, {
       verdicts: (units) => {
-        units[0]!.verdict = { kind: 'failed', alreadyMarked: true, failure: { retryable: false, reason: 'OutOfStock', errorType: 'OutOfStock', errorMessage: 'none left', countsAsAttempt: true } };
+        units[0]!.verdict = {
+          kind: 'failed',
+          alreadyMarked: true,
+          failure: { retryable: false, reason: 'OutOfStock', errorType: 'OutOfStock', errorMessage: 'none left', countsAsAttempt: true },
+        };
       },
     });
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A' }, { receiveCount: 2 })]);
@@ -196,9 +253,21 @@ describe('processDeliveries: verdicts carried out', () => {
   });
 
   it('retries, without counting, a message whose dead letter could not be sent, and counts the receive as skipped', async () => {
-    const h = harness(counting, { sink: (requests) => requests.map(() => ({ ok: false as const, error: sdkError('QueueDoesNotExist', 'no such queue') })) });
+    const h = harness(counting, {
+      sink: (requests) => requests.map(() => ({ ok: false as const, error: sdkError('QueueDoesNotExist', 'no such queue') })),
+    });
     const results = await h.run([sqs('m0', 'not json')]);
-    expect(results[0]!.verdict).toEqual({ kind: 'retry', attempt: 1, failure: { retryable: true, reason: undefined, errorType: 'QueueDoesNotExist', errorMessage: 'no such queue', countsAsAttempt: false } });
+    expect(results[0]!.verdict).toEqual({
+      kind: 'retry',
+      attempt: 1,
+      failure: {
+        retryable: true,
+        reason: undefined,
+        errorType: 'QueueDoesNotExist',
+        errorMessage: 'no such queue',
+        countsAsAttempt: false,
+      },
+    });
     expect(results[0]!.reported).toBe(true);
     expect(h.attempts.calls).toEqual([['recordSkip', 'sqs:m0', 'no such queue']]);
     expect(h.outcomes[0]).toMatchObject({ outcome: 'retried', countsAsAttempt: false });
@@ -220,21 +289,44 @@ describe('processDeliveries: verdicts carried out', () => {
       },
     });
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A' }), sqs('m1', { key: 'k1', account: 'B' })]);
-    expect(results.map((r) => r.verdict)).toEqual([{ kind: 'applied' }, { kind: 'retry', attempt: 1, failure: { retryable: true, reason: undefined, errorType: 'TypeError', errorMessage: 'a bug', countsAsAttempt: true } }]);
-    expect(h.lines[0]).toMatchObject({ level: 'error', message: 'the batch engine failed unexpectedly; its unsettled messages will be retried' });
+    expect(results.map((r) => r.verdict)).toEqual([
+      { kind: 'applied' },
+      {
+        kind: 'retry',
+        attempt: 1,
+        failure: { retryable: true, reason: undefined, errorType: 'TypeError', errorMessage: 'a bug', countsAsAttempt: true },
+      },
+    ]);
+    expect(h.lines[0]).toMatchObject({
+      level: 'error',
+      message: 'the batch engine failed unexpectedly; its unsettled messages will be retried',
+    });
   });
 
   it('retries, not counted, a message the engine left unsettled', async () => {
     const h = harness(counting, { verdicts: () => undefined });
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A' })]);
-    expect(results[0]!.verdict).toMatchObject({ kind: 'retry', failure: { errorType: 'NotAttempted', errorMessage: 'not settled', countsAsAttempt: false } });
+    expect(results[0]!.verdict).toMatchObject({
+      kind: 'retry',
+      failure: { errorType: 'NotAttempted', errorMessage: 'not settled', countsAsAttempt: false },
+    });
     expect(h.attempts.calls).toEqual([['recordSkip', 'sqs:m0', 'not settled']]);
   });
 
   it('keeps when a message may be tried again (a side-effect lock’s expiry)', async () => {
     const h = harness(counting, {
       verdicts: (units) => {
-        units[0]!.verdict = { kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'IdempotencyAlreadyInProgressError', errorMessage: 'held', countsAsAttempt: false, retryAt: 1234 } };
+        units[0]!.verdict = {
+          kind: 'failed',
+          failure: {
+            retryable: true,
+            reason: undefined,
+            errorType: 'IdempotencyAlreadyInProgressError',
+            errorMessage: 'held',
+            countsAsAttempt: false,
+            retryAt: 1234,
+          },
+        };
       },
     });
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A' })]);
@@ -246,7 +338,11 @@ describe('processDeliveries: attempts', () => {
   it('takes an SQS message’s attempt from its receive count without reading, until the budget could be spent', async () => {
     const h = harness();
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A', needs: 1 }, { receiveCount: 2 })]);
-    expect(results[0]!.verdict).toMatchObject({ kind: 'retry', attempt: 2, failure: { errorType: 'PredecessorNotApplied', countsAsAttempt: true } });
+    expect(results[0]!.verdict).toMatchObject({
+      kind: 'retry',
+      attempt: 2,
+      failure: { errorType: 'PredecessorNotApplied', countsAsAttempt: true },
+    });
     expect(h.attempts.calls).toEqual([]);
   });
 
@@ -268,10 +364,19 @@ describe('processDeliveries: attempts', () => {
     expect(results[0]!.verdict).toEqual({
       kind: 'dead-lettered',
       attempt: 3,
-      failure: { retryable: false, reason: 'RetriesExhausted', errorType: 'PredecessorNotApplied', errorMessage: 'n is 0', countsAsAttempt: true },
+      failure: {
+        retryable: false,
+        reason: 'RetriesExhausted',
+        errorType: 'PredecessorNotApplied',
+        errorMessage: 'n is 0',
+        countsAsAttempt: true,
+      },
     });
     expect(h.fake.inputs('PutCommand')[0]).toMatchObject({ Item: { reason: 'RetriesExhausted' } });
-    expect(h.sent[0]!.requests[0]).toMatchObject({ attempts: 3, failure: { reason: 'RetriesExhausted', errorType: 'PredecessorNotApplied' } });
+    expect(h.sent[0]!.requests[0]).toMatchObject({
+      attempts: 3,
+      failure: { reason: 'RetriesExhausted', errorType: 'PredecessorNotApplied' },
+    });
   });
 
   it('retries rather than dead-letter when the skipped receives cannot be read', async () => {
@@ -287,11 +392,17 @@ describe('processDeliveries: attempts', () => {
     const h = harness();
     const first = await h.run([record(0, { key: 'k0', account: 'A', needs: 1 })]);
     expect(first[0]!.verdict).toMatchObject({ kind: 'retry', attempt: 1 });
-    expect(h.attempts.calls).toEqual([['recordFailure', 'kafka:t-0@0', 'r0', { source: 'msk', errorType: 'PredecessorNotApplied', errorMessage: 'n is 0' }]]);
+    expect(h.attempts.calls).toEqual([
+      ['recordFailure', 'kafka:t-0@0', 'r0', { source: 'msk', errorType: 'PredecessorNotApplied', errorMessage: 'n is 0' }],
+    ]);
     h.attempts.failures.set('kafka:t-0@0', 2);
     const last = await h.run([record(0, { key: 'k0', account: 'A', needs: 1 })]);
     expect(last[0]!.verdict).toMatchObject({ kind: 'dead-lettered', attempt: 3, failure: { reason: 'RetriesExhausted' } });
-    expect(h.sent[0]!.requests[0]).toMatchObject({ attempts: 3, originalMessageId: 't-0@0', coordinates: { topic: 't', partition: 0, offset: 0 } });
+    expect(h.sent[0]!.requests[0]).toMatchObject({
+      attempts: 3,
+      originalMessageId: 't-0@0',
+      coordinates: { topic: 't', partition: 0, offset: 0 },
+    });
   });
 
   it('leaves a Kafka record to the mapping’s retry limit when its attempt cannot be counted', async () => {
@@ -306,7 +417,14 @@ describe('processDeliveries: attempts', () => {
     const h = harness();
     const results = await h.run([record(0, { key: 'k0', account: 'A', readFails: true }), record(1, { key: 'k1', account: 'B' })]);
     expect(kinds(results)).toEqual(['retry', 'retry']);
-    expect(h.attempts.calls).toEqual([['recordFailure', 'kafka:t-0@0', 'r0', { source: 'msk', errorType: 'PredecessorNotApplied', errorMessage: 'its predecessor has not arrived' }]]);
+    expect(h.attempts.calls).toEqual([
+      [
+        'recordFailure',
+        'kafka:t-0@0',
+        'r0',
+        { source: 'msk', errorType: 'PredecessorNotApplied', errorMessage: 'its predecessor has not arrived' },
+      ],
+    ]);
     const h2 = harness();
     const applied = await h2.run([record(5, { key: 'k5', account: 'C' })]);
     expect(applied[0]!.verdict.kind).toBe('applied');
@@ -318,17 +436,26 @@ describe('processDeliveries: attempts', () => {
 describe('processDeliveries: a FIFO group or Kafka partition stops at its first message that must come back', () => {
   it('retries, unrun and not counted, every later message of the group; other groups go on', async () => {
     const h = harness();
-    const results = await h.run([sqs('m0', { key: 'k0', account: 'A', needs: 1 }, { scope: 'g' }), sqs('m1', { key: 'k1', account: 'B' }, { scope: 'g' }), sqs('m2', { key: 'k2', account: 'C' }, { scope: 'h' })]);
+    const results = await h.run([
+      sqs('m0', { key: 'k0', account: 'A', needs: 1 }, { scope: 'g' }),
+      sqs('m1', { key: 'k1', account: 'B' }, { scope: 'g' }),
+      sqs('m2', { key: 'k2', account: 'C' }, { scope: 'h' }),
+    ]);
     expect(kinds(results)).toEqual(['retry', 'retry', 'applied']);
     expect(results[1]!.verdict).toMatchObject({ failure: { errorType: 'NotAttempted', countsAsAttempt: false } });
     expect(reported(results)).toEqual(['m0', 'm1']);
-    expect(h.attempts.calls).toEqual([['recordSkip', 'sqs:m1', 'an earlier message of its message group or partition must be retried first']]);
+    expect(h.attempts.calls).toEqual([
+      ['recordSkip', 'sqs:m1', 'an earlier message of its message group or partition must be retried first'],
+    ]);
     expect(h.fake.inputs('TransactWriteCommand').map((t: { TransactItems: unknown[] }) => JSON.stringify(t))).not.toContain('k1');
   });
 
   it('stops a group before the engine at a message whose read failed retryably', async () => {
     const h = harness();
-    const results = await h.run([sqs('m0', { key: 'k0', account: 'A', readFails: true }, { scope: 'g' }), sqs('m1', { key: 'k1', account: 'B' }, { scope: 'g' })]);
+    const results = await h.run([
+      sqs('m0', { key: 'k0', account: 'A', readFails: true }, { scope: 'g' }),
+      sqs('m1', { key: 'k1', account: 'B' }, { scope: 'g' }),
+    ]);
     expect(results.map((r) => r.verdict)).toMatchObject([
       { kind: 'retry', failure: { errorType: 'PredecessorNotApplied', countsAsAttempt: true } },
       { kind: 'retry', failure: { errorType: 'NotAttempted', countsAsAttempt: false } },
@@ -347,18 +474,30 @@ describe('processDeliveries: a FIFO group or Kafka partition stops at its first 
 
   it('stops the group there, and commits nothing of it, when that dead letter cannot be sent', async () => {
     const h = harness(counting, { sink: (requests) => requests.map(() => ({ ok: false as const, error: new Error('down') })) });
-    const results = await h.run([sqs('m0', 'not json', { scope: 'g' }), sqs('m1', { key: 'k1', account: 'B' }, { scope: 'g' }), sqs('m2', { key: 'k2', account: 'C' }, { scope: 'h' })]);
+    const results = await h.run([
+      sqs('m0', 'not json', { scope: 'g' }),
+      sqs('m1', { key: 'k1', account: 'B' }, { scope: 'g' }),
+      sqs('m2', { key: 'k2', account: 'C' }, { scope: 'h' }),
+    ]);
     expect(results.map((r) => r.verdict)).toMatchObject([
       { kind: 'retry', failure: { errorMessage: 'down', countsAsAttempt: false } },
       { kind: 'retry', failure: { errorType: 'NotAttempted', countsAsAttempt: false } },
       { kind: 'applied' },
     ]);
-    expect(h.fake.inputs('TransactWriteCommand').map((t: { TransactItems: unknown[] }) => JSON.stringify(t)).join()).not.toContain('"k1"');
+    expect(
+      h.fake
+        .inputs('TransactWriteCommand')
+        .map((t: { TransactItems: unknown[] }) => JSON.stringify(t))
+        .join(),
+    ).not.toContain('"k1"');
   });
 
   it('dead-letters a message decide refused, marker then send, before its successors commit, and sends it once', async () => {
     const h = harness();
-    const results = await h.run([sqs('m0', { key: 'k0', account: 'A', rule: 0 }, { scope: 'g' }), sqs('m1', { key: 'k1', account: 'B' }, { scope: 'g' })]);
+    const results = await h.run([
+      sqs('m0', { key: 'k0', account: 'A', rule: 0 }, { scope: 'g' }),
+      sqs('m1', { key: 'k1', account: 'B' }, { scope: 'g' }),
+    ]);
     expect(kinds(results)).toEqual(['dead-lettered', 'applied']);
     // m1, waiting behind m0, is read with it (one round trip), then commits after m0's marker and send.
     expect(h.fake.names()).toEqual(['TransactGetCommand', 'BatchGetCommand', 'PutCommand', 'TransactWriteCommand']);
@@ -368,7 +507,11 @@ describe('processDeliveries: a FIFO group or Kafka partition stops at its first 
 
   it('does the same on a Kafka partition', async () => {
     const h = harness();
-    const results = await h.run([record(0, { key: 'k0', account: 'A', needs: 1 }), record(1, { key: 'k1', account: 'B' }), record(2, 'not json')]);
+    const results = await h.run([
+      record(0, { key: 'k0', account: 'A', needs: 1 }),
+      record(1, { key: 'k1', account: 'B' }),
+      record(2, 'not json'),
+    ]);
     expect(results.map((r) => r.verdict)).toMatchObject([
       { kind: 'retry', attempt: 1 },
       { kind: 'retry', failure: { errorType: 'NotAttempted' } },
@@ -391,23 +534,36 @@ describe('processDeliveries: a FIFO group or Kafka partition stops at its first 
   it('decides again next time a duplicate behind a message that must come back', async () => {
     const h = harness(counting, {
       verdicts: (units) => {
-        units[0]!.verdict = { kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'Error', errorMessage: 'x', countsAsAttempt: true } };
+        units[0]!.verdict = {
+          kind: 'failed',
+          failure: { retryable: true, reason: undefined, errorType: 'Error', errorMessage: 'x', countsAsAttempt: true },
+        };
         units[1]!.verdict = { kind: 'duplicate', storedPayloadHash: 'h' };
       },
     });
-    const results = await h.run([sqs('m0', { key: 'k0', account: 'A' }, { scope: 'g' }), sqs('m1', { key: 'k1', account: 'A' }, { scope: 'g' })]);
+    const results = await h.run([
+      sqs('m0', { key: 'k0', account: 'A' }, { scope: 'g' }),
+      sqs('m1', { key: 'k1', account: 'A' }, { scope: 'g' }),
+    ]);
     expect(results[1]!.verdict).toMatchObject({ kind: 'retry', failure: { errorType: 'NotAttempted' } });
   });
 
   it('says so when an engine applied a message behind one that must come back (it never should)', async () => {
     const h = harness(counting, {
       verdicts: (units: readonly Unit[]) => {
-        const verdicts: UnitVerdict[] = [{ kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'Error', errorMessage: 'x', countsAsAttempt: true } }, { kind: 'applied' }];
+        const verdicts: UnitVerdict[] = [
+          { kind: 'failed', failure: { retryable: true, reason: undefined, errorType: 'Error', errorMessage: 'x', countsAsAttempt: true } },
+          { kind: 'applied' },
+        ];
         units.forEach((u, i) => (u.verdict = verdicts[i]));
       },
     });
     await h.run([sqs('m0', { key: 'k0', account: 'A' }, { scope: 'g' }), sqs('m1', { key: 'k1', account: 'A' }, { scope: 'g' })]);
-    expect(h.lines).toContainEqual({ level: 'error', message: 'an applied message follows one that must be retried in its message group or partition', extra: { messageId: 'm1' } });
+    expect(h.lines).toContainEqual({
+      level: 'error',
+      message: 'an applied message follows one that must be retried in its message group or partition',
+      extra: { messageId: 'm1' },
+    });
   });
 
   // Found by this suite (fixed): dead letters were sent in one batch after the engine; when a
@@ -415,7 +571,10 @@ describe('processDeliveries: a FIFO group or Kafka partition stops at its first 
   // turned into a retry behind it: in the dead-letter queue *and* reported as a batch item failure.
   // A group's dead letters are now sent one after another.
   it('never both sends a message to the dead-letter queue and reports it for retry', async () => {
-    const h = harness(counting, { sink: (requests) => requests.map((r) => (r.originalMessageId === 'm0' ? { ok: false as const, error: new Error('throttled') } : { ok: true as const })) });
+    const h = harness(counting, {
+      sink: (requests) =>
+        requests.map((r) => (r.originalMessageId === 'm0' ? { ok: false as const, error: new Error('throttled') } : { ok: true as const })),
+    });
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A', rule: 0 }, { scope: 'g' }), sqs('m1', 'not json', { scope: 'g' })]);
     expect(reported(results)).toContain('m0');
     const both = h.dlq().filter((id) => reported(results).includes(id));

@@ -1,6 +1,11 @@
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { inboxId, readConsistently, readSnapshot, type StateReadDeps } from '../../../packages/idempotent-consumer/src/engine/stateReads.js';
+import {
+  inboxId,
+  readConsistently,
+  readSnapshot,
+  type StateReadDeps,
+} from '../../../packages/idempotent-consumer/src/engine/stateReads.js';
 import type { Unit } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
 import { cancelled, FakeDynamoDb, recordingLogger, sdkError } from './fakeDynamoDb.js';
 import { accountKey, tableNames, tables, unit } from './fixtures.js';
@@ -14,14 +19,23 @@ function depsOf(fake: FakeDynamoDb) {
   return { deps, sleeps, lines };
 }
 
-const inboxRow = (key: string, extra: Record<string, unknown> = {}) => ({ pk: `c#key#${key}`, idempotencyKey: key, payloadHash: `hash-${key}`, status: 'applied', messageId: 'm-old', ...extra });
+const inboxRow = (key: string, extra: Record<string, unknown> = {}) => ({
+  pk: `c#key#${key}`,
+  idempotencyKey: key,
+  payloadHash: `hash-${key}`,
+  status: 'applied',
+  messageId: 'm-old',
+  ...extra,
+});
 
 /** Answers a BatchGetItem with the items of `stored` it asks for (by table and key), all processed. */
 function storedItems(stored: Record<string, Record<string, unknown>[]>) {
   return (input: { RequestItems: Record<string, { Keys: Record<string, unknown>[] }> }) => {
     const Responses: Record<string, Record<string, unknown>[]> = {};
     for (const [table, { Keys }] of Object.entries(input.RequestItems)) {
-      Responses[table] = (stored[table] ?? []).filter((item) => Keys.some((key) => Object.entries(key).every(([name, value]) => item[name] === value)));
+      Responses[table] = (stored[table] ?? []).filter((item) =>
+        Keys.some((key) => Object.entries(key).every(([name, value]) => item[name] === value)),
+      );
     }
     return { Responses, UnprocessedKeys: {} };
   };
@@ -29,8 +43,15 @@ function storedItems(stored: Record<string, Record<string, unknown>[]>) {
 
 describe('readConsistently', () => {
   it('reads the units’ inbox rows and items in one strongly consistent BatchGetItem, each item once', async () => {
-    const fake = new FakeDynamoDb().always('BatchGetCommand', storedItems({ inbox: [inboxRow('k1')], 'phys-accounts': [{ id: 'A', n: 1 }] }));
-    const units = [unit({ key: 'k1', account: 'A' }, { index: 0 }), unit({ key: 'k2', account: 'A' }, { index: 1 }), unit({ key: 'k3', account: 'B' }, { index: 2 })];
+    const fake = new FakeDynamoDb().always(
+      'BatchGetCommand',
+      storedItems({ inbox: [inboxRow('k1')], 'phys-accounts': [{ id: 'A', n: 1 }] }),
+    );
+    const units = [
+      unit({ key: 'k1', account: 'A' }, { index: 0 }),
+      unit({ key: 'k2', account: 'A' }, { index: 1 }),
+      unit({ key: 'k3', account: 'B' }, { index: 2 }),
+    ];
     const { deps } = depsOf(fake);
     const read = await readConsistently(units, deps);
     expect(fake.names()).toEqual(['BatchGetCommand']);
@@ -58,7 +79,11 @@ describe('readConsistently', () => {
 
   it('ignores what it did not ask for: an item of another table, an inbox item without a key', async () => {
     const fake = new FakeDynamoDb().always('BatchGetCommand', {
-      Responses: { inbox: [{ pk: 'c#key#k', payloadHash: 'h' }], 'phys-other': [{ id: 'A' }], 'phys-accounts': [{ id: 'Z' }, { name: 'no key' }] },
+      Responses: {
+        inbox: [{ pk: 'c#key#k', payloadHash: 'h' }],
+        'phys-other': [{ id: 'A' }],
+        'phys-accounts': [{ id: 'Z' }, { name: 'no key' }],
+      },
     });
     const u = unit({ key: 'k', account: 'A' }, { index: 0 });
     const read = await readConsistently([u], depsOf(fake).deps);
@@ -88,7 +113,9 @@ describe('readConsistently', () => {
   it('reports a unit unread when its keys stay unprocessed after four rounds; the others are read', async () => {
     const fake = new FakeDynamoDb().always('BatchGetCommand', (input: { RequestItems: Record<string, { Keys: { id?: string }[] }> }) => ({
       Responses: { 'phys-accounts': (input.RequestItems['phys-accounts']?.Keys ?? []).filter((k) => k.id === 'B') },
-      UnprocessedKeys: input.RequestItems['phys-accounts']?.Keys.some((k) => k.id === 'A') ? { 'phys-accounts': { Keys: [{ id: 'A' }] } } : {},
+      UnprocessedKeys: input.RequestItems['phys-accounts']?.Keys.some((k) => k.id === 'A')
+        ? { 'phys-accounts': { Keys: [{ id: 'A' }] } }
+        : {},
     }));
     const throttled = unit({ key: 'k1', account: 'A' }, { index: 0 });
     const fine = unit({ key: 'k2', account: 'B' }, { index: 1 });
@@ -110,14 +137,24 @@ describe('readConsistently', () => {
     expect(read.unread.get(units[0]!)).toBe(throttled);
     expect(read.unread.get(units[1]!)).toBe(throttled);
     expect(read.found.size).toBe(0);
-    expect(lines).toEqual([{ level: 'warn', message: 'could not read the state consistently; the messages will be retried', extra: { error: { name: 'ProvisionedThroughputExceededException', message: 'slow down' } } }]);
+    expect(lines).toEqual([
+      {
+        level: 'warn',
+        message: 'could not read the state consistently; the messages will be retried',
+        extra: { error: { name: 'ProvisionedThroughputExceededException', message: 'slow down' } },
+      },
+    ]);
   });
 
   it('splits more than 100 keys into BatchGetItems of 100, a failed one failing only its units', async () => {
     const units = Array.from({ length: 60 }, (_, i) => unit({ key: `k${i}`, account: `A${i}` }, { index: i }));
     const fake = new FakeDynamoDb().next('BatchGetCommand', { Responses: {} }).next('BatchGetCommand', sdkError('InternalServerError'));
     const read = await readConsistently(units, depsOf(fake).deps);
-    const sizes = fake.inputs('BatchGetCommand').map((input: { RequestItems: Record<string, { Keys: unknown[] }> }) => Object.values(input.RequestItems).reduce((sum, t) => sum + t.Keys.length, 0));
+    const sizes = fake
+      .inputs('BatchGetCommand')
+      .map((input: { RequestItems: Record<string, { Keys: unknown[] }> }) =>
+        Object.values(input.RequestItems).reduce((sum, t) => sum + t.Keys.length, 0),
+      );
     expect(sizes).toEqual([100, 20]);
     // Ids in order: each unit's inbox row, then its account; the first 100 are the first 50 units'.
     expect([...read.unread.keys()].map((u) => u.index)).toEqual([50, 51, 52, 53, 54, 55, 56, 57, 58, 59]);
@@ -139,7 +176,9 @@ describe('readConsistently', () => {
 
 describe('readSnapshot', () => {
   it('reads the units’ inbox rows and items in one TransactGetItems, by position', async () => {
-    const fake = new FakeDynamoDb().always('TransactGetCommand', { Responses: [{ Item: inboxRow('k1') }, { Item: { id: 'A', n: 3 } }, {}] });
+    const fake = new FakeDynamoDb().always('TransactGetCommand', {
+      Responses: [{ Item: inboxRow('k1') }, { Item: { id: 'A', n: 3 } }, {}],
+    });
     const units = [unit({ key: 'k1', account: 'A' }, { index: 0 }), unit({ key: 'k2', account: 'A' }, { index: 1 })];
     const read = await readSnapshot(units, depsOf(fake).deps);
     expect(fake.inputs('TransactGetCommand')[0].TransactItems).toEqual([
@@ -161,7 +200,9 @@ describe('readSnapshot', () => {
     ];
     // Each chunk: the shared account once, then each unit's inbox row and account: 49 units take 99 items, the 11 left 23.
     const units = Array.from({ length: 60 }, (_, i) => unit({ key: `k${i}`, account: `A${i}` }, { index: i, reads: reads(i) }));
-    const fake = new FakeDynamoDb().always('TransactGetCommand', (input: { TransactItems: unknown[] }) => ({ Responses: input.TransactItems.map(() => ({})) }));
+    const fake = new FakeDynamoDb().always('TransactGetCommand', (input: { TransactItems: unknown[] }) => ({
+      Responses: input.TransactItems.map(() => ({})),
+    }));
     const read = await readSnapshot(units, depsOf(fake).deps);
     const sizes = fake.inputs('TransactGetCommand').map((input: { TransactItems: unknown[] }) => input.TransactItems.length);
     expect(sizes).toEqual([99, 23]);
@@ -170,7 +211,9 @@ describe('readSnapshot', () => {
   });
 
   it('reads a snapshot a concurrent transaction cancelled again', async () => {
-    const fake = new FakeDynamoDb().next('TransactGetCommand', cancelled([{ Code: 'TransactionConflict' }, { Code: 'None' }])).always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A' } }] });
+    const fake = new FakeDynamoDb()
+      .next('TransactGetCommand', cancelled([{ Code: 'TransactionConflict' }, { Code: 'None' }]))
+      .always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A' } }] });
     const u = unit({ key: 'k', account: 'A' }, { index: 0 });
     const { deps, sleeps } = depsOf(fake);
     const read = await readSnapshot([u], deps);
@@ -182,7 +225,12 @@ describe('readSnapshot', () => {
 
   it('gives up after three cancelled tries: its units are unread, with the last error', async () => {
     const last = cancelled([{ Code: 'TransactionConflict' }]);
-    const fake = new FakeDynamoDb().next('TransactGetCommand', cancelled([{ Code: 'TransactionConflict' }]), cancelled([{ Code: 'TransactionConflict' }]), last);
+    const fake = new FakeDynamoDb().next(
+      'TransactGetCommand',
+      cancelled([{ Code: 'TransactionConflict' }]),
+      cancelled([{ Code: 'TransactionConflict' }]),
+      last,
+    );
     const u = unit({ key: 'k', account: 'A' }, { index: 0 });
     const { deps, lines } = depsOf(fake);
     const read = await readSnapshot([u], deps);

@@ -3,7 +3,15 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { attributeValueBytes, itemBytes, MAX_ITEM_BYTES } from '../../../packages/idempotent-consumer/src/engine/itemSize.js';
 import { itemIdOf, keyNames, resolveKey } from '../../../packages/idempotent-consumer/src/engine/itemKeys.js';
-import { canonicalNumber, cloneValue, isNumberValue, MARSHALL_OPTIONS, preciseNumber, printValue, UNMARSHALL_OPTIONS } from '../../../packages/idempotent-consumer/src/engine/values.js';
+import {
+  canonicalNumber,
+  cloneValue,
+  isNumberValue,
+  MARSHALL_OPTIONS,
+  preciseNumber,
+  printValue,
+  UNMARSHALL_OPTIONS,
+} from '../../../packages/idempotent-consumer/src/engine/values.js';
 import { ConsumerDefinitionError, ValidationError } from '../../../packages/idempotent-consumer/src/errors.js';
 
 describe('values: item values handled exactly', () => {
@@ -40,8 +48,13 @@ describe('values: item values handled exactly', () => {
     expect(isNumberValue(fraction) && fraction.value).toBe('1.23456789012345678901');
   });
 
-  it('round-trips through DynamoDB\'s form without losing a digit', () => {
-    const item = { big: 12345678901234567890n, exact: 7, decimal: new NumberValue('0.123456789012345678901'), set: new Set([1, 99999999999999999999n]) };
+  it("round-trips through DynamoDB's form without losing a digit", () => {
+    const item = {
+      big: 12345678901234567890n,
+      exact: 7,
+      decimal: new NumberValue('0.123456789012345678901'),
+      set: new Set([1, 99999999999999999999n]),
+    };
     const back = unmarshall(marshall({ ...item, set: new Set([99999999999999999999n, 1]) }, MARSHALL_OPTIONS), UNMARSHALL_OPTIONS);
     expect(printValue(back)).toBe(printValue(item));
     expect(back.big).toBe(12345678901234567890n);
@@ -95,7 +108,7 @@ describe('values: item values handled exactly', () => {
   });
 });
 
-describe('itemSize: DynamoDB\'s item size rules', () => {
+describe("itemSize: DynamoDB's item size rules", () => {
   it('counts names, strings in UTF-8, numbers by significant digits, binary, lists and maps', () => {
     expect(itemBytes(marshall({ id: 'é' }))).toBe(2 + 2);
     expect(attributeValueBytes({ N: '12345' })).toBe(4);
@@ -117,7 +130,9 @@ describe('itemKeys: one id per item, whatever the form of its key values', () =>
   const tables = { t: { partitionKey: 'pk', sortKey: 'sk' } };
   const names = { t: 'phys' };
   it('gives a number, a BigInt and a NumberValue of one value the same id; a Buffer and a Uint8Array too', () => {
-    const ids = [1000, 1000n, new NumberValue('1e3')].map((pk) => resolveKey(tables, names, 't', { pk, sk: Buffer.from('s') }, 'read()').id);
+    const ids = [1000, 1000n, new NumberValue('1e3')].map(
+      (pk) => resolveKey(tables, names, 't', { pk, sk: Buffer.from('s') }, 'read()').id,
+    );
     expect(new Set(ids).size).toBe(1);
     expect(itemIdOf('t', tables.t, { pk: 1000, sk: new Uint8Array(Buffer.from('s')), other: 'x' })).toBe(ids[0]);
     expect(resolveKey(tables, names, 't', { pk: '1000', sk: 's' }, 'read()').id).not.toBe(ids[0]);
@@ -134,15 +149,26 @@ describe('itemKeys: one id per item, whatever the form of its key values', () =>
   });
 
   it('refuses a string key value that is not well-formed or too long, as the message’s fault', () => {
-    expect(() => resolveKey(tables, names, 't', { pk: 'a\ud800', sk: 's' }, 'read()')).toThrow(/key attribute pk is not well-formed Unicode/);
-    expect(() => resolveKey(tables, names, 't', { pk: 'a', sk: 'é'.repeat(513) }, 'read()')).toThrow(/key attribute sk is longer than 1024 bytes/);
+    expect(() => resolveKey(tables, names, 't', { pk: 'a\ud800', sk: 's' }, 'read()')).toThrow(
+      /key attribute pk is not well-formed Unicode/,
+    );
+    expect(() => resolveKey(tables, names, 't', { pk: 'a', sk: 'é'.repeat(513) }, 'read()')).toThrow(
+      /key attribute sk is longer than 1024 bytes/,
+    );
     expect(() => resolveKey(tables, names, 't', { pk: 'a'.repeat(2049), sk: 's' }, 'read()')).toThrow(ValidationError);
-    expect(resolveKey(tables, names, 't', { pk: 'a'.repeat(2048), sk: 's'.repeat(1024) }, 'read()').key).toEqual({ pk: 'a'.repeat(2048), sk: 's'.repeat(1024) });
+    expect(resolveKey(tables, names, 't', { pk: 'a'.repeat(2048), sk: 's'.repeat(1024) }, 'read()').key).toEqual({
+      pk: 'a'.repeat(2048),
+      sk: 's'.repeat(1024),
+    });
   });
 
   it('refuses a read() key with attributes beside the key, but takes a whole item elsewhere', () => {
-    expect(() => resolveKey(tables, names, 't', { pk: 'a', sk: 's', extra: 1 }, 'read()')).toThrow(/read\(\) gave table t a key with attributes pk, sk, extra; its key is pk, sk/);
+    expect(() => resolveKey(tables, names, 't', { pk: 'a', sk: 's', extra: 1 }, 'read()')).toThrow(
+      /read\(\) gave table t a key with attributes pk, sk, extra; its key is pk, sk/,
+    );
     expect(resolveKey(tables, names, 't', { pk: 'a', sk: 's', extra: 1 }, 'a Put').key).toEqual({ pk: 'a', sk: 's' });
-    expect(() => resolveKey({}, {}, 't', { pk: 'a' }, 'read()')).toThrow(/names table "t", which is not one of the consumer's tables \(none\)/);
+    expect(() => resolveKey({}, {}, 't', { pk: 'a' }, 'read()')).toThrow(
+      /names table "t", which is not one of the consumer's tables \(none\)/,
+    );
   });
 });

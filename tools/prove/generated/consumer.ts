@@ -13,7 +13,21 @@
  * @module
  */
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
-import { type Decision, type IdempotentConsumerOptions, type Item, type ItemKey, type OutgoingMessage, PredecessorNotApplied, RetryableError, type SideEffectContext, type State, type TableDefinition, UnknownMessageType, ValidationError, type Write } from 'idempotent-consumer';
+import {
+  type Decision,
+  type IdempotentConsumerOptions,
+  type Item,
+  type ItemKey,
+  type OutgoingMessage,
+  PredecessorNotApplied,
+  RetryableError,
+  type SideEffectContext,
+  type State,
+  type TableDefinition,
+  UnknownMessageType,
+  ValidationError,
+  type Write,
+} from 'idempotent-consumer';
 import { z } from 'zod';
 import { addNumbers } from './decimal.js';
 import { classifierFor, makeError } from './errors.js';
@@ -111,7 +125,10 @@ export function keyValue(spec: KeyValueSpec, salt: number, mention = false): unk
       }
     }
   }
-  const salted = Buffer.concat([Buffer.from([(salt >>> 24) & 255, (salt >>> 16) & 255, (salt >>> 8) & 255, salt & 255]), Buffer.from(spec.B, 'base64')]);
+  const salted = Buffer.concat([
+    Buffer.from([(salt >>> 24) & 255, (salt >>> 16) & 255, (salt >>> 8) & 255, salt & 255]),
+    Buffer.from(spec.B, 'base64'),
+  ]);
   const asBuffer = spec.style === 'buffer' ? !alt : alt;
   return asBuffer ? salted : new Uint8Array(salted);
 }
@@ -128,7 +145,11 @@ const num = (value: unknown): string | undefined => numberText(value);
 export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: string, salt: number, lazy = false): GeneratedConsumer {
   const versionAttribute = spec.versionAttribute ?? '_version';
   const tables: Record<string, TableDefinition> = {};
-  for (const table of spec.tables) tables[table.name] = table.sortKey === undefined ? { partitionKey: table.partitionKey.name } : { partitionKey: table.partitionKey.name, sortKey: table.sortKey.name };
+  for (const table of spec.tables)
+    tables[table.name] =
+      table.sortKey === undefined
+        ? { partitionKey: table.partitionKey.name }
+        : { partitionKey: table.partitionKey.name, sortKey: table.sortKey.name };
   const idField = spec.names.idField ?? 'ref';
   const groupField = spec.names.groupField ?? 'lane';
 
@@ -141,7 +162,8 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
   };
   const keyPrint = (table: number, key: Readonly<Item>): string => {
     const definition = spec.tables[table]!;
-    const names = definition.sortKey === undefined ? [definition.partitionKey.name] : [definition.partitionKey.name, definition.sortKey.name];
+    const names =
+      definition.sortKey === undefined ? [definition.partitionKey.name] : [definition.partitionKey.name, definition.sortKey.name];
     const picked: Record<string, unknown> = {};
     for (const name of names) picked[name] = key[name];
     try {
@@ -183,10 +205,14 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
       const head = read(keySpec.head);
       const position = Number(num(own(head, spec.names.seq)) ?? '-1');
       const ready = step.gate.exact ? position === step.gate.prev : position >= step.gate.prev;
-      if (!ready) throw new PredecessorNotApplied(`event ${event.s} of its key waits for event ${step.gate.prev} (the key is at ${position})`);
+      if (!ready)
+        throw new PredecessorNotApplied(`event ${event.s} of its key waits for event ${step.gate.prev} (the key is at ${position})`);
     }
     if ((step.intent === 'reject' || step.intent === 'wait') && step.throws !== undefined) {
-      throw makeError(step.throws, `event ${event.s} of its key ${step.intent === 'reject' ? 'breaks a rule' : 'waits for what never comes'}`);
+      throw makeError(
+        step.throws,
+        `event ${event.s} of its key ${step.intent === 'reject' ? 'breaks a rule' : 'waits for what never comes'}`,
+      );
     }
     const context = { id: event.id, position: event.s };
     const writes: Write[] = [];
@@ -218,13 +244,19 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
     const decision: Decision = {
       ...(writes.length === 0 ? {} : { writes }),
       ...(outbox.length === 0 ? {} : { outbox }),
-      ...(step.sideEffects.length === 0 ? {} : { sideEffects: step.sideEffects.map((effect) => ({ name: effect.name, input: toNative(effect.input) })) }),
+      ...(step.sideEffects.length === 0
+        ? {}
+        : { sideEffects: step.sideEffects.map((effect) => ({ name: effect.name, input: toNative(effect.input) })) }),
     };
     return { decision, effects: writeEffects };
   };
 
   /** One write in lib-dynamodb's `TransactWriteItem` shape (logical table name), from its spec and the state. */
-  const renderWrite = (write: WriteSpec, context: { readonly id: string; readonly position: number }, current: (index: number) => Item | undefined): Write => {
+  const renderWrite = (
+    write: WriteSpec,
+    context: { readonly id: string; readonly position: number },
+    current: (index: number) => Item | undefined,
+  ): Write => {
     const TableName = tableOf(write.item);
     const p = new Placeholders();
     const condition = write.condition === undefined ? {} : { ConditionExpression: renderCondition(write.condition, p) };
@@ -250,7 +282,14 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
       case 'Delete':
         return { Delete: { TableName, Key: itemKey(write.item), ...condition, ...placeholders() } };
       case 'ConditionCheck':
-        return { ConditionCheck: { TableName, Key: itemKey(write.item), ConditionExpression: condition.ConditionExpression ?? renderCondition(write.condition, p), ...placeholders() } } as Write;
+        return {
+          ConditionCheck: {
+            TableName,
+            Key: itemKey(write.item),
+            ConditionExpression: condition.ConditionExpression ?? renderCondition(write.condition, p),
+            ...placeholders(),
+          },
+        } as Write;
     }
   };
 
@@ -263,12 +302,22 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
   });
   // The event keeps the body's own key fields: a key given by field name is read from the event.
   const toEvent = (json: Record<string, unknown>): GeneratedEvent =>
-    ({ [idField]: json[idField], [groupField]: json[groupField], id: json[idField] as string, group: json[groupField] as string, k: json.k as number, s: json.s as number, note: json.note as string }) as GeneratedEvent;
+    ({
+      [idField]: json[idField],
+      [groupField]: json[groupField],
+      id: json[idField] as string,
+      group: json[groupField] as string,
+      k: json.k as number,
+      s: json.s as number,
+      note: json.note as string,
+    }) as GeneratedEvent;
   const parse = (json: unknown): GeneratedEvent => {
     if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new ValidationError('the body is not an object');
     const body = json as Record<string, unknown>;
-    if (typeof body.k !== 'number' || typeof body.s !== 'number' || spec.keys[body.k]?.steps[body.s] === undefined) throw new UnknownMessageType(body.s);
-    if (typeof body[idField] !== 'string' || typeof body[groupField] !== 'string' || typeof body.note !== 'string') throw new ValidationError('a field is missing or of the wrong type');
+    if (typeof body.k !== 'number' || typeof body.s !== 'number' || spec.keys[body.k]?.steps[body.s] === undefined)
+      throw new UnknownMessageType(body.s);
+    if (typeof body[idField] !== 'string' || typeof body[groupField] !== 'string' || typeof body.note !== 'string')
+      throw new ValidationError('a field is missing or of the wrong type');
     return toEvent(body);
   };
 
@@ -282,7 +331,8 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
     tables,
     read: (event): ItemKey[] => {
       const step = stepOf(event);
-      if (step.intent === 'readThrow' && step.throws !== undefined) throw makeError(step.throws, `read() cannot name the items of event ${event.s}`);
+      if (step.intent === 'readThrow' && step.throws !== undefined)
+        throw makeError(step.throws, `read() cannot name the items of event ${event.s}`);
       return step.reads.map((index) => ({ table: tableOf(index), key: itemKey(index, true) }));
     },
     decide: (event, state) => plan(event, state).decision,
@@ -292,7 +342,8 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
   const throwsOf = () => spec.keys.flatMap((key) => key.steps.flatMap((step) => (step.throws === undefined ? [] : [step.throws])));
   // While a spec is being designed its steps grow: its classifier reads them at each call.
   const classify = lazy ? (error: unknown) => classifierFor(throwsOf())?.(error) : classifierFor(throwsOf());
-  const withClassifier: IdempotentConsumerOptions<GeneratedEvent> = classify === undefined ? options : { ...options, classifyError: classify };
+  const withClassifier: IdempotentConsumerOptions<GeneratedEvent> =
+    classify === undefined ? options : { ...options, classifyError: classify };
 
   return {
     options: withClassifier,

@@ -26,7 +26,19 @@ import { compareNumbers } from './decimal.js';
 import { evaluateCondition } from './expressions.js';
 import { decideStep, MAX_TRANSACTION_ACTIONS, type StepResult } from './model.js';
 import type { RawItem, RawKeyValue, RawSpec, RawStep, RawWrite } from './raw.js';
-import type { ConditionSpec, GeneratedWorkloadSpec, ItemSpec, KeyType, KeyValueSpec, OutboxSpec, StepSpec, ThrowSpec, UpdateAction, ValueExpr, WriteSpec } from './spec.js';
+import type {
+  ConditionSpec,
+  GeneratedWorkloadSpec,
+  ItemSpec,
+  KeyType,
+  KeyValueSpec,
+  OutboxSpec,
+  StepSpec,
+  ThrowSpec,
+  UpdateAction,
+  ValueExpr,
+  WriteSpec,
+} from './spec.js';
 import { type AvItem, own, type ValueSpec } from './values.js';
 
 /** A large attribute that keeps an item within DynamoDB's 400 KB (200 KB). */
@@ -44,9 +56,17 @@ function placeKey(type: KeyType, raw: RawKeyValue, a: number, b: number): KeyVal
     case 'S':
       return { S: `${raw.text}${a}.${b}` };
     case 'N':
-      return { N: a * 1000 + b * 10 + (Math.abs(raw.n) % 10), style: raw.numberStyle, ...(raw.alt && (raw.numberStyle === 'int' || raw.numberStyle === 'nv') ? { alt: true } : {}) };
+      return {
+        N: a * 1000 + b * 10 + (Math.abs(raw.n) % 10),
+        style: raw.numberStyle,
+        ...(raw.alt && (raw.numberStyle === 'int' || raw.numberStyle === 'nv') ? { alt: true } : {}),
+      };
     case 'B':
-      return { B: Buffer.concat([Buffer.from([a, b]), Buffer.from(raw.bytes, 'base64').subarray(0, 6)]).toString('base64'), style: raw.binaryStyle, ...(raw.alt ? { alt: true } : {}) };
+      return {
+        B: Buffer.concat([Buffer.from([a, b]), Buffer.from(raw.bytes, 'base64').subarray(0, 6)]).toString('base64'),
+        style: raw.binaryStyle,
+        ...(raw.alt ? { alt: true } : {}),
+      };
   }
 }
 
@@ -103,7 +123,20 @@ export function designWorkload(raw: RawSpec, source: ProveSource): GeneratedWork
     let prev = -1;
     raw.keys[k]!.steps.forEach((rawStep, s) => {
       const event: GeneratedEvent = { id: consumer.eventId(k, s), group: consumer.group(k), k, s, note: rawStep.note };
-      const designer = new StepDesigner({ rawStep, key, churn: raw.keys[k]!.churn, owned: owned[k]!, sharedOwned, counters: allCounters, itemCount: items.length, usable, names: raw.names, effects: raw.effects.map((e) => e.name), state, prev });
+      const designer = new StepDesigner({
+        rawStep,
+        key,
+        churn: raw.keys[k]!.churn,
+        owned: owned[k]!,
+        sharedOwned,
+        counters: allCounters,
+        itemCount: items.length,
+        usable,
+        names: raw.names,
+        effects: raw.effects.map((e) => e.name),
+        state,
+        prev,
+      });
       if (rawStep.poison !== undefined) {
         key.steps.push({ ...designer.base('apply'), poison: rawStep.poison });
         return;
@@ -207,7 +240,11 @@ class StepDesigner {
     let result = judge(step);
     for (let round = 0; round < 6 && result.verdict !== 'applied'; round += 1) {
       const failed = result.write === undefined ? undefined : step.writes[result.write];
-      if (failed !== undefined && failed !== head.write && (result.cause === 'invalidUpdate' || result.cause === 'size' || result.cause === 'condition' || result.cause === 'unwritable')) {
+      if (
+        failed !== undefined &&
+        failed !== head.write &&
+        (result.cause === 'invalidUpdate' || result.cause === 'size' || result.cause === 'condition' || result.cause === 'unwritable')
+      ) {
         writes = writes.filter((w) => w !== failed && !(w.item === failed.item && w.kind === failed.kind));
       } else if (result.cause === 'actions' || result.cause === 'outbox') {
         outbox = [];
@@ -238,7 +275,15 @@ class StepDesigner {
     const writes: WriteSpec[] = [];
     const churnItem = owned[1];
     if (churn && churnItem !== undefined && !sharedOwned.has(churnItem)) {
-      const rewrite: WriteSpec = { kind: 'Put', item: churnItem, attrs: [['incarnation', { position: true }], ['count', { plus: { attr: 'count', by: '1' } }]], carry: 'all' };
+      const rewrite: WriteSpec = {
+        kind: 'Put',
+        item: churnItem,
+        attrs: [
+          ['incarnation', { position: true }],
+          ['count', { plus: { attr: 'count', by: '1' } }],
+        ],
+        carry: 'all',
+      };
       writes.push(state.has(churnItem) && !rawStep.churnModify ? { kind: 'Delete', item: churnItem } : rewrite);
     }
     const shared = owned.find((item) => sharedOwned.has(item));
@@ -263,20 +308,40 @@ class StepDesigner {
         let writes = this.#writes('robust');
         if (key.gated) {
           // The head is at or past its predecessor whenever it is decided: this never holds then.
-          writes = [...writes.filter((w) => w.item !== key.head), { kind: 'ConditionCheck', item: key.head, condition: { c: 'lt', attr: names.seq, value: String(prev) } }];
+          writes = [
+            ...writes.filter((w) => w.item !== key.head),
+            { kind: 'ConditionCheck', item: key.head, condition: { c: 'lt', attr: names.seq, value: String(prev) } },
+          ];
         } else {
           writes = falseSomewhere(writes, this.#o.state, owned[0]!, this.#firstUsable());
         }
-        return { ...base, reads: this.#reads(writes.filter(needsRead).map((w) => w.item)), writes, outbox: rawStep.outbox.filter((m) => m.bad === undefined).slice(0, 2), sideEffects: this.#sideEffects() };
+        return {
+          ...base,
+          reads: this.#reads(writes.filter(needsRead).map((w) => w.item)),
+          writes,
+          outbox: rawStep.outbox.filter((m) => m.bad === undefined).slice(0, 2),
+          sideEffects: this.#sideEffects(),
+        };
       }
       case 'badValue': {
-        const writes = withBadValue(this.#writes('robust'), rawStep.badValue, owned.find((item) => !sharedOwned.has(item)) ?? key.head, this.#firstUsable());
+        const writes = withBadValue(
+          this.#writes('robust'),
+          rawStep.badValue,
+          owned.find((item) => !sharedOwned.has(item)) ?? key.head,
+          this.#firstUsable(),
+        );
         return { ...base, reads: this.#reads(writes.filter(needsRead).map((w) => w.item)), writes, sideEffects: this.#sideEffects() };
       }
       case 'badOutbox': {
         const writes = this.#writes('robust');
         const bad: OutboxSpec = { ...(rawStep.outbox[0] ?? { body: { $m: { note: rawStep.note } } }), bad: rawStep.badOutbox };
-        return { ...base, reads: this.#reads(writes.filter(needsRead).map((w) => w.item)), writes, outbox: [...rawStep.outbox.filter((m) => m.bad === undefined).slice(0, 1), bad], sideEffects: this.#sideEffects() };
+        return {
+          ...base,
+          reads: this.#reads(writes.filter(needsRead).map((w) => w.item)),
+          writes,
+          outbox: [...rawStep.outbox.filter((m) => m.bad === undefined).slice(0, 1), bad],
+          sideEffects: this.#sideEffects(),
+        };
       }
       case 'tooLarge': {
         const item = owned.find((candidate) => !sharedOwned.has(candidate)) ?? key.head;
@@ -287,7 +352,10 @@ class StepDesigner {
         const writes = this.#writes('robust').slice(0, 3);
         const reads = this.#reads(writes.filter(needsRead).map((w) => w.item));
         const touched = new Set([...reads, ...writes.map((w) => w.item)]).size;
-        const outbox = padOutbox(rawStep.outbox.filter((m) => m.bad === undefined), MAX_TRANSACTION_ACTIONS - touched + (rawStep.copies % 2));
+        const outbox = padOutbox(
+          rawStep.outbox.filter((m) => m.bad === undefined),
+          MAX_TRANSACTION_ACTIONS - touched + (rawStep.copies % 2),
+        );
         return { ...base, reads, writes, outbox, sideEffects: this.#sideEffects() };
       }
       case 'apply':
@@ -317,7 +385,8 @@ class StepDesigner {
       const item = counters[counter % counters.length]!;
       if (used.has(item)) continue;
       used.add(item);
-      const amount: ValueSpec = typeof by === 'number' && Number.isSafeInteger(by) ? by : by !== null && typeof by === 'object' && '$big' in by ? by : 1;
+      const amount: ValueSpec =
+        typeof by === 'number' && Number.isSafeInteger(by) ? by : by !== null && typeof by === 'object' && '$big' in by ? by : 1;
       adds.push({ kind: 'Update', item, actions: [{ op: 'add', attr: names.counter, value: amount }], lowerCase: false });
     }
     return adds;
@@ -331,7 +400,10 @@ class StepDesigner {
       const attrs: [string, ValueExpr][] = [
         [names.seq, { position: true }],
         [names.log, { appendId: names.log }],
-        ...mine.attrs.filter(([name]) => this.#o.usable(name)).slice(0, 3).map(([name, value]): [string, ValueExpr] => [name, { lit: value }]),
+        ...mine.attrs
+          .filter(([name]) => this.#o.usable(name))
+          .slice(0, 3)
+          .map(([name, value]): [string, ValueExpr] => [name, { lit: value }]),
       ];
       return { write: { kind: 'Put', item: key.head, attrs: dedupe(attrs), carry: mine.carry }, read: true };
     }
@@ -379,15 +451,32 @@ function dedupe<T extends readonly [string, unknown]>(pairs: readonly T[]): T[] 
 }
 
 /** One write from its raw material, or `undefined` when nothing of it is left. */
-function buildWrite(w: RawWrite, item: number, shared: boolean, mode: 'apply' | 'robust', usable: (name: string) => boolean, current: AvItem | undefined, condition: ConditionSpec | undefined): WriteSpec | undefined {
+function buildWrite(
+  w: RawWrite,
+  item: number,
+  shared: boolean,
+  mode: 'apply' | 'robust',
+  usable: (name: string) => boolean,
+  current: AvItem | undefined,
+  condition: ConditionSpec | undefined,
+): WriteSpec | undefined {
   const withCondition = <T extends WriteSpec>(write: T): T => (condition === undefined ? write : { ...write, condition });
   switch (w.kind) {
     case 'Put': {
-      const attrs: [string, ValueExpr][] = dedupe(w.attrs.filter(([name]) => usable(name)).map(([name, value]): [string, ValueExpr] => [name, { lit: value }]));
+      const attrs: [string, ValueExpr][] = dedupe(
+        w.attrs.filter(([name]) => usable(name)).map(([name, value]): [string, ValueExpr] => [name, { lit: value }]),
+      );
       const plus = w.plusAttr;
       const before = plus === undefined ? undefined : own(current, plus.attr);
       const base = before !== undefined && 'N' in before ? before.N : '0';
-      if (mode === 'apply' && plus !== undefined && usable(plus.attr) && !attrs.some(([name]) => name === plus.attr) && safeSum(base, plus.by)) attrs.push([plus.attr, { plus }]);
+      if (
+        mode === 'apply' &&
+        plus !== undefined &&
+        usable(plus.attr) &&
+        !attrs.some(([name]) => name === plus.attr) &&
+        safeSum(base, plus.by)
+      )
+        attrs.push([plus.attr, { plus }]);
       // A shared counter lives in the item: a Put keeps it only by carrying the item over.
       const carry = shared && w.carry === 'none' ? 'allButVersion' : w.blind && !shared ? 'none' : w.carry;
       return withCondition({ kind: 'Put', item, attrs, carry });
@@ -400,16 +489,27 @@ function buildWrite(w: RawWrite, item: number, shared: boolean, mode: 'apply' | 
     case 'Delete':
       if (shared) {
         const name = w.attrs.map(([n]) => n).find(usable);
-        return name === undefined ? undefined : withCondition({ kind: 'Update', item, actions: [{ op: 'remove', attr: name }], lowerCase: w.lowerCase });
+        return name === undefined
+          ? undefined
+          : withCondition({ kind: 'Update', item, actions: [{ op: 'remove', attr: name }], lowerCase: w.lowerCase });
       }
       return withCondition({ kind: 'Delete', item });
     case 'ConditionCheck':
-      return { kind: 'ConditionCheck', item, condition: condition ?? { c: 'notExists', attr: w.attrs.map(([n]) => n).find(usable) ?? 'absent_attribute' } };
+      return {
+        kind: 'ConditionCheck',
+        item,
+        condition: condition ?? { c: 'notExists', attr: w.attrs.map(([n]) => n).find(usable) ?? 'absent_attribute' },
+      };
   }
 }
 
 /** Two actions may not name one attribute; a number operation must keep DynamoDB's precision. */
-function fixActions(actions: readonly UpdateAction[], current: AvItem | undefined, mode: 'apply' | 'robust', usable: (name: string) => boolean): UpdateAction[] {
+function fixActions(
+  actions: readonly UpdateAction[],
+  current: AvItem | undefined,
+  mode: 'apply' | 'robust',
+  usable: (name: string) => boolean,
+): UpdateAction[] {
   const seen = new Set<string>();
   const fixed: UpdateAction[] = [];
   for (const action of actions) {
@@ -463,21 +563,40 @@ function validAction(action: UpdateAction, value: import('./values.js').Av | und
       if (type === 'N' && safeSum((value as { N: string }).N, action.by)) return action;
       return type === undefined ? { op: 'setIfNotExistsPlus', attr: action.attr, start: '0', by: action.by } : asSet(Number(action.by));
     case 'setIfNotExistsPlus':
-      if (type === undefined ? safeSum(action.start, action.by) : type === 'N' && safeSum((value as { N: string }).N, action.by)) return action;
+      if (type === undefined ? safeSum(action.start, action.by) : type === 'N' && safeSum((value as { N: string }).N, action.by))
+        return action;
       return asSet(Number(action.start));
     case 'appendList':
       return type === undefined || type === 'L' ? action : asSet(action.values);
     case 'add': {
       const v = action.value;
       const numeric = typeof v === 'number' || (v !== null && typeof v === 'object' && '$big' in v);
-      const setType = v !== null && typeof v === 'object' ? ('$ss' in v ? 'SS' : '$ns' in v || '$nsBig' in v ? 'NS' : '$bs' in v ? 'BS' : undefined) : undefined;
+      const setType =
+        v !== null && typeof v === 'object'
+          ? '$ss' in v
+            ? 'SS'
+            : '$ns' in v || '$nsBig' in v
+              ? 'NS'
+              : '$bs' in v
+                ? 'BS'
+                : undefined
+          : undefined;
       if (numeric) return type === undefined || (type === 'N' && safeSum((value as { N: string }).N, numberOf(v))) ? action : asSet(v);
       if (setType === undefined) return asSet(v);
       return type === undefined || type === setType ? action : asSet(v);
     }
     case 'deleteFromSet': {
       const v = action.value;
-      const setType = v !== null && typeof v === 'object' ? ('$ss' in v ? 'SS' : '$ns' in v || '$nsBig' in v ? 'NS' : '$bs' in v ? 'BS' : undefined) : undefined;
+      const setType =
+        v !== null && typeof v === 'object'
+          ? '$ss' in v
+            ? 'SS'
+            : '$ns' in v || '$nsBig' in v
+              ? 'NS'
+              : '$bs' in v
+                ? 'BS'
+                : undefined
+          : undefined;
       if (setType === undefined) return { op: 'remove', attr: action.attr };
       return type === undefined || type === setType ? action : { op: 'remove', attr: action.attr };
     }
@@ -497,7 +616,11 @@ function trueCondition(write: WriteSpec, state: ReadonlyMap<number, AvItem>): Wr
 function falseSomewhere(writes: readonly WriteSpec[], state: ReadonlyMap<number, AvItem>, fallbackItem: number, attr: string): WriteSpec[] {
   const index = writes.findIndex((w) => w.condition !== undefined);
   if (index === -1) {
-    const check: WriteSpec = { kind: 'ConditionCheck', item: writes[0]?.item === fallbackItem ? fallbackItem : fallbackItem, condition: { c: 'exists', attr: `${attr}_never` } };
+    const check: WriteSpec = {
+      kind: 'ConditionCheck',
+      item: writes[0]?.item === fallbackItem ? fallbackItem : fallbackItem,
+      condition: { c: 'exists', attr: `${attr}_never` },
+    };
     return [...writes.filter((w) => w.item !== fallbackItem), check];
   }
   return writes.map((w, i) => {
@@ -508,10 +631,19 @@ function falseSomewhere(writes: readonly WriteSpec[], state: ReadonlyMap<number,
 }
 
 /** Puts a value the document client refuses into the first write that can hold one (or a new `Put`). */
-function withBadValue(writes: readonly WriteSpec[], kind: import('./values.js').BadValueKind, fallbackItem: number, attr: string): WriteSpec[] {
+function withBadValue(
+  writes: readonly WriteSpec[],
+  kind: import('./values.js').BadValueKind,
+  fallbackItem: number,
+  attr: string,
+): WriteSpec[] {
   const bad: ValueSpec = { $bad: kind };
   const index = writes.findIndex((w) => w.kind === 'Put' || w.kind === 'Update');
-  if (index === -1) return [...writes.filter((w) => w.item !== fallbackItem), { kind: 'Put', item: fallbackItem, attrs: [[attr, { lit: bad }]], carry: 'none' }];
+  if (index === -1)
+    return [
+      ...writes.filter((w) => w.item !== fallbackItem),
+      { kind: 'Put', item: fallbackItem, attrs: [[attr, { lit: bad }]], carry: 'none' },
+    ];
   return writes.map((w, i) => {
     if (i !== index) return w;
     if (w.kind === 'Put') return { ...w, attrs: [...w.attrs.filter(([name]) => name !== attr), [attr, { lit: bad }]] };
@@ -541,10 +673,13 @@ function padOutbox(outbox: readonly OutboxSpec[], count: number): OutboxSpec[] {
 
 /** The throw of a failing event, of a kind that fits its intent. */
 function throwOf(raw: ThrowSpec, intent: 'reject' | 'wait' | 'readThrow'): ThrowSpec {
-  const kinds: Record<typeof intent, readonly ThrowSpec['kind'][]> = { reject: ['nonRetryable', 'classified'], wait: ['retryable', 'unknown'], readThrow: ['nonRetryable', 'retryable'] };
+  const kinds: Record<typeof intent, readonly ThrowSpec['kind'][]> = {
+    reject: ['nonRetryable', 'classified'],
+    wait: ['retryable', 'unknown'],
+    readThrow: ['nonRetryable', 'retryable'],
+  };
   const allowed = kinds[intent];
   const kind = allowed.includes(raw.kind) ? raw.kind : allowed[raw.name.length % allowed.length]!;
   const reason = kind === 'nonRetryable' || kind === 'classified' ? raw.reason : undefined;
   return { kind, name: raw.name, ...(reason === undefined ? {} : { reason }) };
 }
-

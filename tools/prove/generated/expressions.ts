@@ -67,7 +67,12 @@ function numberNative(text: string): number | bigint {
  *
  * @param context - this event's id and position (for `appendId` and `setPosition`)
  */
-export function renderUpdate(actions: readonly UpdateAction[], p: Placeholders, context: { readonly id: string; readonly position: number }, lowerCase: boolean): string {
+export function renderUpdate(
+  actions: readonly UpdateAction[],
+  p: Placeholders,
+  context: { readonly id: string; readonly position: number },
+  lowerCase: boolean,
+): string {
   const set: string[] = [];
   const add: string[] = [];
   const remove: string[] = [];
@@ -142,7 +147,12 @@ function makeSet(type: 'SS' | 'NS' | 'BS', elements: readonly string[]): Av {
  * @throws InvalidUpdate when DynamoDB would refuse the update
  * @throws Error when the document client cannot marshall a value (the caller classifies it)
  */
-export function applyUpdate(before: AvItem | undefined, key: AvItem, actions: readonly UpdateAction[], context: { readonly id: string; readonly position: number }): AvItem {
+export function applyUpdate(
+  before: AvItem | undefined,
+  key: AvItem,
+  actions: readonly UpdateAction[],
+  context: { readonly id: string; readonly position: number },
+): AvItem {
   const old: AvItem = before ?? key;
   const next: Record<string, Av> = { ...old };
   for (const action of actions) {
@@ -154,7 +164,8 @@ export function applyUpdate(before: AvItem | undefined, key: AvItem, actions: re
       case 'setPlus':
       case 'setMinus': {
         const n = numberOf(current);
-        if (current === undefined) throw new InvalidUpdate('The provided expression refers to an attribute that does not exist in the item');
+        if (current === undefined)
+          throw new InvalidUpdate('The provided expression refers to an attribute that does not exist in the item');
         if (n === undefined) throw new InvalidUpdate('An operand in the update expression has an incorrect data type');
         next[action.attr] = { N: action.op === 'setPlus' ? addNumbers(n, action.by) : subtractNumbers(n, action.by) };
         break;
@@ -189,7 +200,8 @@ export function applyUpdate(before: AvItem | undefined, key: AvItem, actions: re
         const added = setOf(value);
         if (added === undefined) throw new InvalidUpdate('Incorrect operand type for operator or function; operator: ADD');
         const existing = current === undefined ? undefined : setOf(current);
-        if (current !== undefined && (existing === undefined || existing.type !== added.type)) throw new InvalidUpdate('Type mismatch for ADD');
+        if (current !== undefined && (existing === undefined || existing.type !== added.type))
+          throw new InvalidUpdate('Type mismatch for ADD');
         next[action.attr] = makeSet(added.type, [...(existing?.elements ?? []), ...added.elements]);
         break;
       }
@@ -292,14 +304,21 @@ export function evaluateCondition(condition: ConditionSpec, item: AvItem | undef
     case 'sizeGt': {
       if (attr === undefined) return false;
       const size =
-        'S' in attr ? attr.S.length
-        : 'B' in attr ? Buffer.from(attr.B, 'base64').length
-        : 'L' in attr ? attr.L.length
-        : 'M' in attr ? Object.keys(attr.M).length
-        : 'SS' in attr ? attr.SS.length
-        : 'NS' in attr ? attr.NS.length
-        : 'BS' in attr ? attr.BS.length
-        : undefined;
+        'S' in attr
+          ? attr.S.length
+          : 'B' in attr
+            ? Buffer.from(attr.B, 'base64').length
+            : 'L' in attr
+              ? attr.L.length
+              : 'M' in attr
+                ? Object.keys(attr.M).length
+                : 'SS' in attr
+                  ? attr.SS.length
+                  : 'NS' in attr
+                    ? attr.NS.length
+                    : 'BS' in attr
+                      ? attr.BS.length
+                      : undefined;
       return size !== undefined && size > condition.n;
     }
     case 'type':

@@ -16,11 +16,50 @@ import { poisonKinds } from '../poisonKinds.js';
 import type { ProveSource } from '../proveSources.js';
 import { designWorkload } from './design.js';
 import type { RawItem, RawKey, RawKeyValue, RawSpec, RawStep, RawWrite } from './raw.js';
-import { type ConditionSpec, type EffectSpec, type GeneratedWorkloadSpec, type Intent, keyTypes, type NamesSpec, type OutboxSpec, type TableSpec, type ThrowSpec, type UpdateAction } from './spec.js';
+import {
+  type ConditionSpec,
+  type EffectSpec,
+  type GeneratedWorkloadSpec,
+  type Intent,
+  keyTypes,
+  type NamesSpec,
+  type OutboxSpec,
+  type TableSpec,
+  type ThrowSpec,
+  type UpdateAction,
+} from './spec.js';
 import { badValueKinds, type ValueSpec } from './values.js';
 
 /** Pieces of text: ASCII, accents, combining marks, CJK, emoji (with modifiers, flags), right-to-left scripts and marks, quotes. */
-const textPieces = ['a', 'Z', '0', ' ', '-', 'é', 'e\u0301', 'ß', 'ñ', '中', '日本', '😀', '👍🏽', '🇫🇷', 'שלום', 'مرحبا', '\u200f', '\u202e', '"', '\\', '\n', '\t', 'Ω', '\u00a0', '𝔘', '/', '#'];
+const textPieces = [
+  'a',
+  'Z',
+  '0',
+  ' ',
+  '-',
+  'é',
+  'e\u0301',
+  'ß',
+  'ñ',
+  '中',
+  '日本',
+  '😀',
+  '👍🏽',
+  '🇫🇷',
+  'שלום',
+  'مرحبا',
+  '\u200f',
+  '\u202e',
+  '"',
+  '\\',
+  '\n',
+  '\t',
+  'Ω',
+  '\u00a0',
+  '𝔘',
+  '/',
+  '#',
+];
 
 /** Logical table names a user may choose (`^[A-Za-z][A-Za-z0-9_]{0,63}$`). */
 const tableNamePool = [
@@ -42,7 +81,30 @@ const tableNamePool = [
 const partitionKeyNames = ['pk', 'id', 'PK', 'Id', 'partition key', 'ключ', 'a.b', 'k#1', 'userId', '名前'];
 const sortKeyNames = ['sk', 'SK', 'sort', 'ordre', 'n', 'Range.Key', 'date time'];
 /** Attribute names: non-ASCII, spaces, dots, `#`, `:`, prototype names, a 64-character one. */
-const attributeNames = ['a', 'count', 'Status', 'naïve', 'ключ2', '名前2', 'emoji😀', 'with space', 'dot.ted', 'toString', 'valueOf', 'hasOwnProperty', 'UPPER_case_1', 'שלום', 'e\u0301', '#hash', ':colon', 'x'.repeat(64), 'tags', 'amount', 'items', 'meta'];
+const attributeNames = [
+  'a',
+  'count',
+  'Status',
+  'naïve',
+  'ключ2',
+  '名前2',
+  'emoji😀',
+  'with space',
+  'dot.ted',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  'UPPER_case_1',
+  'שלום',
+  'e\u0301',
+  '#hash',
+  ':colon',
+  'x'.repeat(64),
+  'tags',
+  'amount',
+  'items',
+  'meta',
+];
 const errorNames = ['OutOfStock', 'NotYet', 'Überfällig', 'Rule_7', 'LimitReached', 'Busy', 'LegacyFailure', 'X'];
 const errorReasons = ['too.late', 'Out-Of-Range', 'rule-9'];
 const effectNames = ['notify', 'charge_card', 'Ünïcödé', 'toString', 'send.receipt'];
@@ -54,7 +116,12 @@ const effectNames = ['notify', 'charge_card', 'Ünïcödé', 'toString', 'send.r
  * binary keys as `Buffer`s; `copies` for producer copies): a run without the forms that trip a known fault finds
  * the others. Leaving parts out changes what a seed generates.
  */
-const without = new Set((process.env.PROVE_GENERATED_WITHOUT ?? '').split(',').map((part) => part.trim()).filter((part) => part !== ''));
+const without = new Set(
+  (process.env.PROVE_GENERATED_WITHOUT ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== ''),
+);
 
 const text = fc.array(fc.constantFrom(...textPieces), { maxLength: 5 }).map((parts) => parts.join(''));
 const nonEmptyText = fc.array(fc.constantFrom(...textPieces), { minLength: 1, maxLength: 4 }).map((parts) => parts.join(''));
@@ -65,7 +132,12 @@ const bigText = fc.tuple(fc.bigInt({ min: 10n ** 16n, max: 10n ** 29n }), fc.boo
 const bytes = fc.uint8Array({ maxLength: 8 }).map((b) => Buffer.from(b).toString('base64'));
 const nonEmptyBytes = fc.uint8Array({ minLength: 1, maxLength: 6 }).map((b) => Buffer.from(b).toString('base64'));
 /** Canonical number text of an amount: small integers and quarters. */
-const amountText = fc.oneof(fc.integer({ min: -50, max: 50 }), fc.integer({ min: -40, max: 40 }).map((q) => q / 4)).map((n) => String(n));
+const amountText = fc
+  .oneof(
+    fc.integer({ min: -50, max: 50 }),
+    fc.integer({ min: -40, max: 40 }).map((q) => q / 4),
+  )
+  .map((n) => String(n));
 
 const scalar: fc.Arbitrary<ValueSpec> = fc.oneof(
   { weight: 4, arbitrary: text },
@@ -84,17 +156,32 @@ const scalar: fc.Arbitrary<ValueSpec> = fc.oneof(
 );
 
 const mapOf = (value: fc.Arbitrary<ValueSpec>): fc.Arbitrary<ValueSpec> =>
-  fc.uniqueArray(fc.tuple(fc.constantFrom(...attributeNames), value), { maxLength: 3, selector: ([name]) => name }).map((entries) => ({ $m: Object.fromEntries(entries) }));
-const level1: fc.Arbitrary<ValueSpec> = fc.oneof({ weight: 4, arbitrary: scalar }, { weight: 1, arbitrary: fc.array(scalar, { maxLength: 3 }) }, { weight: 1, arbitrary: mapOf(scalar) });
+  fc
+    .uniqueArray(fc.tuple(fc.constantFrom(...attributeNames), value), { maxLength: 3, selector: ([name]) => name })
+    .map((entries) => ({ $m: Object.fromEntries(entries) }));
+const level1: fc.Arbitrary<ValueSpec> = fc.oneof(
+  { weight: 4, arbitrary: scalar },
+  { weight: 1, arbitrary: fc.array(scalar, { maxLength: 3 }) },
+  { weight: 1, arbitrary: mapOf(scalar) },
+);
 /** Any attribute value, nested up to two levels of lists and maps. */
-const value: fc.Arbitrary<ValueSpec> = fc.oneof({ weight: 5, arbitrary: scalar }, { weight: 1, arbitrary: fc.array(level1, { maxLength: 3 }) }, { weight: 1, arbitrary: mapOf(level1) });
+const value: fc.Arbitrary<ValueSpec> = fc.oneof(
+  { weight: 5, arbitrary: scalar },
+  { weight: 1, arbitrary: fc.array(level1, { maxLength: 3 }) },
+  { weight: 1, arbitrary: mapOf(level1) },
+);
 
 /** JSON values only (outbox bodies, side-effect inputs). */
 const jsonScalar: fc.Arbitrary<ValueSpec> = fc.oneof(text, smallInt, quarter, fc.boolean(), fc.constant(null));
 const jsonValue: fc.Arbitrary<ValueSpec> = fc.oneof(
   { weight: 3, arbitrary: jsonScalar },
   { weight: 1, arbitrary: fc.array(jsonScalar, { maxLength: 3 }) },
-  { weight: 2, arbitrary: fc.uniqueArray(fc.tuple(fc.constantFrom(...attributeNames), jsonScalar), { maxLength: 3, selector: ([name]) => name }).map((entries) => ({ $m: Object.fromEntries(entries) })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .uniqueArray(fc.tuple(fc.constantFrom(...attributeNames), jsonScalar), { maxLength: 3, selector: ([name]) => name })
+      .map((entries) => ({ $m: Object.fromEntries(entries) })),
+  },
 );
 
 const attribute = fc.constantFrom(...attributeNames);
@@ -106,7 +193,22 @@ const leafCondition: fc.Arbitrary<ConditionSpec> = fc.oneof(
   fc.record({ c: fc.constant('beginsWith' as const), attr: attribute, prefix: text }),
   fc.record({ c: fc.constant('contains' as const), attr: attribute, value: nonEmptyText }),
   fc.record({ c: fc.constant('sizeGt' as const), attr: attribute, n: fc.integer({ min: 0, max: 3 }) }),
-  fc.record({ c: fc.constant('type' as const), attr: attribute, type: fc.constantFrom('S' as const, 'N' as const, 'B' as const, 'BOOL' as const, 'NULL' as const, 'L' as const, 'M' as const, 'SS' as const, 'NS' as const, 'BS' as const) }),
+  fc.record({
+    c: fc.constant('type' as const),
+    attr: attribute,
+    type: fc.constantFrom(
+      'S' as const,
+      'N' as const,
+      'B' as const,
+      'BOOL' as const,
+      'NULL' as const,
+      'L' as const,
+      'M' as const,
+      'SS' as const,
+      'NS' as const,
+      'BS' as const,
+    ),
+  }),
 );
 const condition: fc.Arbitrary<ConditionSpec> = fc.oneof(
   { weight: 4, arbitrary: leafCondition },
@@ -124,16 +226,38 @@ const updateAction: fc.Arbitrary<UpdateAction> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ op: fc.constant('set' as const), attr: attribute, value }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constantFrom('setPlus' as const, 'setMinus' as const), attr: attribute, by: amountText }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('setIfNotExists' as const), attr: attribute, value }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('setIfNotExistsPlus' as const), attr: attribute, start: amountText, by: amountText }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('appendList' as const), attr: attribute, values: fc.array(scalar, { maxLength: 2 }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('add' as const), attr: attribute, value: fc.oneof(smallInt, bigText.map((b) => ({ $big: b })), setValue) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('setIfNotExistsPlus' as const), attr: attribute, start: amountText, by: amountText }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('appendList' as const), attr: attribute, values: fc.array(scalar, { maxLength: 2 }) }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('add' as const),
+      attr: attribute,
+      value: fc.oneof(
+        smallInt,
+        bigText.map((b) => ({ $big: b })),
+        setValue,
+      ),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteFromSet' as const), attr: attribute, value: setValue }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), attr: attribute }) },
 );
 
 const rawWrite: fc.Arbitrary<RawWrite> = fc.record(
   {
-    kind: fc.oneof({ weight: 3, arbitrary: fc.constant('Put' as const) }, { weight: 4, arbitrary: fc.constant('Update' as const) }, { weight: 1, arbitrary: fc.constant('Delete' as const) }, { weight: 1, arbitrary: fc.constant('ConditionCheck' as const) }),
+    kind: fc.oneof(
+      { weight: 3, arbitrary: fc.constant('Put' as const) },
+      { weight: 4, arbitrary: fc.constant('Update' as const) },
+      { weight: 1, arbitrary: fc.constant('Delete' as const) },
+      { weight: 1, arbitrary: fc.constant('ConditionCheck' as const) },
+    ),
     item: fc.nat({ max: 7 }),
     blind: fc.boolean(),
     attrs: fc.array(fc.tuple(attribute, value), { maxLength: 4 }),
@@ -157,13 +281,29 @@ const outboxMessage: fc.Arbitrary<OutboxSpec> = fc.record(
 );
 
 const throwSpec: fc.Arbitrary<ThrowSpec> = fc.record(
-  { kind: fc.constantFrom('nonRetryable' as const, 'retryable' as const, 'classified' as const, 'unknown' as const), name: fc.constantFrom(...errorNames), reason: fc.constantFrom(...errorReasons) },
+  {
+    kind: fc.constantFrom('nonRetryable' as const, 'retryable' as const, 'classified' as const, 'unknown' as const),
+    name: fc.constantFrom(...errorNames),
+    reason: fc.constantFrom(...errorReasons),
+  },
   { requiredKeys: ['kind', 'name'] },
 );
 
-const intentWeights: Readonly<Record<Intent, number>> = { apply: 20, reject: 2, wait: 2, readThrow: 1, conditionFails: 2, badValue: 2, badOutbox: 2, tooLarge: 1, tooManyActions: 1 };
+const intentWeights: Readonly<Record<Intent, number>> = {
+  apply: 20,
+  reject: 2,
+  wait: 2,
+  readThrow: 1,
+  conditionFails: 2,
+  badValue: 2,
+  badOutbox: 2,
+  tooLarge: 1,
+  tooManyActions: 1,
+};
 const intent: fc.Arbitrary<Intent> = fc.oneof(
-  ...(Object.entries(intentWeights) as [Intent, number][]).filter(([name]) => name === 'apply' || !without.has(name)).map(([name, weight]) => ({ weight, arbitrary: fc.constant(name) })),
+  ...(Object.entries(intentWeights) as [Intent, number][])
+    .filter(([name]) => name === 'apply' || !without.has(name))
+    .map(([name, weight]) => ({ weight, arbitrary: fc.constant(name) })),
 );
 
 /** `arbitrary`'s value with probability `p`, else `undefined` (shrinks toward `undefined`). */
@@ -178,7 +318,16 @@ const rawStep: fc.Arbitrary<RawStep> = fc.record(
     writes: fc.array(rawWrite, { maxLength: 3 }),
     outbox: fc.array(outboxMessage, { maxLength: 2 }),
     sideEffects: fc.array(fc.record({ effect: fc.nat({ max: 3 }), input: jsonValue }), { maxLength: 2 }),
-    shared: fc.array(fc.record({ counter: fc.nat({ max: 3 }), by: fc.oneof(fc.integer({ min: -5, max: 20 }), bigText.map((b) => ({ $big: b }))) }), { maxLength: 2 }),
+    shared: fc.array(
+      fc.record({
+        counter: fc.nat({ max: 3 }),
+        by: fc.oneof(
+          fc.integer({ min: -5, max: 20 }),
+          bigText.map((b) => ({ $big: b })),
+        ),
+      }),
+      { maxLength: 2 },
+    ),
     throws: throwSpec,
     badValue: fc.constantFrom(...badValueKinds),
     badOutbox: fc.constantFrom('bigint' as const, 'nan' as const, 'inf' as const),
@@ -187,16 +336,46 @@ const rawStep: fc.Arbitrary<RawStep> = fc.record(
     touchShared: fc.boolean(),
     churnModify: fc.boolean(),
     note: text,
-    copies: without.has('copies') ? fc.constant(0) : fc.oneof({ weight: 6, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }),
+    copies: without.has('copies')
+      ? fc.constant(0)
+      : fc.oneof(
+          { weight: 6, arbitrary: fc.constant(0) },
+          { weight: 3, arbitrary: fc.constant(1) },
+          { weight: 1, arbitrary: fc.constant(2) },
+        ),
     poison: sometimes(fc.constantFrom(...poisonKinds), 0.05),
   },
-  { requiredKeys: ['intent', 'overReads', 'writes', 'outbox', 'sideEffects', 'shared', 'throws', 'badValue', 'badOutbox', 'exactly100', 'large', 'touchShared', 'churnModify', 'note', 'copies'] },
+  {
+    requiredKeys: [
+      'intent',
+      'overReads',
+      'writes',
+      'outbox',
+      'sideEffects',
+      'shared',
+      'throws',
+      'badValue',
+      'badOutbox',
+      'exactly100',
+      'large',
+      'touchShared',
+      'churnModify',
+      'note',
+      'copies',
+    ],
+  },
 );
 
 const rawKeyValue: fc.Arbitrary<RawKeyValue> = fc.record({
   text,
   n: fc.nat({ max: 9 }),
-  numberStyle: fc.constantFrom(...(['int', 'int', 'neg', 'dec', 'big', 'nv'] as const).filter((style) => (style !== 'nv' || !without.has('NumberValue')) && (style === 'int' || style === 'neg' || style === 'dec' || !without.has('BigIntKey')))),
+  numberStyle: fc.constantFrom(
+    ...(['int', 'int', 'neg', 'dec', 'big', 'nv'] as const).filter(
+      (style) =>
+        (style !== 'nv' || !without.has('NumberValue')) &&
+        (style === 'int' || style === 'neg' || style === 'dec' || !without.has('BigIntKey')),
+    ),
+  ),
   bytes,
   binaryStyle: without.has('BufferKey') ? fc.constant('u8' as const) : fc.constantFrom('buffer' as const, 'u8' as const),
   alt: without.has('BigIntKey') || without.has('BufferKey') ? fc.constant(false) : fc.boolean(),
@@ -218,26 +397,31 @@ const keyType = fc.constantFrom(...keyTypes);
  */
 const tableNames: fc.Arbitrary<string[]> = fc
   .tuple(
-    fc.uniqueArray(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...tableNamePool) }, { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z][A-Za-z0-9_]{0,63}$/) }), { minLength: 1, maxLength: 3 }),
+    fc.uniqueArray(
+      fc.oneof(
+        { weight: 3, arbitrary: fc.constantFrom(...tableNamePool) },
+        { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z][A-Za-z0-9_]{0,63}$/) },
+      ),
+      { minLength: 1, maxLength: 3 },
+    ),
     // About one schedule in a hundred (fast-check favours small integers: not a small one).
     fc.integer({ min: 0, max: 1_000_000 }).map((n) => n % 97 === 41),
   )
   .map(([names, pair]) => (pair ? ['orderItems', 'order_items'] : names));
-const tables: fc.Arbitrary<TableSpec[]> = tableNames
-  .chain((names) =>
-    fc.tuple(
-      ...names.map((name) =>
-        fc.record(
-          {
-            name: fc.constant(name),
-            partitionKey: fc.record({ name: fc.constantFrom(...partitionKeyNames), type: keyType }),
-            sortKey: fc.record({ name: fc.constantFrom(...sortKeyNames), type: keyType }),
-          },
-          { requiredKeys: ['name', 'partitionKey'] },
-        ),
+const tables: fc.Arbitrary<TableSpec[]> = tableNames.chain((names) =>
+  fc.tuple(
+    ...names.map((name) =>
+      fc.record(
+        {
+          name: fc.constant(name),
+          partitionKey: fc.record({ name: fc.constantFrom(...partitionKeyNames), type: keyType }),
+          sortKey: fc.record({ name: fc.constantFrom(...sortKeyNames), type: keyType }),
+        },
+        { requiredKeys: ['name', 'partitionKey'] },
       ),
     ),
-  );
+  ),
+);
 
 const names: fc.Arbitrary<NamesSpec> = fc.record({
   idField: fc.constantFrom('eventId', 'id', 'requestId', 'messageKey', null),
@@ -247,7 +431,10 @@ const names: fc.Arbitrary<NamesSpec> = fc.record({
   counter: fc.constantFrom('hits', 'total', 'Σcount', 'counter'),
 });
 
-const effects: fc.Arbitrary<EffectSpec[]> = fc.uniqueArray(fc.record({ name: fc.constantFrom(...effectNames), flaky: fc.boolean() }), { maxLength: 2, selector: (e) => e.name });
+const effects: fc.Arbitrary<EffectSpec[]> = fc.uniqueArray(fc.record({ name: fc.constantFrom(...effectNames), flaky: fc.boolean() }), {
+  maxLength: 2,
+  selector: (e) => e.name,
+});
 
 /** The raw material of a generated consumer and its producer. */
 export const rawSpecArbitrary: fc.Arbitrary<RawSpec> = fc.record(

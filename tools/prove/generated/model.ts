@@ -22,7 +22,16 @@
  *
  * @module
  */
-import { ConditionalWriteFailed, ConsumerDefinitionError, FailureReason, InvalidWrite, type Item, type OutgoingMessage, type SideEffectRequest, type State } from 'idempotent-consumer';
+import {
+  ConditionalWriteFailed,
+  ConsumerDefinitionError,
+  FailureReason,
+  InvalidWrite,
+  type Item,
+  type OutgoingMessage,
+  type SideEffectRequest,
+  type State,
+} from 'idempotent-consumer';
 import { classify } from 'idempotent-consumer/internal';
 import type { ProveSource } from '../proveSources.js';
 import type { GeneratedConsumer, GeneratedEvent } from './consumer.js';
@@ -78,7 +87,11 @@ const definitionError = (message: string) => new ConsumerDefinitionError(message
  */
 export function decideStep(consumer: GeneratedConsumer, state: ModelState, event: GeneratedEvent): StepResult {
   const { options } = consumer;
-  const failure = (error: unknown, cause: FailureCause, extra: { write?: number; sideEffects?: readonly SideEffectRequest[] } = {}): StepResult => {
+  const failure = (
+    error: unknown,
+    cause: FailureCause,
+    extra: { write?: number; sideEffects?: readonly SideEffectRequest[] } = {},
+  ): StepResult => {
     const verdict = classify(error, options.classifyError);
     return {
       verdict: verdict.retryable ? 'retry' : 'dead',
@@ -104,7 +117,8 @@ export function decideStep(consumer: GeneratedConsumer, state: ModelState, event
   const view: State = {
     get: <T extends Item = Item>(table: string, key: Readonly<Item>): T | undefined => {
       const index = consumer.itemIndex(table, key);
-      if (index === undefined || !readSet.has(index)) throw definitionError(`decide() asked state.get() for an item of ${table} that read() did not name`);
+      if (index === undefined || !readSet.has(index))
+        throw definitionError(`decide() asked state.get() for an item of ${table} that read() did not name`);
       const item = state.get(index);
       return item === undefined ? undefined : (toNativeItem(item) as T);
     },
@@ -129,12 +143,17 @@ export function decideStep(consumer: GeneratedConsumer, state: ModelState, event
       marshallItem(('Key' in action ? action.Key : {}) as Item);
       marshallItem((action.ExpressionAttributeValues ?? {}) as Item);
     } catch (error) {
-      return failure(definitionError(`the document client cannot write it: ${(error as Error).message}`), 'unwritable', { write: index, sideEffects });
+      return failure(definitionError(`the document client cannot write it: ${(error as Error).message}`), 'unwritable', {
+        write: index,
+        sideEffects,
+      });
     }
   }
   for (const message of decision.outbox ?? []) {
     if (typeof message.body !== 'string' && unfaithfulJson(message.body)) {
-      return failure(definitionError('an outbox body holds a value JSON cannot write (NaN, an infinity or a BigInt)'), 'outbox', { sideEffects });
+      return failure(definitionError('an outbox body holds a value JSON cannot write (NaN, an infinity or a BigInt)'), 'outbox', {
+        sideEffects,
+      });
     }
   }
 
@@ -142,7 +161,9 @@ export function decideStep(consumer: GeneratedConsumer, state: ModelState, event
   const touched = new Set([...readSet, ...effects.map((effect) => effect.item)]);
   const actions = 1 + (decision.outbox?.length ?? 0) + touched.size;
   if (actions > MAX_TRANSACTION_ACTIONS) {
-    return failure(new InvalidWrite(`its commit needs ${actions} actions; a transaction takes ${MAX_TRANSACTION_ACTIONS}`), 'actions', { sideEffects });
+    return failure(new InvalidWrite(`its commit needs ${actions} actions; a transaction takes ${MAX_TRANSACTION_ACTIONS}`), 'actions', {
+      sideEffects,
+    });
   }
 
   // Refused by DynamoDB before any condition: an update it cannot apply, an item too large.
@@ -155,7 +176,12 @@ export function decideStep(consumer: GeneratedConsumer, state: ModelState, event
       changes.set(effect.item, item);
     } else if (effect.kind === 'Update') {
       try {
-        const { [consumer.versionAttribute]: _version, ...item } = applyUpdate(before, keyItem, effect.update!.actions, effect.update!.context);
+        const { [consumer.versionAttribute]: _version, ...item } = applyUpdate(
+          before,
+          keyItem,
+          effect.update!.actions,
+          effect.update!.context,
+        );
         changes.set(effect.item, item);
       } catch (error) {
         if (error instanceof InvalidUpdate) return failure(new InvalidWrite(error.message), 'invalidUpdate', { write: index, sideEffects });
@@ -168,7 +194,10 @@ export function decideStep(consumer: GeneratedConsumer, state: ModelState, event
   for (const [item, after] of changes) {
     // The engine adds its version attribute (a short token) to what it writes.
     if (after !== undefined && itemSize(after) + 64 > MAX_ITEM_BYTES) {
-      return failure(new InvalidWrite(`an item of ${item} would be ${itemSize(after)} bytes`), 'size', { write: effects.findIndex((e) => e.item === item), sideEffects });
+      return failure(new InvalidWrite(`an item of ${item} would be ${itemSize(after)} bytes`), 'size', {
+        write: effects.findIndex((e) => e.item === item),
+        sideEffects,
+      });
     }
   }
   for (const [index, effect] of effects.entries()) {
@@ -180,7 +209,14 @@ export function decideStep(consumer: GeneratedConsumer, state: ModelState, event
 }
 
 /** The model's verdict on one idempotency key. */
-export type KeyVerdict = { readonly kind: 'applied' } | { readonly kind: 'dead-lettered'; readonly reason: string; readonly errorType: string; readonly cause: FailureCause | 'exhausted' | 'forced' };
+export type KeyVerdict =
+  | { readonly kind: 'applied' }
+  | {
+      readonly kind: 'dead-lettered';
+      readonly reason: string;
+      readonly errorType: string;
+      readonly cause: FailureCause | 'exhausted' | 'forced';
+    };
 
 /** What the model ends with. */
 export interface GeneratedModelResult {
@@ -201,7 +237,9 @@ export interface GeneratedModelResult {
 /** The events of a spec, key by key, in the key's order (poisoned steps left out: they never arrive). */
 export function modelEvents(spec: GeneratedWorkloadSpec, consumer: GeneratedConsumer): GeneratedEvent[][] {
   return spec.keys.map((key, k) =>
-    key.steps.flatMap((step, s) => (step.poison !== undefined ? [] : [{ id: consumer.eventId(k, s), group: consumer.group(k), k, s, note: step.note }])),
+    key.steps.flatMap((step, s) =>
+      step.poison !== undefined ? [] : [{ id: consumer.eventId(k, s), group: consumer.group(k), k, s, note: step.note }],
+    ),
   );
 }
 
@@ -212,7 +250,12 @@ export function modelEvents(spec: GeneratedWorkloadSpec, consumer: GeneratedCons
  *   (faults) on a source that keeps each key's order: dead-lettered `RetriesExhausted` where they
  *   stand, their successors decided without them
  */
-export function runGeneratedModel(spec: GeneratedWorkloadSpec, consumer: GeneratedConsumer, source: ProveSource, forced: ReadonlySet<string> = new Set()): GeneratedModelResult {
+export function runGeneratedModel(
+  spec: GeneratedWorkloadSpec,
+  consumer: GeneratedConsumer,
+  source: ProveSource,
+  forced: ReadonlySet<string> = new Set(),
+): GeneratedModelResult {
   const state = new Map<number, AvItem>();
   const verdicts = new Map<string, KeyVerdict>();
   const outbox = new Map<string, readonly OutgoingMessage[]>();
@@ -236,13 +279,19 @@ export function runGeneratedModel(spec: GeneratedWorkloadSpec, consumer: Generat
       return true;
     }
     own(event.id, result.errorType);
-    if (result.cause !== 'throw' && result.cause !== 'read') result.sideEffects.forEach((request, position) => effectsAllowed.add(`${event.id}#${request.name}#${position}`));
+    if (result.cause !== 'throw' && result.cause !== 'read')
+      result.sideEffects.forEach((request, position) => effectsAllowed.add(`${event.id}#${request.name}#${position}`));
     if (result.verdict === 'dead') {
       verdicts.set(event.id, { kind: 'dead-lettered', reason: result.reason!, errorType: result.errorType, cause: result.cause });
       return true;
     }
     if (!waiting) {
-      verdicts.set(event.id, { kind: 'dead-lettered', reason: FailureReason.RetriesExhausted, errorType: result.errorType, cause: 'exhausted' });
+      verdicts.set(event.id, {
+        kind: 'dead-lettered',
+        reason: FailureReason.RetriesExhausted,
+        errorType: result.errorType,
+        cause: 'exhausted',
+      });
       return true;
     }
     return false;
@@ -274,7 +323,12 @@ export function runGeneratedModel(spec: GeneratedWorkloadSpec, consumer: Generat
       }
     }
     for (const event of pending) {
-      verdicts.set(event.id, { kind: 'dead-lettered', reason: FailureReason.RetriesExhausted, errorType: [...(ownErrors.get(event.id) ?? [])].at(-1) ?? 'Unknown', cause: 'exhausted' });
+      verdicts.set(event.id, {
+        kind: 'dead-lettered',
+        reason: FailureReason.RetriesExhausted,
+        errorType: [...(ownErrors.get(event.id) ?? [])].at(-1) ?? 'Unknown',
+        cause: 'exhausted',
+      });
     }
   }
   return { verdicts, items: state, outbox, sideEffects, effectsAllowed, ownErrors };

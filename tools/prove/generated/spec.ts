@@ -118,7 +118,13 @@ export type WriteSpec =
       readonly carry: 'none' | 'all' | 'allButVersion';
       readonly condition?: ConditionSpec;
     }
-  | { readonly kind: 'Update'; readonly item: number; readonly actions: readonly UpdateAction[]; readonly lowerCase: boolean; readonly condition?: ConditionSpec }
+  | {
+      readonly kind: 'Update';
+      readonly item: number;
+      readonly actions: readonly UpdateAction[];
+      readonly lowerCase: boolean;
+      readonly condition?: ConditionSpec;
+    }
   | { readonly kind: 'Delete'; readonly item: number; readonly condition?: ConditionSpec }
   | { readonly kind: 'ConditionCheck'; readonly item: number; readonly condition: ConditionSpec };
 
@@ -137,7 +143,17 @@ export interface ThrowSpec {
 }
 
 /** What an event is meant to do (the reference model, not this, says what it does). */
-export const intents = ['apply', 'reject', 'wait', 'readThrow', 'conditionFails', 'badValue', 'badOutbox', 'tooLarge', 'tooManyActions'] as const;
+export const intents = [
+  'apply',
+  'reject',
+  'wait',
+  'readThrow',
+  'conditionFails',
+  'badValue',
+  'badOutbox',
+  'tooLarge',
+  'tooManyActions',
+] as const;
 export type Intent = (typeof intents)[number];
 
 /** An outgoing message of a decision. */

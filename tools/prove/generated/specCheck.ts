@@ -108,7 +108,23 @@ export function checkGeneratedSpec(value: unknown, path: string): GeneratedWorkl
   const condition = (v: unknown, at: string, depth = 0): void => {
     if (depth > 8) fail(at, 'nested at most 8 levels');
     const c = object(v, at);
-    oneOf(c.c, `${at}.c`, ['exists', 'notExists', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'beginsWith', 'contains', 'sizeGt', 'type', 'and', 'or', 'not']);
+    oneOf(c.c, `${at}.c`, [
+      'exists',
+      'notExists',
+      'eq',
+      'ne',
+      'lt',
+      'le',
+      'gt',
+      'ge',
+      'beginsWith',
+      'contains',
+      'sizeGt',
+      'type',
+      'and',
+      'or',
+      'not',
+    ]);
     if (c.c === 'and' || c.c === 'or') {
       condition(c.a, `${at}.a`, depth + 1);
       condition(c.b, `${at}.b`, depth + 1);
@@ -138,7 +154,8 @@ export function checkGeneratedSpec(value: unknown, path: string): GeneratedWorkl
   };
   tables.forEach((t, i) => {
     const table = object(t, `${path}.tables[${i}]`);
-    if (typeof table.name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(table.name)) fail(`${path}.tables[${i}].name`, '1 to 64 letters, digits or _, starting with a letter');
+    if (typeof table.name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(table.name))
+      fail(`${path}.tables[${i}].name`, '1 to 64 letters, digits or _, starting with a letter');
     keyAttribute(table.partitionKey, `${path}.tables[${i}].partitionKey`);
     if (table.sortKey !== undefined) keyAttribute(table.sortKey, `${path}.tables[${i}].sortKey`);
   });
@@ -197,7 +214,8 @@ export function checkGeneratedSpec(value: unknown, path: string): GeneratedWorkl
         oneOf(write.kind, `${wat}.kind`, ['Put', 'Update', 'Delete', 'ConditionCheck']);
         itemIndex(write.item, `${wat}.item`);
         if (write.condition !== undefined) condition(write.condition, `${wat}.condition`);
-        if (write.kind === 'ConditionCheck' && write.condition === undefined) fail(`${wat}.condition`, 'a condition (a ConditionCheck needs one)');
+        if (write.kind === 'ConditionCheck' && write.condition === undefined)
+          fail(`${wat}.condition`, 'a condition (a ConditionCheck needs one)');
         if (write.kind === 'Put') {
           oneOf(write.carry, `${wat}.carry`, ['none', 'all', 'allButVersion']);
           list(write.attrs, `${wat}.attrs`).forEach((pair, j) => {
@@ -220,7 +238,19 @@ export function checkGeneratedSpec(value: unknown, path: string): GeneratedWorkl
           actions.forEach((a, j) => {
             const aat = `${wat}.actions[${j}]`;
             const action = object(a, aat);
-            oneOf(action.op, `${aat}.op`, ['set', 'setPlus', 'setMinus', 'setIfNotExists', 'setIfNotExistsPlus', 'appendList', 'add', 'deleteFromSet', 'remove', 'setPosition', 'appendId']);
+            oneOf(action.op, `${aat}.op`, [
+              'set',
+              'setPlus',
+              'setMinus',
+              'setIfNotExists',
+              'setIfNotExistsPlus',
+              'appendList',
+              'add',
+              'deleteFromSet',
+              'remove',
+              'setPosition',
+              'appendId',
+            ]);
             string(action.attr, `${aat}.attr`);
             if (['set', 'setIfNotExists', 'add', 'deleteFromSet'].includes(action.op as string)) valueSpec(action.value, `${aat}.value`);
             if (['setPlus', 'setMinus', 'setIfNotExistsPlus'].includes(action.op as string)) numberText(action.by, `${aat}.by`);
@@ -233,7 +263,9 @@ export function checkGeneratedSpec(value: unknown, path: string): GeneratedWorkl
         const message = object(m, `${sat}.outbox[${i}]`);
         valueSpec(message.body, `${sat}.outbox[${i}].body`);
         if (message.bad !== undefined) oneOf(message.bad, `${sat}.outbox[${i}].bad`, ['bigint', 'nan', 'inf']);
-        if (message.attributes !== undefined) for (const [name, v] of Object.entries(object(message.attributes, `${sat}.outbox[${i}].attributes`))) string(v, `${sat}.outbox[${i}].attributes.${name}`);
+        if (message.attributes !== undefined)
+          for (const [name, v] of Object.entries(object(message.attributes, `${sat}.outbox[${i}].attributes`)))
+            string(v, `${sat}.outbox[${i}].attributes.${name}`);
       });
       list(step.sideEffects, `${sat}.sideEffects`, 20).forEach((e, i) => {
         const effect = object(e, `${sat}.sideEffects[${i}]`);
@@ -244,7 +276,8 @@ export function checkGeneratedSpec(value: unknown, path: string): GeneratedWorkl
         const t = object(step.throws, `${sat}.throws`);
         oneOf(t.kind, `${sat}.throws.kind`, ['nonRetryable', 'retryable', 'classified', 'unknown']);
         if (typeof t.name !== 'string' || t.name === '') fail(`${sat}.throws.name`, 'a non-empty string');
-        if (t.reason !== undefined && (typeof t.reason !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(t.reason))) fail(`${sat}.throws.reason`, '1 to 64 of A-Z a-z 0-9 _ . -');
+        if (t.reason !== undefined && (typeof t.reason !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(t.reason)))
+          fail(`${sat}.throws.reason`, '1 to 64 of A-Z a-z 0-9 _ . -');
       }
       string(step.note, `${sat}.note`);
       int(step.copies, `${sat}.copies`, 0, 10);

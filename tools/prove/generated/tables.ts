@@ -8,7 +8,13 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, type DynamoDBClient, type KeySchemaElement, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  type DynamoDBClient,
+  type KeySchemaElement,
+  waitUntilTableExists,
+} from '@aws-sdk/client-dynamodb';
 import type { TableSpec } from './spec.js';
 
 /** See the module comment. */
@@ -49,7 +55,9 @@ export class GeneratedTablePool {
   async dispose(): Promise<void> {
     const tables = await Promise.allSettled(this.#tables.values());
     this.#tables.clear();
-    await Promise.allSettled(tables.flatMap((t) => (t.status === 'fulfilled' ? [this.#dynamoDb.send(new DeleteTableCommand({ TableName: t.value }))] : [])));
+    await Promise.allSettled(
+      tables.flatMap((t) => (t.status === 'fulfilled' ? [this.#dynamoDb.send(new DeleteTableCommand({ TableName: t.value }))] : [])),
+    );
   }
 
   #table(table: TableSpec, schema: string, n: number): Promise<string> {
@@ -64,7 +72,9 @@ export class GeneratedTablePool {
         definitions.push({ AttributeName: table.sortKey.name, AttributeType: table.sortKey.type });
       }
       pending = (async () => {
-        await this.#dynamoDb.send(new CreateTableCommand({ TableName: name, BillingMode: 'PAY_PER_REQUEST', KeySchema: keys, AttributeDefinitions: definitions }));
+        await this.#dynamoDb.send(
+          new CreateTableCommand({ TableName: name, BillingMode: 'PAY_PER_REQUEST', KeySchema: keys, AttributeDefinitions: definitions }),
+        );
         await waitUntilTableExists({ client: this.#dynamoDb, maxWaitTime: 60 }, { TableName: name });
         return name;
       })();

@@ -80,7 +80,8 @@ export function toNative(spec: ValueSpec): unknown {
   if (spec === null || typeof spec !== 'object') return spec;
   if (Array.isArray(spec)) return spec.map((value: ValueSpec) => toNative(value));
   const s = spec as Record<string, unknown>;
-  if (tagged(s, '$m')) return Object.fromEntries(Object.entries(s.$m as Record<string, ValueSpec>).map(([name, value]) => [name, toNative(value)]));
+  if (tagged(s, '$m'))
+    return Object.fromEntries(Object.entries(s.$m as Record<string, ValueSpec>).map(([name, value]) => [name, toNative(value)]));
   if (tagged(s, '$big')) return BigInt(s.$big as string);
   if (tagged(s, '$nv')) return NumberValue.from(s.$nv as string);
   if (tagged(s, '$buf')) return Buffer.from(s.$buf as string, 'base64');

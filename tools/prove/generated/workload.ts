@@ -10,7 +10,15 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { FailureReason, type Item } from 'idempotent-consumer';
 import type { PoisonKind } from '../poisonKinds.js';
 import type { ProveSource } from '../proveSources.js';
-import { ATTRIBUTABLE_ERRORS, type InputMessage, MessageRole, type ModelResult, type StoreClients, type StoredBusinessState, type Workload } from '../workload.js';
+import {
+  ATTRIBUTABLE_ERRORS,
+  type InputMessage,
+  MessageRole,
+  type ModelResult,
+  type StoreClients,
+  type StoredBusinessState,
+  type Workload,
+} from '../workload.js';
 import { buildGeneratedConsumer, DownstreamBusy, type GeneratedConsumer } from './consumer.js';
 import { addNumbers, compareNumbers } from './decimal.js';
 import { runGeneratedModel } from './model.js';
@@ -21,7 +29,11 @@ import { type AvItem, fromSdk, fromSdkItem, own, printAv } from './values.js';
 const UNWRITABLE_ERRORS = ['ConsumerDefinitionError', 'Error', 'TypeError', 'RangeError'];
 
 /** A malformed body of a generated consumer and the reason it must be dead-lettered with. */
-export function generatedPoison(kind: PoisonKind, names: NamesSpec, ids: { readonly id: string; readonly group: string; readonly k: number; readonly s: number }): { body: string; reason: string } {
+export function generatedPoison(
+  kind: PoisonKind,
+  names: NamesSpec,
+  ids: { readonly id: string; readonly group: string; readonly k: number; readonly s: number },
+): { body: string; reason: string } {
   const idField = names.idField ?? 'ref';
   const groupField = names.groupField ?? 'lane';
   const byField = names.idField !== null;
@@ -36,7 +48,10 @@ export function generatedPoison(kind: PoisonKind, names: NamesSpec, ids: { reado
       return { body: JSON.stringify(rest), reason: byField ? FailureReason.MissingIdempotencyKey : FailureReason.ValidationError };
     }
     case 'key-not-string':
-      return { body: JSON.stringify({ ...valid, [idField]: 42 }), reason: byField ? FailureReason.MissingIdempotencyKey : FailureReason.ValidationError };
+      return {
+        body: JSON.stringify({ ...valid, [idField]: 42 }),
+        reason: byField ? FailureReason.MissingIdempotencyKey : FailureReason.ValidationError,
+      };
     case 'unknown-type':
       return { body: JSON.stringify({ ...valid, s: 999 }), reason: FailureReason.UnknownMessageType };
     case 'bad-field':
@@ -50,7 +65,11 @@ export function generatedPoison(kind: PoisonKind, names: NamesSpec, ids: { reado
  * @param prefix - the schedule's prefix of ids (letters, digits, `-`)
  * @param salt - a positive integer unique to the schedule within its run: the salt of every key value
  */
-export function generatedWorkload(spec: GeneratedWorkloadSpec, prefix: string, salt: number): Workload & { readonly spec: GeneratedWorkloadSpec; readonly consumerOf: GeneratedConsumer } {
+export function generatedWorkload(
+  spec: GeneratedWorkloadSpec,
+  prefix: string,
+  salt: number,
+): Workload & { readonly spec: GeneratedWorkloadSpec; readonly consumerOf: GeneratedConsumer } {
   const consumer = buildGeneratedConsumer(spec, prefix, salt);
   const messages: InputMessage[] = [];
   let next = 0;
@@ -68,7 +87,8 @@ export function generatedWorkload(spec: GeneratedWorkloadSpec, prefix: string, s
       }
       const body = consumer.body(k, s);
       messages.push({ id: messageId(), body, group, role: MessageRole.Event, key: id });
-      for (let copy = 0; copy < step.copies; copy += 1) messages.push({ id: messageId(), body, group, role: MessageRole.Duplicate, key: id });
+      for (let copy = 0; copy < step.copies; copy += 1)
+        messages.push({ id: messageId(), body, group, role: MessageRole.Duplicate, key: id });
     });
   });
   spec.strayPoison.forEach((kind, i) => {
@@ -86,7 +106,12 @@ export function generatedWorkload(spec: GeneratedWorkloadSpec, prefix: string, s
       const items = new Map<string, Item>();
       for (const [index, item] of run.items) items.set(consumer.itemIds[index]!, item as Item);
       result = {
-        outcomes: new Map([...run.verdicts].map(([key, verdict]) => [key, verdict.kind === 'applied' ? { kind: 'applied' as const } : { kind: 'dead-lettered' as const, reason: verdict.reason }])),
+        outcomes: new Map(
+          [...run.verdicts].map(([key, verdict]) => [
+            key,
+            verdict.kind === 'applied' ? { kind: 'applied' as const } : { kind: 'dead-lettered' as const, reason: verdict.reason },
+          ]),
+        ),
         items,
         outbox: run.outbox,
         sideEffects: run.sideEffects,
@@ -98,9 +123,19 @@ export function generatedWorkload(spec: GeneratedWorkloadSpec, prefix: string, s
     return result;
   };
 
-  const throwNames = new Set(spec.keys.flatMap((key) => key.steps.flatMap((step) => (step.throws === undefined ? [] : [step.throws.name, step.throws.reason ?? step.throws.name]))));
+  const throwNames = new Set(
+    spec.keys.flatMap((key) =>
+      key.steps.flatMap((step) => (step.throws === undefined ? [] : [step.throws.name, step.throws.reason ?? step.throws.name])),
+    ),
+  );
   const flaky = new Set(spec.effects.filter((effect) => effect.flaky).map((effect) => effect.name));
-  const attributableErrors = new Set([...ATTRIBUTABLE_ERRORS, ...UNWRITABLE_ERRORS, FailureReason.ConditionalWriteFailed, DownstreamBusy.name, ...throwNames]);
+  const attributableErrors = new Set([
+    ...ATTRIBUTABLE_ERRORS,
+    ...UNWRITABLE_ERRORS,
+    FailureReason.ConditionalWriteFailed,
+    DownstreamBusy.name,
+    ...throwNames,
+  ]);
 
   /** What each event's own design may make it fail with, whatever the model says. */
   const designedErrors = (id: string): string[] => {
@@ -109,7 +144,8 @@ export function generatedWorkload(spec: GeneratedWorkloadSpec, prefix: string, s
     const step = k === undefined || s === undefined ? undefined : spec.keys[k]?.steps[s];
     if (step === undefined) return [];
     const errors: string[] = [];
-    if (step.throws !== undefined && (step.intent === 'reject' || step.intent === 'wait' || step.intent === 'readThrow')) errors.push(step.throws.name, step.throws.reason ?? step.throws.name);
+    if (step.throws !== undefined && (step.intent === 'reject' || step.intent === 'wait' || step.intent === 'readThrow'))
+      errors.push(step.throws.name, step.throws.reason ?? step.throws.name);
     if (step.intent === 'badValue' || step.intent === 'badOutbox') errors.push(...UNWRITABLE_ERRORS);
     if (step.intent === 'tooLarge' || step.intent === 'tooManyActions') errors.push(FailureReason.InvalidWrite);
     if (step.intent === 'conditionFails') errors.push(FailureReason.ConditionalWriteFailed);
@@ -144,8 +180,17 @@ export function generatedWorkload(spec: GeneratedWorkloadSpec, prefix: string, s
 }
 
 /** Reads every item of the universe with the plain client (no unmarshalling), consistently; without the version attribute. */
-async function readGeneratedItems(clients: StoreClients, tableNames: Readonly<Record<string, string>>, spec: GeneratedWorkloadSpec, consumer: GeneratedConsumer): Promise<StoredBusinessState> {
-  const wanted = spec.items.map((item, index) => ({ index, tableName: tableNames[spec.tables[item.table]!.name]!, key: marshall(consumer.itemKey(index)) as Record<string, AttributeValue> }));
+async function readGeneratedItems(
+  clients: StoreClients,
+  tableNames: Readonly<Record<string, string>>,
+  spec: GeneratedWorkloadSpec,
+  consumer: GeneratedConsumer,
+): Promise<StoredBusinessState> {
+  const wanted = spec.items.map((item, index) => ({
+    index,
+    tableName: tableNames[spec.tables[item.table]!.name]!,
+    key: marshall(consumer.itemKey(index)) as Record<string, AttributeValue>,
+  }));
   const found = new Map<string, AvItem>();
   const keyPrint = (tableName: string, key: Readonly<Record<string, AttributeValue>>, names: readonly string[]) =>
     `${tableName}|${names.map((name) => printAv(fromSdk(key[name] ?? { NULL: true }))).join('|')}`;
@@ -162,7 +207,10 @@ async function readGeneratedItems(clients: StoreClients, tableNames: Readonly<Re
     let request: Record<string, { Keys: Record<string, AttributeValue>[]; ConsistentRead: true }> = {};
     for (const w of wanted.slice(i, i + 100)) {
       const entry = (request[w.tableName] ??= { Keys: [], ConsistentRead: true });
-      if (!entry.Keys.some((key) => keyPrint(w.tableName, key, keyNames(w.tableName)) === keyPrint(w.tableName, w.key, keyNames(w.tableName)))) entry.Keys.push(w.key);
+      if (
+        !entry.Keys.some((key) => keyPrint(w.tableName, key, keyNames(w.tableName)) === keyPrint(w.tableName, w.key, keyNames(w.tableName)))
+      )
+        entry.Keys.push(w.key);
     }
     for (let round = 0; Object.keys(request).length > 0; round += 1) {
       if (round > 10) throw new Error('DynamoDB kept keys unprocessed');
@@ -182,7 +230,12 @@ async function readGeneratedItems(clients: StoreClients, tableNames: Readonly<Re
 }
 
 /** What in the stored items shows an event applied twice: an id twice in a head's log, a log entry of a key not applied, a counter that is not the sum of its applied `ADD`s. */
-function appliedTwice(spec: GeneratedWorkloadSpec, consumer: GeneratedConsumer, stored: StoredBusinessState, appliedKeys: ReadonlySet<string>): string[] {
+function appliedTwice(
+  spec: GeneratedWorkloadSpec,
+  consumer: GeneratedConsumer,
+  stored: StoredBusinessState,
+  appliedKeys: ReadonlySet<string>,
+): string[] {
   const problems: string[] = [];
   const items = stored.items as ReadonlyMap<string, AvItem>;
   spec.keys.forEach((key, k) => {
@@ -204,14 +257,22 @@ function appliedTwice(spec: GeneratedWorkloadSpec, consumer: GeneratedConsumer, 
           for (const action of write.actions) {
             if (action.op !== 'add' || action.attr !== spec.names.counter) continue;
             const amount = action.value;
-            expected = addNumbers(expected, typeof amount === 'number' ? String(amount) : amount !== null && typeof amount === 'object' && '$big' in amount ? amount.$big : '0');
+            expected = addNumbers(
+              expected,
+              typeof amount === 'number'
+                ? String(amount)
+                : amount !== null && typeof amount === 'object' && '$big' in amount
+                  ? amount.$big
+                  : '0',
+            );
           }
         }
       }),
     );
     const value = own(items.get(consumer.itemIds[counter]!), spec.names.counter);
     const have = value !== undefined && 'N' in value ? value.N : '0';
-    if (compareNumbers(have, expected) !== 0) problems.push(`shared counter ${consumer.itemIds[counter]} holds ${have}, but its applied ADDs add up to ${expected}`);
+    if (compareNumbers(have, expected) !== 0)
+      problems.push(`shared counter ${consumer.itemIds[counter]} holds ${have}, but its applied ADDs add up to ${expected}`);
   }
   return problems;
 }

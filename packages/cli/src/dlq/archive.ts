@@ -164,10 +164,16 @@ export async function archiveDeadLetters(context: DlqContext, options: ArchiveOp
       releaseFailures = (await hold.release()).failed.length;
     }
   }
-  const warnings = [...reasonWarnings(options.selection ?? {}, firstScan), ...(options.delete === true ? [] : scanWarnings(info, seen, releaseFailures))];
+  const warnings = [
+    ...reasonWarnings(options.selection ?? {}, firstScan),
+    ...(options.delete === true ? [] : scanWarnings(info, seen, releaseFailures)),
+  ];
   if (interrupted) warnings.push('interrupted: everything written to the file is on disk; messages not deleted are still in the queue');
   const incomplete = options.delete !== true && options.dryRun !== true && info.fifo && seen < info.approximateNumberOfMessages;
-  if (incomplete) warnings.push('the archive is incomplete: on a FIFO queue only --delete archives every message (it deletes each round to reveal the next messages of the groups)');
+  if (incomplete)
+    warnings.push(
+      'the archive is incomplete: on a FIFO queue only --delete archives every message (it deletes each round to reveal the next messages of the groups)',
+    );
   return {
     queueUrl: options.queueUrl,
     file: options.out,
@@ -198,7 +204,10 @@ async function deleteMessages(
       const output = await context.sqs.send(
         new DeleteMessageBatchCommand({
           QueueUrl: queueUrl,
-          Entries: chunk.map((record, index) => ({ Id: String(index), ReceiptHandle: hold.receiptHandleOf(record.messageId) ?? record.receiptHandle })),
+          Entries: chunk.map((record, index) => ({
+            Id: String(index),
+            ReceiptHandle: hold.receiptHandleOf(record.messageId) ?? record.receiptHandle,
+          })),
         }),
       );
       const failed = new Map((output.Failed ?? []).map((f) => [Number(f.Id), `${f.Code ?? 'Error'}: ${f.Message ?? ''}`]));

@@ -230,7 +230,8 @@ function validateArchivedMessage(value: unknown, options: { readonly fifoTarget:
         return `message attribute "${name}" has no DataType`;
       }
       if (a.StringValue === undefined && a.BinaryValue === undefined) return `message attribute "${name}" has no value`;
-      if (a.StringValue !== undefined && typeof a.StringValue !== 'string') return `message attribute "${name}": StringValue is not a string`;
+      if (a.StringValue !== undefined && typeof a.StringValue !== 'string')
+        return `message attribute "${name}": StringValue is not a string`;
       if (a.BinaryValue !== undefined && (typeof a.BinaryValue !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(a.BinaryValue))) {
         return `message attribute "${name}": BinaryValue is not base64`;
       }

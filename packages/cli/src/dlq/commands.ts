@@ -71,7 +71,7 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
   selectionFlags(common(dlq.command('list')))
     .description(
       'list the messages grouped by failure reason (those the queue\'s redrive policy moved under "none"), with error, ' +
-        'source, age, attempts and the producer\'s attributes; consumes nothing',
+        "source, age, attempts and the producer's attributes; consumes nothing",
     )
     .action(async (flags: CommonFlags & SelectionFlags) => {
       const [{ listDeadLetters }, { formatList }] = await Promise.all([import('./list.js'), import('./output.js')]);
@@ -83,7 +83,7 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
 
   common(dlq.command('show'))
     .description('print one message in full: body (read back from S3 when the consumer offloaded it) and every attribute')
-    .argument('<id>', 'the dead-letter message id, or the consumer\'s original message id')
+    .argument('<id>', "the dead-letter message id, or the consumer's original message id")
     .action(async (id: string, flags: CommonFlags) => {
       const [{ showDeadLetter }, { formatShow }] = await Promise.all([import('./show.js'), import('./output.js')]);
       const { context, queueUrl } = await setUp(flags);
@@ -96,10 +96,10 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
     .addHelpText('after', SAFETY_NOTE + EXIT_CODES)
     .description(
       'move messages back to their source queue by receive → send → delete: the original body (read back from S3 ' +
-        'when offloaded), the producer\'s attributes restored exactly, every ic.* attribute removed, the FIFO group kept. ' +
+        "when offloaded), the producer's attributes restored exactly, every ic.* attribute removed, the FIFO group kept. " +
         'A message that cannot go back as it was stays in the DLQ, with the reason.',
     )
-    .option('--to <url>', 'send to this queue instead of each message\'s source queue')
+    .option('--to <url>', "send to this queue instead of each message's source queue")
     .option('--rate <n>', 'messages per second (move task: 1 to 500)', positiveInteger)
     .option(
       '--move-task',
@@ -113,7 +113,15 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
   selectionFlags(redrive).action(
     async (
       flags: CommonFlags &
-        SelectionFlags & { to?: string; rate?: number; moveTask?: boolean; wait: boolean; pollInterval: number; dryRun?: boolean; yes?: boolean },
+        SelectionFlags & {
+          to?: string;
+          rate?: number;
+          moveTask?: boolean;
+          wait: boolean;
+          pollInterval: number;
+          dryRun?: boolean;
+          yes?: boolean;
+        },
     ) => {
       if (flags.to !== undefined) parseQueueUrl(flags.to, '--to');
       const sel = selection(flags);
@@ -189,11 +197,26 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
     .addHelpText('after', EXIT_CODES)
     .action(
       async (
-        flags: CommonFlags & { in: string; to?: string; fromLine?: number; skipInvalid?: boolean; trailerCheck: boolean; rate?: number; dryRun?: boolean },
+        flags: CommonFlags & {
+          in: string;
+          to?: string;
+          fromLine?: number;
+          skipInvalid?: boolean;
+          trailerCheck: boolean;
+          rate?: number;
+          dryRun?: boolean;
+        },
       ) => {
         const target = flags.to ?? (await deadLetterQueueUrlFrom(flags, io.env));
         if (target === undefined || target === '') throw new UsageError('replay needs --queue-url, --outputs-file (or DLQ_URL) or --to');
-        parseQueueUrl(target, flags.to !== undefined ? '--to' : flags.queueUrl === undefined && flags.outputsFile !== undefined ? 'the DeadLetterQueueUrl output' : '--queue-url');
+        parseQueueUrl(
+          target,
+          flags.to !== undefined
+            ? '--to'
+            : flags.queueUrl === undefined && flags.outputsFile !== undefined
+              ? 'the DeadLetterQueueUrl output'
+              : '--queue-url',
+        );
         const [{ replayArchive }, { formatReplay }] = await Promise.all([import('./replay.js'), import('./output.js')]);
         const { context } = await setUp({ ...flags, queueUrl: target, outputsFile: undefined, stack: undefined, consumer: undefined });
         const result = await replayArchive(context, {
@@ -215,8 +238,14 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
 
   async function setUp(flags: CommonFlags): Promise<{ context: DlqContext; queueUrl: string }> {
     const queueUrl = await deadLetterQueueUrlFrom(flags, io.env);
-    if (queueUrl === undefined) throw new UsageError('--queue-url (or the DLQ_URL environment variable) is required, or --outputs-file FILE (the file `cdk deploy --outputs-file` wrote)');
-    parseQueueUrl(queueUrl, flags.queueUrl === undefined && flags.outputsFile !== undefined ? 'the DeadLetterQueueUrl output' : '--queue-url');
+    if (queueUrl === undefined)
+      throw new UsageError(
+        '--queue-url (or the DLQ_URL environment variable) is required, or --outputs-file FILE (the file `cdk deploy --outputs-file` wrote)',
+      );
+    parseQueueUrl(
+      queueUrl,
+      flags.queueUrl === undefined && flags.outputsFile !== undefined ? 'the DeadLetterQueueUrl output' : '--queue-url',
+    );
     const [{ createSqsClient }, { createPayloadStore }] = await Promise.all([import('./sqsClient.js'), import('./payloadStore.js')]);
     const { sqs, connection } = createSqsClient({
       queueUrl,
@@ -242,7 +271,10 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
 }
 
 function common(command: Command): Command {
-  command.option('--queue-url <url>', "the dead-letter queue's URL (default: the DeadLetterQueueUrl of --outputs-file, else the DLQ_URL environment variable)");
+  command.option(
+    '--queue-url <url>',
+    "the dead-letter queue's URL (default: the DeadLetterQueueUrl of --outputs-file, else the DLQ_URL environment variable)",
+  );
   return outputsFileFlags(command, "the dead-letter queue's URL (its DeadLetterQueueUrl output)")
     .option(
       '--endpoint <url>',

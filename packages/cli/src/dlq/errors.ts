@@ -153,11 +153,7 @@ export function toDlqToolError(error: unknown, context: { queueUrl?: string; end
       { cause: error },
     );
   }
-  if (
-    ['InvalidClientTokenId', 'UnrecognizedClientException', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidSecurity'].includes(
-      name,
-    )
-  ) {
+  if (['InvalidClientTokenId', 'UnrecognizedClientException', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidSecurity'].includes(name)) {
     return new CredentialsError(`AWS rejected the credentials (${name}): ${message}`, { cause: error });
   }
   if (isQueueDoesNotExist(error)) {

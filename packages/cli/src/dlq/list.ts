@@ -109,9 +109,7 @@ export function groupByReason(records: readonly DeadLetterRecord[], now: Date): 
     .map(([reason, members]) => ({
       reason,
       count: members.length,
-      messages: members
-        .map((record) => summarize(record, now))
-        .sort((a, b) => (a.failedAt ?? '').localeCompare(b.failedAt ?? '')),
+      messages: members.map((record) => summarize(record, now)).sort((a, b) => (a.failedAt ?? '').localeCompare(b.failedAt ?? '')),
     }))
     .sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason));
 }

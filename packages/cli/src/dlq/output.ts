@@ -17,9 +17,7 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
   };
   const cells = [headers.map(cut), ...rows.map((row) => row.map(cut))];
   const widths = headers.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
-  return cells
-    .map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '))
-    .join('\n');
+  return cells.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ')).join('\n');
 }
 
 /** `list` as text: one table per reason, largest group first. */
@@ -66,7 +64,13 @@ export function formatShow(result: ShowResult): string {
     ...field('problem', d.problem),
     '',
     'System attributes',
-    indent(formatTable(['NAME', 'VALUE'], Object.entries(m.systemAttributes).map(([k, v]) => [k, v]), 1000)),
+    indent(
+      formatTable(
+        ['NAME', 'VALUE'],
+        Object.entries(m.systemAttributes).map(([k, v]) => [k, v]),
+        1000,
+      ),
+    ),
     '',
     'Message attributes',
     indent(formatTable(['NAME', 'TYPE', 'VALUE'], attributeRows(m.messageAttributes), 1000)),
@@ -75,7 +79,9 @@ export function formatShow(result: ShowResult): string {
     lines.push(
       '',
       "Producer's attributes (restored by a redrive)",
-      Object.keys(d.producerAttributes).length > 0 ? indent(formatTable(['NAME', 'TYPE', 'VALUE'], attributeRows(d.producerAttributes), 1000)) : '  (none)',
+      Object.keys(d.producerAttributes).length > 0
+        ? indent(formatTable(['NAME', 'TYPE', 'VALUE'], attributeRows(d.producerAttributes), 1000))
+        : '  (none)',
     );
   }
   const o = m.offloaded;
@@ -84,7 +90,11 @@ export function formatShow(result: ShowResult): string {
   } else if (o.body !== undefined) {
     lines.push('', `Body (offloaded to ${o.location}, ${o.bytes} bytes, SHA-256 checked):`, o.body);
   } else {
-    lines.push('', `Body: offloaded to ${o.location} (${o.bytes} bytes), and cannot be read: ${o.error ?? 'unknown error'}`, `Pointer in the queue: ${m.body}`);
+    lines.push(
+      '',
+      `Body: offloaded to ${o.location} (${o.bytes} bytes), and cannot be read: ${o.error ?? 'unknown error'}`,
+      `Pointer in the queue: ${m.body}`,
+    );
   }
   return lines.join('\n');
 }
@@ -97,7 +107,9 @@ export function formatRedrive(result: RedriveResult): string {
     const task = result.moveTask;
     const destination = task?.destinationArn ?? 'the queue each message came from';
     if (result.dryRun) {
-      lines.push(`Dry run: would start a message move task for about ${result.approximateNumberOfMessages ?? '?'} message(s) to ${destination}. Nothing changed.`);
+      lines.push(
+        `Dry run: would start a message move task for about ${result.approximateNumberOfMessages ?? '?'} message(s) to ${destination}. Nothing changed.`,
+      );
     } else if (result.cancelled) {
       lines.push('Cancelled: nothing changed.');
     } else if (task !== undefined) {
@@ -105,9 +117,7 @@ export function formatRedrive(result: RedriveResult): string {
         `Message move task ${task.taskHandle ?? ''} ${task.status}: ${task.approximateNumberOfMessagesMoved ?? 0} of ` +
           `~${task.approximateNumberOfMessagesToMove ?? result.approximateNumberOfMessages ?? '?'} message(s) moved to ${destination}.`,
       );
-      lines.push(
-        'SQS moved each message as it is: the consumer\'s ic.* attributes stay on it, and a body offloaded to S3 stays a pointer.',
-      );
+      lines.push("SQS moved each message as it is: the consumer's ic.* attributes stay on it, and a body offloaded to S3 stays a pointer.");
     }
     if (result.nothingMoved !== undefined) lines.push(`${capitalize(result.nothingMoved)}.`);
     return lines.join('\n');
@@ -123,7 +133,10 @@ export function formatRedrive(result: RedriveResult): string {
     return withWarnings(lines, [...result.warnings, ...arrivalWarning(result.arrivedDuringRun)]);
   }
   if (result.cancelled) return 'Cancelled: nothing changed.';
-  if (result.selected.length > 0) lines.push(`Redriven by receive → send → delete: ${result.moved.length} moved, ${result.skipped.length} left in the DLQ, ${result.failed.length} failed.`);
+  if (result.selected.length > 0)
+    lines.push(
+      `Redriven by receive → send → delete: ${result.moved.length} moved, ${result.skipped.length} left in the DLQ, ${result.failed.length} failed.`,
+    );
   if (result.moved.length > 0) lines.push('', 'Moved', indent(itemTable(result.moved)));
   if (result.skipped.length > 0) lines.push('', 'Left in the dead-letter queue', indent(itemTable(result.skipped)));
   if (result.failed.length > 0) {
@@ -132,7 +145,7 @@ export function formatRedrive(result: RedriveResult): string {
   if (result.notDeleted.length > 0) {
     lines.push(
       '',
-      'Sent but not deleted from the dead-letter queue (a duplicate; the consumer\'s inbox makes it harmless)',
+      "Sent but not deleted from the dead-letter queue (a duplicate; the consumer's inbox makes it harmless)",
       indent(itemTable(result.notDeleted)),
     );
   }
@@ -168,7 +181,9 @@ export function formatReplay(result: ReplayResult): string {
   if (result.failed !== undefined) lines.push(`  ${result.file}:${result.failed.line}: send failed: ${result.failed.error}`);
   if (result.resumeFromLine !== undefined) lines.push(`Resume with --from-line ${result.resumeFromLine}.`);
   if (result.trailer.status !== 'complete') {
-    lines.push(`warning: ${result.file} has no valid final trailer (${result.trailer.status}); it was replayed because of --no-trailer-check`);
+    lines.push(
+      `warning: ${result.file} has no valid final trailer (${result.trailer.status}); it was replayed because of --no-trailer-check`,
+    );
   }
   if (result.nothingMoved !== undefined) lines.push(`${capitalize(result.nothingMoved)}.`);
   return lines.join('\n');

@@ -65,7 +65,9 @@ export function createPayloadStore(options: PayloadStoreOptions): PayloadStore {
         body = (await output.Body?.transformToString('utf-8')) ?? '';
       } catch (error) {
         const e = error as { name?: string; message?: string };
-        throw new PayloadUnavailableError(`the body offloaded to ${where} cannot be read: ${e.name ?? 'Error'}: ${e.message ?? ''}`, { cause: error });
+        throw new PayloadUnavailableError(`the body offloaded to ${where} cannot be read: ${e.name ?? 'Error'}: ${e.message ?? ''}`, {
+          cause: error,
+        });
       }
       return checkPayload(payload, body);
     },

@@ -52,7 +52,7 @@ export async function inspectQueue(sqs: SQSClient, queueUrl: string): Promise<Qu
     if (isUnsupportedOperation(error)) {
       deadLetterSources = await findSourcesByRedrivePolicy(sqs, queueArn).catch(() => undefined);
       if (deadLetterSources === undefined) {
-        deadLetterSourcesUnavailable = 'the server supports neither ListDeadLetterSourceQueues nor reading every queue\'s redrive policy';
+        deadLetterSourcesUnavailable = "the server supports neither ListDeadLetterSourceQueues nor reading every queue's redrive policy";
       }
     } else {
       deadLetterSourcesUnavailable = `ListDeadLetterSourceQueues failed: ${(error as Error).name}: ${(error as Error).message}`;

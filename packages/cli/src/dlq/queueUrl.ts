@@ -15,7 +15,10 @@ import { UsageError } from './errors.js';
  *   `--consumer` come without `--outputs-file`
  * @throws StackOutputsError (exit 2) when the outputs file does not name one consumer
  */
-export async function deadLetterQueueUrlFrom(flags: { readonly queueUrl?: string } & OutputsFileFlags, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+export async function deadLetterQueueUrlFrom(
+  flags: { readonly queueUrl?: string } & OutputsFileFlags,
+  env: NodeJS.ProcessEnv,
+): Promise<string | undefined> {
   if (flags.queueUrl !== undefined && flags.outputsFile !== undefined) throw new UsageError('give --queue-url or --outputs-file, not both');
   const consumer = await consumerFromFlags(flags);
   const url = flags.queueUrl ?? consumer?.deadLetterQueueUrl ?? env.DLQ_URL;
@@ -32,8 +35,7 @@ export async function deadLetterQueueUrlFrom(flags: { readonly queueUrl?: string
 export function parseQueueUrl(value: string, flag = '--queue-url'): URL {
   if (value.startsWith('arn:')) {
     throw new UsageError(
-      `${flag} takes a queue URL, not an ARN (${value}); find the URL with ` +
-        '`aws sqs get-queue-url --queue-name <name>`',
+      `${flag} takes a queue URL, not an ARN (${value}); find the URL with ` + '`aws sqs get-queue-url --queue-name <name>`',
     );
   }
   let url: URL;
@@ -51,7 +53,12 @@ export function parseQueueUrl(value: string, flag = '--queue-url'): URL {
 
 /** The queue's name: the last segment of its URL. */
 export function queueNameOf(queueUrl: string): string {
-  return new URL(queueUrl).pathname.split('/').filter((s) => s !== '').at(-1) ?? queueUrl;
+  return (
+    new URL(queueUrl).pathname
+      .split('/')
+      .filter((s) => s !== '')
+      .at(-1) ?? queueUrl
+  );
 }
 
 /** Whether the queue is FIFO: SQS requires the name of a FIFO queue to end in `.fifo`. */

@@ -162,11 +162,7 @@ async function redrive(context: DlqContext, options: RedriveOptions): Promise<Re
 }
 
 /** @returns the result, or why the server cannot run a move task */
-async function redriveWithMoveTask(
-  context: DlqContext,
-  options: RedriveOptions,
-  info: QueueInfo,
-): Promise<RedriveResult | string> {
+async function redriveWithMoveTask(context: DlqContext, options: RedriveOptions, info: QueueInfo): Promise<RedriveResult | string> {
   const { sqs } = context;
   const sourceArn = info.queueArn;
   const destinationUrl = options.to ?? (info.deadLetterSources?.length === 1 ? info.deadLetterSources[0] : undefined);

@@ -20,12 +20,17 @@ export class NotRedrivableError extends Error {
  * duplicate). When the producer's attributes leave no room for it (SQS takes 10), they travel
  * packed in `ic.originalAttributes`, which the consumer unpacks if it dead-letters the message again.
  */
-export function redriveAttributes(record: Pick<DeadLetterRecord, 'producerAttributes' | 'deadLettered' | 'originalMessageId'>): Record<string, MessageAttributeValue> {
+export function redriveAttributes(
+  record: Pick<DeadLetterRecord, 'producerAttributes' | 'deadLettered' | 'originalMessageId'>,
+): Record<string, MessageAttributeValue> {
   const producer = { ...record.producerAttributes };
   if (!record.deadLettered || record.originalMessageId === undefined || record.originalMessageId === '') return producer;
   const mark: MessageAttributeValue = { DataType: 'String', StringValue: record.originalMessageId };
   if (Object.keys(producer).length < SQS_MAX_MESSAGE_ATTRIBUTES) return { ...producer, [REDRIVE_ATTRIBUTE]: mark };
-  return { [DeadLetterAttribute.originalAttributes]: { DataType: 'String', StringValue: serializeAttributes(producer) }, [REDRIVE_ATTRIBUTE]: mark };
+  return {
+    [DeadLetterAttribute.originalAttributes]: { DataType: 'String', StringValue: serializeAttributes(producer) },
+    [REDRIVE_ATTRIBUTE]: mark,
+  };
 }
 
 /** Options of {@link buildRedriveMessage}. */
@@ -57,7 +62,11 @@ export interface RedriveMessageOptions {
  *   read, its offloaded body was not given, its original body is not text SQS can hold (a Kafka
  *   value kept in base64, or empty), it does not fit the target, or the target is FIFO and it has no group
  */
-export function buildRedriveMessage(record: DeadLetterRecord, targetQueueUrl: string, options: RedriveMessageOptions = {}): SendMessageCommandInput {
+export function buildRedriveMessage(
+  record: DeadLetterRecord,
+  targetQueueUrl: string,
+  options: RedriveMessageOptions = {},
+): SendMessageCommandInput {
   if (record.producerAttributes === undefined) {
     throw new NotRedrivableError(`its producer attributes cannot be restored (${record.problem ?? 'unreadable'})`);
   }

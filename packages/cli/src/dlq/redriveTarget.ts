@@ -44,9 +44,7 @@ export class RedriveTargetResolver {
   async resolve(record: DeadLetterRecord): Promise<RedriveTarget> {
     if (this.#to !== undefined) return { queueUrl: this.#to };
     if (record.source === undefined || record.source === '') {
-      return this.#onlySource !== undefined
-        ? { queueUrl: this.#onlySource }
-        : { skip: 'it has no source attribute; pass --to URL' };
+      return this.#onlySource !== undefined ? { queueUrl: this.#onlySource } : { skip: 'it has no source attribute; pass --to URL' };
     }
     let pending = this.#cache.get(record.source);
     if (pending === undefined) {
@@ -95,4 +93,3 @@ export class RedriveTargetResolver {
     }
   }
 }
-

@@ -106,7 +106,8 @@ export async function replayArchive(context: DlqContext, options: ReplayOptions)
     try {
       const payload = entry.message.offloadedBody !== undefined ? offloadedPayloadOf(entry.message) : undefined;
       if (payload !== undefined && entry.message.offloadedBody !== undefined) {
-        if (context.payloads === undefined) throw new Error(`its body must be stored at s3://${payload.bucket}/${payload.key} again, and this command has no S3 access`);
+        if (context.payloads === undefined)
+          throw new Error(`its body must be stored at s3://${payload.bucket}/${payload.key} again, and this command has no S3 access`);
         await context.payloads.put(payload, entry.message.offloadedBody);
       }
       await context.sqs.send(new SendMessageCommand(buildReplayMessage(entry, options.queueUrl)));

@@ -30,7 +30,9 @@ export function parseReasons(values: readonly string[]): string[] {
     const known = [...builtInFailureReasons, NO_FAILURE_REASON].find((reason) => reason.toLowerCase() === value.toLowerCase());
     if (known !== undefined) return known;
     if (!FAILURE_REASON_PATTERN.test(value)) {
-      throw new UsageError(`--reason "${value}" cannot be a failure reason: a reason is 1 to 64 letters, digits, '_', '.' or '-' (or none)`);
+      throw new UsageError(
+        `--reason "${value}" cannot be a failure reason: a reason is 1 to 64 letters, digits, '_', '.' or '-' (or none)`,
+      );
     }
     return value;
   });

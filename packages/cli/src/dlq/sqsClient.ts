@@ -58,7 +58,8 @@ export function resolveConnection(options: SqsConnectionOptions): ResolvedConnec
     endpoint = local.origin;
   }
   const regionMatch = /^sqs\.([a-z0-9-]+)\./.exec(queueUrl.hostname) ?? /^([a-z]{2}(?:-[a-z]+)+-\d)\.queue\./.exec(queueUrl.hostname);
-  const region = options.region ?? regionMatch?.[1] ?? (endpoint !== undefined && isLoopback(endpoint) ? envRegion(env) ?? 'us-east-1' : undefined);
+  const region =
+    options.region ?? regionMatch?.[1] ?? (endpoint !== undefined && isLoopback(endpoint) ? (envRegion(env) ?? 'us-east-1') : undefined);
   const dummyCredentials =
     endpoint !== undefined &&
     isLoopback(endpoint) &&
@@ -87,7 +88,12 @@ export function createSqsClient(options: SqsConnectionOptions): { sqs: SQSClient
 
 /** Whether a host name is one of AWS's service domains. */
 export function isAwsHost(hostname: string): boolean {
-  return /\.amazonaws\.com(\.cn)?$/.test(hostname) || hostname.endsWith('.api.aws') || hostname.endsWith('.c2s.ic.gov') || hostname.endsWith('.sc2s.sgov.gov');
+  return (
+    /\.amazonaws\.com(\.cn)?$/.test(hostname) ||
+    hostname.endsWith('.api.aws') ||
+    hostname.endsWith('.c2s.ic.gov') ||
+    hostname.endsWith('.sc2s.sgov.gov')
+  );
 }
 
 /** Whether an endpoint URL points at this machine (`localhost`, `*.localhost`, `127.x.x.x`, `::1`). */

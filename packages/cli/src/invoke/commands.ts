@@ -28,13 +28,29 @@ flag, handler, settings or event file.`;
 export function addInvokeCommand(program: Command, io: CliIo, outcome: CliOutcome): void {
   program
     .command('invoke')
-    .description("run one Lambda event (SQS or Kafka) through a consumer's handler on embedded emulators; print the partial batch response and each record's outcome")
-    .requiredOption('--handler <file[#export]>', 'the module of the handler made by createIdempotentConsumer (.ts or .js); export "handler" unless named')
+    .description(
+      "run one Lambda event (SQS or Kafka) through a consumer's handler on embedded emulators; print the partial batch response and each record's outcome",
+    )
+    .requiredOption(
+      '--handler <file[#export]>',
+      'the module of the handler made by createIdempotentConsumer (.ts or .js); export "handler" unless named',
+    )
     .requiredOption('-e, --event <file.json>', 'the event, as Lambda delivers it (SQS or Kafka)')
-    .option('--settings <file[#export]>', 'the consumer settings the stack uses; export "settings" unless named (default: the library defaults)')
+    .option(
+      '--settings <file[#export]>',
+      'the consumer settings the stack uses; export "settings" unless named (default: the library defaults)',
+    )
     .option('--data-dir <dir>', "keep DynamoDB Local's data in this directory between invokes (the inbox remembers what was applied)")
     .option('--json', 'print the response, the outcomes and the resources as one JSON object on standard output')
-    .addOption(new Option('--log-level <level>', "the consumer's log level (default: POWERTOOLS_LOG_LEVEL, else ERROR)").choices(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']))
+    .addOption(
+      new Option('--log-level <level>', "the consumer's log level (default: POWERTOOLS_LOG_LEVEL, else ERROR)").choices([
+        'DEBUG',
+        'INFO',
+        'WARN',
+        'ERROR',
+        'SILENT',
+      ]),
+    )
     .addHelpText('after', EXAMPLES)
     .action(async (flags: InvokeFlags) => {
       const { invokeEvent } = await import('./invokeEvent.js');

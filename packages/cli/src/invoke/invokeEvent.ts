@@ -133,7 +133,10 @@ export async function invokeEvent(flags: InvokeFlags, io: CliIo): Promise<number
       logStreamName: newLogStreamName(),
     });
     const environment = handler.withRuntime(
-      local.runtime({ observer: { onOutcome: (record) => outcomes.push(record) }, logLevel: flags.logLevel ?? io.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR' }),
+      local.runtime({
+        observer: { onOutcome: (record) => outcomes.push(record) },
+        logLevel: flags.logLevel ?? io.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR',
+      }),
     );
     const count = recordIdsOf(parsed).length;
     say(`invoking ${settings.consumerName} with ${count} ${sourceName(parsed)} record${count === 1 ? '' : 's'} from ${flags.event}…`);
@@ -143,7 +146,12 @@ export async function invokeEvent(flags: InvokeFlags, io: CliIo): Promise<number
     try {
       outcome =
         parsed.source === 'sqs'
-          ? await invokeWithinTimeout(environment.sqs, withSourceQueue(parsed.event, local.resources.queueArn, region) as SQSEvent, context, settings.function.timeoutSeconds)
+          ? await invokeWithinTimeout(
+              environment.sqs,
+              withSourceQueue(parsed.event, local.resources.queueArn, region) as SQSEvent,
+              context,
+              settings.function.timeoutSeconds,
+            )
           : await invokeWithinTimeout(environment.kafka, parsed.event as KafkaEvent, context, settings.function.timeoutSeconds);
     } finally {
       capture.stop();
@@ -180,7 +188,13 @@ function sourceName(parsed: LambdaEventFile): string {
   return parsed.source === 'kafka' ? 'Kafka' : parsed.fifo ? 'SQS FIFO' : 'SQS';
 }
 
-function resultOf(parsed: LambdaEventFile, flags: InvokeFlags, outcome: InvocationOutcome, outcomes: readonly OutcomeRecord[], local: LocalConsumer): InvokeResult {
+function resultOf(
+  parsed: LambdaEventFile,
+  flags: InvokeFlags,
+  outcome: InvocationOutcome,
+  outcomes: readonly OutcomeRecord[],
+  local: LocalConsumer,
+): InvokeResult {
   const response = outcome.kind === 'returned' ? outcome.response : null;
   const failed = failedIdsOf(response);
   const ids = recordIdsOf(parsed);
@@ -197,14 +211,16 @@ function resultOf(parsed: LambdaEventFile, flags: InvokeFlags, outcome: Invocati
       ...(record?.errorMessage === undefined ? {} : { errorMessage: record.errorMessage }),
     };
   });
-  const error = outcome.kind === 'threw' ? outcome.error as { name?: unknown; message?: unknown } | undefined : undefined;
+  const error = outcome.kind === 'threw' ? (outcome.error as { name?: unknown; message?: unknown } | undefined) : undefined;
   return {
     source: parsed.source === 'kafka' ? 'kafka' : parsed.fifo ? 'sqs-fifo' : 'sqs',
     event: flags.event,
     invocation: outcome.kind,
     response,
     ...(parsed.source === 'sqs' ? { judgement: judgeBatchResponse(outcome, ids), queueArn: local.resources.queueArn } : {}),
-    ...(outcome.kind === 'threw' ? { error: { name: String(error?.name ?? 'Error'), message: String(error?.message ?? outcome.error) } } : {}),
+    ...(outcome.kind === 'threw'
+      ? { error: { name: String(error?.name ?? 'Error'), message: String(error?.message ?? outcome.error) } }
+      : {}),
     records,
     deadLetterQueueUrl: local.resources.deadLetterQueueUrl,
     ...(flags.dataDir === undefined ? {} : { dataDir: flags.dataDir }),
@@ -225,8 +241,17 @@ export function formatRecords(result: InvokeResult): string {
     return `  ${outcome.padEnd(13)}  ${r.messageId.padEnd(width)}${r.idempotencyKey === undefined ? '' : `  key ${r.idempotencyKey}`}${why}`;
   });
   const summary =
-    result.judgement !== undefined ? `Lambda's event source mapping would read the response as: ${result.judgement.reason}` : result.invocation === 'returned' ? `${failedCount(result)} record(s) reported in batchItemFailures` : '';
-  return [`${result.records.length} record${result.records.length === 1 ? '' : 's'}:`, ...lines, ...(summary === '' ? [] : [summary]), `dead-letter queue (in memory, gone when this command ends): ${result.deadLetterQueueUrl}`].join('\n');
+    result.judgement !== undefined
+      ? `Lambda's event source mapping would read the response as: ${result.judgement.reason}`
+      : result.invocation === 'returned'
+        ? `${failedCount(result)} record(s) reported in batchItemFailures`
+        : '';
+  return [
+    `${result.records.length} record${result.records.length === 1 ? '' : 's'}:`,
+    ...lines,
+    ...(summary === '' ? [] : [summary]),
+    `dead-letter queue (in memory, gone when this command ends): ${result.deadLetterQueueUrl}`,
+  ].join('\n');
 }
 
 function failedCount(result: InvokeResult): number {

@@ -21,7 +21,8 @@ export type LambdaEventFile =
   | { readonly source: 'kafka'; readonly event: KafkaEvent };
 
 const SQS_SHAPE = '{ "Records": [{ "eventSource": "aws:sqs", "messageId": …, "body": …, … }] }';
-const KAFKA_SHAPE = '{ "eventSource": "aws:kafka" | "SelfManagedKafka", "records": { "<topic>-<partition>": [{ "topic", "partition", "offset", "value", … }] } }';
+const KAFKA_SHAPE =
+  '{ "eventSource": "aws:kafka" | "SelfManagedKafka", "records": { "<topic>-<partition>": [{ "topic", "partition", "offset", "value", … }] } }';
 
 /**
  * Tells an event apart and checks what the consumer needs of it: for SQS (`Records[].eventSource`
@@ -34,7 +35,8 @@ const KAFKA_SHAPE = '{ "eventSource": "aws:kafka" | "SelfManagedKafka", "records
  * @throws UsageError naming the file and what is wrong
  */
 export function parseLambdaEvent(content: unknown, file: string): LambdaEventFile {
-  const neither = (why: string): UsageError => new UsageError(`-e ${file}: ${why}; expected an SQS event ${SQS_SHAPE} or a Kafka event ${KAFKA_SHAPE}`);
+  const neither = (why: string): UsageError =>
+    new UsageError(`-e ${file}: ${why}; expected an SQS event ${SQS_SHAPE} or a Kafka event ${KAFKA_SHAPE}`);
   if (typeof content !== 'object' || content === null || Array.isArray(content)) throw neither('not a JSON object');
   const candidate = content as { Records?: unknown; eventSource?: unknown; records?: unknown };
   if (Array.isArray(candidate.Records)) {
@@ -48,12 +50,15 @@ export function parseLambdaEvent(content: unknown, file: string): LambdaEventFil
       if (typeof r.body !== 'string') throw neither(`${where} has no body (a string)`);
     });
     const records = candidate.Records as SQSRecord[];
-    const fifo = records.some((r) => typeof r.eventSourceARN === 'string' && r.eventSourceARN.endsWith('.fifo')) || records.some((r) => r.attributes?.MessageGroupId !== undefined);
+    const fifo =
+      records.some((r) => typeof r.eventSourceARN === 'string' && r.eventSourceARN.endsWith('.fifo')) ||
+      records.some((r) => r.attributes?.MessageGroupId !== undefined);
     return { source: 'sqs', event: { Records: records }, fifo };
   }
   if (candidate.eventSource === 'aws:kafka' || candidate.eventSource === 'SelfManagedKafka') {
     const groups = candidate.records;
-    if (typeof groups !== 'object' || groups === null || Array.isArray(groups)) throw neither('"records" is not an object of "<topic>-<partition>" lists');
+    if (typeof groups !== 'object' || groups === null || Array.isArray(groups))
+      throw neither('"records" is not an object of "<topic>-<partition>" lists');
     let count = 0;
     for (const [key, list] of Object.entries(groups)) {
       if (!Array.isArray(list)) throw neither(`records["${key}"] is not a list`);
@@ -61,7 +66,8 @@ export function parseLambdaEvent(content: unknown, file: string): LambdaEventFil
         const r = record as Partial<KafkaRecord> | null;
         const where = `records["${key}"][${index}]`;
         if (typeof r !== 'object' || r === null) throw neither(`${where} is not an object`);
-        if (typeof r.topic !== 'string' || !Number.isInteger(r.partition) || !Number.isInteger(r.offset)) throw neither(`${where} needs "topic" (a string), "partition" and "offset" (whole numbers)`);
+        if (typeof r.topic !== 'string' || !Number.isInteger(r.partition) || !Number.isInteger(r.offset))
+          throw neither(`${where} needs "topic" (a string), "partition" and "offset" (whole numbers)`);
         count += 1;
       });
     }
@@ -82,7 +88,10 @@ export async function readLambdaEvent(file: string): Promise<LambdaEventFile> {
     text = await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(`-e ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a file' : (error as Error).message}`, { cause: error });
+    throw new UsageError(
+      `-e ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a file' : (error as Error).message}`,
+      { cause: error },
+    );
   }
   let content: unknown;
   try {

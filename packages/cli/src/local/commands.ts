@@ -11,7 +11,8 @@ import type { LocalFlags } from './runLocalCommand.js';
 
 function rate(value: string): number {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('expected a number from 0 to 1, e.g. 0.05');
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
+    throw new InvalidArgumentError('expected a number from 0 to 1, e.g. 0.05');
   return n;
 }
 
@@ -54,17 +55,34 @@ printed), or the run could not finish (an emulator did not start); 2 a bad flag 
 export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome): void {
   program
     .command('local')
-    .description('run a consumer on embedded emulators (DynamoDB Local, an SQS/SNS/S3 server) through a local event source mapping, then check exactly-once')
-    .requiredOption('--handler <file[#export]>', 'the module of the handler made by createIdempotentConsumer (.ts or .js); export "handler" unless named')
+    .description(
+      'run a consumer on embedded emulators (DynamoDB Local, an SQS/SNS/S3 server) through a local event source mapping, then check exactly-once',
+    )
+    .requiredOption(
+      '--handler <file[#export]>',
+      'the module of the handler made by createIdempotentConsumer (.ts or .js); export "handler" unless named',
+    )
     .requiredOption('--input <file>', 'the message bodies, JSON Lines: one body per line')
-    .option('--settings <file[#export]>', 'the consumer settings the stack uses; export "settings" unless named (default: the library defaults)')
+    .option(
+      '--settings <file[#export]>',
+      'the consumer settings the stack uses; export "settings" unless named (default: the library defaults)',
+    )
     .option('--check <file[#export]>', 'your invariants, checked after the run: a LocalCheck; export "check" unless named')
     .option('--event-time <field>', "a top-level body field with the event's time: a FIFO group or a Kafka key is sent in event-time order")
     .addOption(new Option('--source <source>', 'the event source').choices(['sqs', 'kafka']).default('sqs'))
     .option('--fifo', 'a FIFO source queue (message group = the ordering key)')
-    .addOption(new Option('--fault <kind=rate>', `inject faults into the consumer's AWS calls (repeatable); kinds: ${faultKinds.join(', ')}`).argParser(collect).default([]))
+    .addOption(
+      new Option('--fault <kind=rate>', `inject faults into the consumer's AWS calls (repeatable); kinds: ${faultKinds.join(', ')}`)
+        .argParser(collect)
+        .default([]),
+    )
     .option('--seed <n>', 'seed of the injected faults and transient failures: the same seed repeats them', '1')
-    .option('--transient-failure-rate <rate>', "share of idempotency keys whose first decision fails with a retryable error (0 to 1)", rate, 0)
+    .option(
+      '--transient-failure-rate <rate>',
+      'share of idempotency keys whose first decision fails with a retryable error (0 to 1)',
+      rate,
+      0,
+    )
     .option('--partitions <n>', 'Kafka: partitions of the local topic (default 3)', positiveInteger(1000))
     .addOption(
       new Option('--kafka-retry-reading <reading>', "Kafka: how the local mapping reads AWS's retry rule (see docs/aws-rules.md)").choices([
@@ -79,7 +97,11 @@ export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome
     .option('--screenshot <file.png>', 'with --report: also write a PNG of the page (headless Chromium)')
     .option('--keep-running', 'after the report, keep consuming until Ctrl-C (redrive from the DLQ and watch it processed)')
     .addOption(new Option('--log-level <level>', "the consumer's log level").choices(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']))
-    .option('--timeout <seconds>', "the run's time limit: stop consuming when the source has not drained after this many seconds, then report and check (the check fails) (default 600)", positiveInteger(86_400))
+    .option(
+      '--timeout <seconds>',
+      "the run's time limit: stop consuming when the source has not drained after this many seconds, then report and check (the check fails) (default 600)",
+      positiveInteger(86_400),
+    )
     .addHelpText('after', EXAMPLES)
     .action(async (flags: LocalFlags) => {
       const { runLocalCommand } = await import('./runLocalCommand.js');

@@ -30,10 +30,14 @@ export interface ModuleSpec {
  */
 export function parseModuleSpec(flag: string, value: string): ModuleSpec {
   const hash = value.lastIndexOf('#');
-  if (value.trim() === '' || hash === 0) throw new UsageError(`${flag} needs a file, as FILE or FILE#EXPORT (e.g. ${flag} src/handler.ts#handler)`);
+  if (value.trim() === '' || hash === 0)
+    throw new UsageError(`${flag} needs a file, as FILE or FILE#EXPORT (e.g. ${flag} src/handler.ts#handler)`);
   if (hash < 0) return { file: value, exportName: undefined };
   const exportName = value.slice(hash + 1);
-  if (!/^[A-Za-z_$][\w$]*$/.test(exportName)) throw new UsageError(`${flag} ${value}: "${exportName}" is not an export name (write FILE#EXPORT, e.g. ${flag} src/handler.ts#handler)`);
+  if (!/^[A-Za-z_$][\w$]*$/.test(exportName))
+    throw new UsageError(
+      `${flag} ${value}: "${exportName}" is not an export name (write FILE#EXPORT, e.g. ${flag} src/handler.ts#handler)`,
+    );
   return { file: value.slice(0, hash), exportName };
 }
 
@@ -106,7 +110,9 @@ export async function loadExport<T>(
     const names = Object.keys(module).filter((key) => key !== 'default' || module.default !== undefined);
     throw new UsageError(
       `${flag} ${spec.file} has no export "${name}"` +
-        (names.length === 0 ? ' (it exports nothing)' : `; it exports ${names.map((n) => `"${n}"`).join(', ')}: write ${flag} ${spec.file}#<name>`),
+        (names.length === 0
+          ? ' (it exports nothing)'
+          : `; it exports ${names.map((n) => `"${n}"`).join(', ')}: write ${flag} ${spec.file}#<name>`),
     );
   }
   const value = module[name];

@@ -48,7 +48,25 @@ export interface LocalFlags {
  * The flags of `local` that npm takes for its own configuration when they are given to
  * `npm start` without `--` (it sets `npm_config_<name>` and does not pass them on).
  */
-const flagsNpmSwallows = ['fifo', 'json', 'keep-running', 'input', 'source', 'data-dir', 'report', 'screenshot', 'fault', 'seed', 'event-time', 'transient-failure-rate', 'log-level', 'partitions', 'handler', 'settings', 'check'];
+const flagsNpmSwallows = [
+  'fifo',
+  'json',
+  'keep-running',
+  'input',
+  'source',
+  'data-dir',
+  'report',
+  'screenshot',
+  'fault',
+  'seed',
+  'event-time',
+  'transient-failure-rate',
+  'log-level',
+  'partitions',
+  'handler',
+  'settings',
+  'check',
+];
 
 /**
  * The flags given to an npm script without `--`: npm keeps them as `npm_config_<name>` (dashes
@@ -79,9 +97,12 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
         `(npm start ${written} runs without them)`,
     );
   }
-  if (flags.screenshot !== undefined && flags.report === undefined) throw new UsageError('--screenshot needs --report FILE.html (it is a picture of that page)');
+  if (flags.screenshot !== undefined && flags.report === undefined)
+    throw new UsageError('--screenshot needs --report FILE.html (it is a picture of that page)');
   if (flags.source === 'kafka' && flags.fifo === true) {
-    throw new UsageError('--source kafka cannot run with --fifo: a Kafka event source needs a standard dead-letter queue (its on-failure destination)');
+    throw new UsageError(
+      '--source kafka cannot run with --fifo: a Kafka event source needs a standard dead-letter queue (its on-failure destination)',
+    );
   }
   const faults = (() => {
     try {
@@ -99,7 +120,9 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
     flags.check === undefined
       ? undefined
       : await loadExport<LocalCheck>('--check', parseModuleSpec('--check', flags.check), 'check', (value) =>
-          typeof value === 'function' ? undefined : 'is not a function (export const check: LocalCheck = async ({ documentClient, tables }) => [])',
+          typeof value === 'function'
+            ? undefined
+            : 'is not a function (export const check: LocalCheck = async ({ documentClient, tables }) => [])',
         );
   const settings = flags.fifo === true ? withOverrides({ queue: { fifo: true } }, baseSettings) : baseSettings;
 
@@ -113,12 +136,17 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
 
   // The run captures the process's standard output and error (the consumer's metrics and logs):
   // what this command prints goes through the real `write` functions, taken now.
-  const realWrite = (stream: NodeJS.WritableStream) => (stream === process.stdout || stream === process.stderr ? (stream as typeof process.stdout).write.bind(stream) : stream.write.bind(stream));
+  const realWrite = (stream: NodeJS.WritableStream) =>
+    stream === process.stdout || stream === process.stderr
+      ? (stream as typeof process.stdout).write.bind(stream)
+      : stream.write.bind(stream);
   const stdoutWrite = realWrite(io.stdout);
   const stderrWrite = realWrite(io.stderr);
   const progress = new ProgressLine(stderrWrite, (io.stderr as { isTTY?: boolean }).isTTY === true);
   const sourceName = flags.source === 'kafka' ? 'Kafka' : settings.queue.fifo ? 'SQS FIFO' : 'SQS';
-  progress.say(`Running ${input.length} messages from ${shortPath(flags.input)} through ${settings.consumerName} (${sourceName} event source)…`);
+  progress.say(
+    `Running ${input.length} messages from ${shortPath(flags.input)} through ${settings.consumerName} (${sourceName} event source)…`,
+  );
 
   let printed = false;
   const print = async (result: LocalRunResult): Promise<void> => {
@@ -141,7 +169,9 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
         ...(result.report.outbox === undefined ? {} : { outbox: result.report.outbox }),
       });
       const { bytes } = await writeHtmlReport(flags.report, page, flags.screenshot === undefined ? {} : { screenshot: flags.screenshot });
-      stderrWrite(`Report page: ${flags.report} (${Math.round(bytes / 1024)} KB)${flags.screenshot === undefined ? '' : `, screenshot: ${flags.screenshot}`}\n`);
+      stderrWrite(
+        `Report page: ${flags.report} (${Math.round(bytes / 1024)} KB)${flags.screenshot === undefined ? '' : `, screenshot: ${flags.screenshot}`}\n`,
+      );
     }
   };
   const onReport = async (result: LocalRunResult, running: RunningLocalRuntime): Promise<void> => {
@@ -184,9 +214,12 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
       onProgress: (p) => progress.update(p),
       onLogLine: (line) => progress.log(line),
       onReport,
-      ...(flags.keepRunning === true && io.signal !== undefined ? { keepRunning: io.signal, onOutcomeAfterReport: (record: OutcomeRecord) => stderrWrite(`${formatLateOutcome(record)}\n`) } : {}),
+      ...(flags.keepRunning === true && io.signal !== undefined
+        ? { keepRunning: io.signal, onOutcomeAfterReport: (record: OutcomeRecord) => stderrWrite(`${formatLateOutcome(record)}\n`) }
+        : {}),
     });
-    if (flags.keepRunning === true && io.signal !== undefined) stderrWrite('Stopped: the event source, the relay and the emulators are shut down.\n');
+    if (flags.keepRunning === true && io.signal !== undefined)
+      stderrWrite('Stopped: the event source, the relay and the emulators are shut down.\n');
   } catch (error) {
     progress.done();
     if (error instanceof InvalidSettingsError || error instanceof DataDirError) throw new UsageError(error.message);
@@ -211,7 +244,19 @@ export function formatLateOutcome(record: OutcomeRecord): string {
 export class LocalRunFailed extends DlqToolError {}
 
 /** Powertools Logger's keys that say nothing on a local run (the same on every line). */
-const quietLogKeys = new Set(['level', 'message', 'timestamp', 'service', 'cold_start', 'function_arn', 'function_memory_size', 'function_name', 'function_request_id', 'sampling_rate', 'xray_trace_id']);
+const quietLogKeys = new Set([
+  'level',
+  'message',
+  'timestamp',
+  'service',
+  'cold_start',
+  'function_arn',
+  'function_memory_size',
+  'function_name',
+  'function_request_id',
+  'sampling_rate',
+  'xray_trace_id',
+]);
 
 /**
  * A consumer's log line for a terminal: `LEVEL message  key=value …` from a Powertools JSON line
@@ -227,7 +272,10 @@ export function formatLogLine(line: string): string {
   if (typeof entry !== 'object' || entry === null || typeof entry.message !== 'string') return line;
   const fields = Object.entries(entry)
     .filter(([key, value]) => !quietLogKeys.has(key) && value !== undefined)
-    .map(([key, value]) => `${key}=${typeof value === 'string' ? (/[\s"=]/.test(value) ? JSON.stringify(value) : value) : JSON.stringify(value)}`);
+    .map(
+      ([key, value]) =>
+        `${key}=${typeof value === 'string' ? (/[\s"=]/.test(value) ? JSON.stringify(value) : value) : JSON.stringify(value)}`,
+    );
   return `${String(entry.level ?? 'LOG').padEnd(5)} ${entry.message}${fields.length === 0 ? '' : `  ${fields.join(' ')}`}`;
 }
 

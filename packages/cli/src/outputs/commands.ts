@@ -36,7 +36,9 @@ export function addOutputsCommand(program: Command, io: CliIo, _outcome: CliOutc
   outputsFileFlags(
     program
       .command('outputs')
-      .description("print a deployed consumer's resources (queues, tables, function, log group, dashboard) from the file `cdk deploy --outputs-file` writes"),
+      .description(
+        "print a deployed consumer's resources (queues, tables, function, log group, dashboard) from the file `cdk deploy --outputs-file` writes",
+      ),
     'the resources',
   )
     .option('--shell', 'print `export NAME=\'value\'` lines for eval "$(…)" in sh, bash or zsh')

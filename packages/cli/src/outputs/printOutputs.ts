@@ -5,7 +5,14 @@
  */
 import type { CliIo } from '../cliIo.js';
 import { UsageError } from '../dlq/errors.js';
-import { type ConsumerResources, consumerFromFlags, describeConsumer, formatShellExports, type OutputsFileFlags, shellVariablesOf } from '../stackOutputs.js';
+import {
+  type ConsumerResources,
+  consumerFromFlags,
+  describeConsumer,
+  formatShellExports,
+  type OutputsFileFlags,
+  shellVariablesOf,
+} from '../stackOutputs.js';
 
 /**
  * Reads the consumer's resources from `--outputs-file` and prints them: as text (one resource a
@@ -14,7 +21,10 @@ import { type ConsumerResources, consumerFromFlags, describeConsumer, formatShel
  * @throws UsageError (exit 2) when `--outputs-file` is missing, both `--shell` and `--json` are
  *   given, or the file does not name one consumer
  */
-export async function printOutputs(flags: OutputsFileFlags & { readonly shell?: boolean; readonly json?: boolean }, io: CliIo): Promise<void> {
+export async function printOutputs(
+  flags: OutputsFileFlags & { readonly shell?: boolean; readonly json?: boolean },
+  io: CliIo,
+): Promise<void> {
   const consumer = await consumerFromFlags(flags);
   if (consumer === undefined) throw new UsageError('outputs needs --outputs-file FILE (the file `cdk deploy --outputs-file FILE` wrote)');
   if (flags.shell === true && flags.json === true) throw new UsageError('give --shell or --json, not both');

@@ -35,13 +35,22 @@ export function addSendCommand(program: Command, io: CliIo, outcome: CliOutcome)
   const command = program
     .command('send')
     .description("send message bodies to a consumer's source queue (standard or FIFO): --body JSON (repeatable) or --file F.jsonl")
-    .option('--queue-url <url>', "the source queue's URL (default: the QueueUrl of --outputs-file, else the QUEUE_URL environment variable)");
+    .option(
+      '--queue-url <url>',
+      "the source queue's URL (default: the QueueUrl of --outputs-file, else the QUEUE_URL environment variable)",
+    );
   outputsFileFlags(command, "the source queue's URL (its QueueUrl output)")
     .option('--body <json>', 'a message body (repeatable): a JSON object, or a JSON string for a body that is not JSON', collect)
-    .option('--file <file.jsonl>', 'the message bodies, JSON Lines: one body per line (the local runner\'s --input format)')
-    .option('--group-id-field <field>', 'FIFO: the top-level body field whose value is the message group (e.g. the id of the entity the events are about)')
+    .option('--file <file.jsonl>', "the message bodies, JSON Lines: one body per line (the local runner's --input format)")
+    .option(
+      '--group-id-field <field>',
+      'FIFO: the top-level body field whose value is the message group (e.g. the id of the entity the events are about)',
+    )
     .option('--group-id <id>', 'FIFO: one message group for every message')
-    .option('--dedup-id-field <field>', 'FIFO: the top-level body field whose value is the deduplication id (default: the SHA-256 of the body)')
+    .option(
+      '--dedup-id-field <field>',
+      'FIFO: the top-level body field whose value is the deduplication id (default: the SHA-256 of the body)',
+    )
     .option(
       '--endpoint <url>',
       'SQS endpoint, e.g. http://localhost:4566 for LocalStack (default: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, else AWS)',

@@ -62,7 +62,8 @@ export async function sendMessages(flags: SendFlags, io: CliIo, outcome: CliOutc
   const queueUrl = await sourceQueueUrl(flags, io.env);
   if (flags.body !== undefined && flags.file !== undefined) throw new UsageError('give --body or --file, not both');
   if (flags.body === undefined && flags.file === undefined) throw new UsageError('send needs --body JSON (repeatable) or --file F.jsonl');
-  if (flags.groupId !== undefined && flags.groupIdField !== undefined) throw new UsageError('give --group-id or --group-id-field, not both');
+  if (flags.groupId !== undefined && flags.groupIdField !== undefined)
+    throw new UsageError('give --group-id or --group-id-field, not both');
 
   const { sqs, connection } = createSqsClient({
     queueUrl,
@@ -73,34 +74,48 @@ export async function sendMessages(flags: SendFlags, io: CliIo, outcome: CliOutc
   outcome.queueUrl = queueUrl;
   if (connection.endpoint !== undefined) outcome.endpoint = connection.endpoint;
   try {
-    const { Attributes: attributes = {} } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['MaximumMessageSize', 'FifoQueue'] }));
+    const { Attributes: attributes = {} } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['MaximumMessageSize', 'FifoQueue'] }),
+    );
     const fifo = attributes.FifoQueue === 'true' || isFifoQueueUrl(queueUrl);
     const maxBodyBytes = Number(attributes.MaximumMessageSize ?? 262_144);
     const messages = await readBodies(flags, maxBodyBytes);
-    const labelOf = (message: InputMessage): string => (flags.file === undefined ? `--body #${message.line}` : `${flags.file}:${message.line}`);
+    const labelOf = (message: InputMessage): string =>
+      flags.file === undefined ? `--body #${message.line}` : `${flags.file}:${message.line}`;
 
     const groups = new Map<number, string>();
     const deduplications = new Map<number, string>();
     if (fifo) {
       if (flags.groupId === undefined && flags.groupIdField === undefined) {
-        throw new UsageError(`${queueUrl} is a FIFO queue: give each message a group with --group-id-field FIELD (a top-level body field) or --group-id ID`);
+        throw new UsageError(
+          `${queueUrl} is a FIFO queue: give each message a group with --group-id-field FIELD (a top-level body field) or --group-id ID`,
+        );
       }
       for (const message of messages) {
         const group = flags.groupId ?? fieldOf(message, flags.groupIdField!, labelOf(message), 'message group');
-        const deduplication = flags.dedupIdField === undefined ? createHash('sha256').update(message.body).digest('hex') : fieldOf(message, flags.dedupIdField, labelOf(message), 'deduplication id');
+        const deduplication =
+          flags.dedupIdField === undefined
+            ? createHash('sha256').update(message.body).digest('hex')
+            : fieldOf(message, flags.dedupIdField, labelOf(message), 'deduplication id');
         for (const [what, value] of [
           ['message group', group],
           ['deduplication id', deduplication],
         ] as const) {
           if (!fifoIdPattern.test(value)) {
-            throw new UsageError(`${labelOf(message)}: the ${what} ${JSON.stringify(value)} breaks SQS's rule (1 to 128 letters, digits or ASCII punctuation)`);
+            throw new UsageError(
+              `${labelOf(message)}: the ${what} ${JSON.stringify(value)} breaks SQS's rule (1 to 128 letters, digits or ASCII punctuation)`,
+            );
           }
         }
         groups.set(message.line, group);
         deduplications.set(message.line, deduplication);
       }
     } else {
-      const given = [flags.groupId === undefined ? undefined : '--group-id', flags.groupIdField === undefined ? undefined : '--group-id-field', flags.dedupIdField === undefined ? undefined : '--dedup-id-field'].filter((f) => f !== undefined);
+      const given = [
+        flags.groupId === undefined ? undefined : '--group-id',
+        flags.groupIdField === undefined ? undefined : '--group-id-field',
+        flags.dedupIdField === undefined ? undefined : '--dedup-id-field',
+      ].filter((f) => f !== undefined);
       if (given.length > 0) throw new UsageError(`${given.join(', ')} apply to a FIFO queue; ${queueUrl} is a standard queue`);
     }
 
@@ -112,7 +127,11 @@ export async function sendMessages(flags: SendFlags, io: CliIo, outcome: CliOutc
         deduplicationId: (message) => deduplications.get(message.line)!,
       });
     } catch (error) {
-      if (error instanceof SendInputError) throw new SendFailedError(error.message.replace(/input line (\d+)/, (_, line: string) => labelOf({ line: Number(line), body: '' })), { cause: error });
+      if (error instanceof SendInputError)
+        throw new SendFailedError(
+          error.message.replace(/input line (\d+)/, (_, line: string) => labelOf({ line: Number(line), body: '' })),
+          { cause: error },
+        );
       throw error;
     }
     const report: SendReport = {
@@ -142,7 +161,9 @@ async function sourceQueueUrl(flags: SendFlags, env: NodeJS.ProcessEnv): Promise
   if (flags.queueUrl !== undefined && flags.outputsFile !== undefined) throw new UsageError('give --queue-url or --outputs-file, not both');
   const consumer = await consumerFromFlags(flags);
   if (consumer !== undefined && consumer.queueUrl === undefined) {
-    throw new StackOutputsError(`${describeConsumer(consumer)} in ${flags.outputsFile} has no ${consumer.prefix}QueueUrl output (add it with IdempotentConsumer.addOutputs())`);
+    throw new StackOutputsError(
+      `${describeConsumer(consumer)} in ${flags.outputsFile} has no ${consumer.prefix}QueueUrl output (add it with IdempotentConsumer.addOutputs())`,
+    );
   }
   const url = flags.queueUrl ?? consumer?.queueUrl ?? (env.QUEUE_URL === '' ? undefined : env.QUEUE_URL);
   if (url === undefined) throw new UsageError('send needs --queue-url URL or --outputs-file FILE (or the QUEUE_URL environment variable)');

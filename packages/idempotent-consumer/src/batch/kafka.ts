@@ -6,7 +6,14 @@
  * @module
  */
 export type { KafkaEvent, KafkaRecord, KafkaRecordHeader, KafkaSchemaMetadata } from './kafkaEvent.js';
-export type { KafkaDecodedValue, KafkaDecodingOptions, KafkaEncodedValue, KafkaJsonFormat, KafkaRecordFormat, KafkaSchemaFormat } from '../types.js';
+export type {
+  KafkaDecodedValue,
+  KafkaDecodingOptions,
+  KafkaEncodedValue,
+  KafkaJsonFormat,
+  KafkaRecordFormat,
+  KafkaSchemaFormat,
+} from '../types.js';
 export { readKafkaBatchResponse, topicPartition, type KafkaBatchResponse, type KafkaBatchVerdict } from './kafkaBatchResponse.js';
 export { kafkaMessageId } from './kafkaDeliveries.js';
 export { kafkaAvroFormat, kafkaProtobufFormat, type ProtobufMessageType } from './kafkaValueDecoder.js';

@@ -192,7 +192,6 @@ function decodeKey(key: string | null | undefined): DecodedKey {
 /** An SQS `MessageGroupId`: 1 to 128 characters, letters, digits and ASCII punctuation. */
 const messageGroupIdPattern = /^[\x21-\x7e]{1,128}$/;
 
-
 /** SQS message attribute names: up to 256 of `A-Za-z0-9_-.`, not starting `AWS.`/`Amazon.`, no `..`. */
 const attributeNamePattern = /^(?!\.)(?!.*\.\.)(?!.*\.$)(?!(?:aws|amazon)\.)[A-Za-z0-9_.-]{1,256}$/i;
 
@@ -202,9 +201,7 @@ const attributeNamePattern = /^(?!\.)(?!.*\.\.)(?!.*\.$)(?!(?:aws|amazon)\.)[A-Z
  * what is kept: at most 10 headers, names SQS accepts, non-empty values, the first of
  * repeated names.
  */
-export function kafkaHeadersAsAttributes(
-  headers: readonly KafkaRecordHeader[] | null | undefined,
-): Record<string, MessageAttributeValue> {
+export function kafkaHeadersAsAttributes(headers: readonly KafkaRecordHeader[] | null | undefined): Record<string, MessageAttributeValue> {
   const attributes: Record<string, MessageAttributeValue> = {};
   for (const header of headers ?? []) {
     for (const [name, bytes] of Object.entries(header)) {
@@ -214,7 +211,8 @@ export function kafkaHeadersAsAttributes(
       }
       const buffer = Buffer.from(bytes);
       const text = decodeUtf8(buffer.toString('base64'));
-      attributes[name] = text !== undefined && isSqsSafeText(text) ? { DataType: 'String', StringValue: text } : { DataType: 'Binary', BinaryValue: buffer };
+      attributes[name] =
+        text !== undefined && isSqsSafeText(text) ? { DataType: 'String', StringValue: text } : { DataType: 'Binary', BinaryValue: buffer };
     }
   }
   return attributes;

@@ -42,7 +42,9 @@ export function checkKafkaDecodingOptions(kafka: unknown): asserts kafka is Kafk
   }
   const unknown = Object.keys(kafka).filter((name) => name !== 'value' && name !== 'key');
   if (unknown.length > 0) {
-    throw new ConsumerDefinitionError(`the kafka option has unknown field(s) ${unknown.map((n) => JSON.stringify(n)).join(', ')}: it takes value and key`);
+    throw new ConsumerDefinitionError(
+      `the kafka option has unknown field(s) ${unknown.map((n) => JSON.stringify(n)).join(', ')}: it takes value and key`,
+    );
   }
   for (const part of ['value', 'key'] as const) {
     const format = (kafka as Record<string, unknown>)[part];
@@ -55,7 +57,9 @@ export function checkKafkaDecodingOptions(kafka: unknown): asserts kafka is Kafk
         `kafka.${part} { type: '${type}' } has no decoder: build it with ${type === 'avro' ? 'kafkaAvroFormat(schema)' : 'kafkaProtobufFormat(messageType)'} from 'idempotent-consumer/kafka'`,
       );
     }
-    throw new ConsumerDefinitionError(`kafka.${part} must be { type: 'json' }, kafkaAvroFormat(schema) or kafkaProtobufFormat(messageType); got type ${JSON.stringify(type) ?? 'undefined'}`);
+    throw new ConsumerDefinitionError(
+      `kafka.${part} must be { type: 'json' }, kafkaAvroFormat(schema) or kafkaProtobufFormat(messageType); got type ${JSON.stringify(type) ?? 'undefined'}`,
+    );
   }
 }
 
@@ -69,7 +73,10 @@ export function checkKafkaDecodingOptions(kafka: unknown): asserts kafka is Kafk
  * @param options - the consumer's `kafka` option
  * @returns each record's decoding, by record; empty when neither value nor key has a schema format
  */
-export async function decodeKafkaRecords(records: readonly KafkaRecord[], options: KafkaDecodingOptions | undefined): Promise<Map<KafkaRecord, DecodedKafkaRecord>> {
+export async function decodeKafkaRecords(
+  records: readonly KafkaRecord[],
+  options: KafkaDecodingOptions | undefined,
+): Promise<Map<KafkaRecord, DecodedKafkaRecord>> {
   const decoded = new Map<KafkaRecord, { value?: DecodedKafkaRecord['value']; decodedKey?: string }>();
   const entry = (record: KafkaRecord) => {
     let found = decoded.get(record);
@@ -88,8 +95,12 @@ export async function decodeKafkaRecords(records: readonly KafkaRecord[], option
       : {
           ok: false,
           error: result.loadFailure
-            ? new ConsumerDefinitionError(`the Kafka value format ${valueFormat!.type} could not decode (${result.reason}); install its library (avro-js or protobufjs)`)
-            : new ValidationError(`the record value could not be decoded as ${FORMAT_NAMES[valueFormat!.type]}: ${result.reason}; the dead-letter body holds it in base64`),
+            ? new ConsumerDefinitionError(
+                `the Kafka value format ${valueFormat!.type} could not decode (${result.reason}); install its library (avro-js or protobufjs)`,
+              )
+            : new ValidationError(
+                `the record value could not be decoded as ${FORMAT_NAMES[valueFormat!.type]}: ${result.reason}; the dead-letter body holds it in base64`,
+              ),
         };
   });
   keys?.forEach((result, record) => {
@@ -104,10 +115,16 @@ function schemaFormat(format: KafkaRecordFormat | undefined): KafkaSchemaFormat 
   return format === undefined || format.type === 'json' ? undefined : format;
 }
 
-type Decoding = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly reason: string; readonly loadFailure: boolean };
+type Decoding =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly reason: string; readonly loadFailure: boolean };
 
 /** Decodes the non-empty values (or keys) of `records` with `format`, by record. */
-async function decodeAll(records: readonly KafkaRecord[], format: KafkaSchemaFormat, part: 'value' | 'key'): Promise<Map<KafkaRecord, Decoding>> {
+async function decodeAll(
+  records: readonly KafkaRecord[],
+  format: KafkaSchemaFormat,
+  part: 'value' | 'key',
+): Promise<Map<KafkaRecord, Decoding>> {
   const inputs: { record: KafkaRecord; input: KafkaEncodedValue }[] = [];
   for (const record of records) {
     const base64 = record[part];

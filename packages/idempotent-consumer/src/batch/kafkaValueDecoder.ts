@@ -43,7 +43,8 @@ export interface ProtobufMessageType {
  * kafka: { value: kafkaAvroFormat(readFileSync(new URL('./order.avsc', import.meta.url), 'utf8')) }
  */
 export function kafkaAvroFormat(schema: string): KafkaSchemaFormat {
-  if (typeof schema !== 'string' || schema.trim() === '') throw new TypeError('kafkaAvroFormat(schema): the schema must be the Avro schema as JSON text');
+  if (typeof schema !== 'string' || schema.trim() === '')
+    throw new TypeError('kafkaAvroFormat(schema): the schema must be the Avro schema as JSON text');
   try {
     JSON.parse(schema);
   } catch {
@@ -70,7 +71,9 @@ export function kafkaAvroFormat(schema: string): KafkaSchemaFormat {
  */
 export function kafkaProtobufFormat(messageType: ProtobufMessageType): KafkaSchemaFormat {
   if (typeof (messageType as Partial<ProtobufMessageType> | null | undefined)?.decode !== 'function') {
-    throw new TypeError('kafkaProtobufFormat(messageType): give a protobufjs message type (root.lookupType(...)) or a generated message class, with a decode function');
+    throw new TypeError(
+      'kafkaProtobufFormat(messageType): give a protobufjs message type (root.lookupType(...)) or a generated message class, with a decode function',
+    );
   }
   return { type: 'protobuf', decode: (values) => decodeWithPowertools(values, { type: 'protobuf', schema: messageType }) };
 }
@@ -97,13 +100,19 @@ async function decodeWithPowertools(values: readonly KafkaEncodedValue[], config
     keySchemaMetadata: { dataFormat: '' },
   }));
   const event: MSKEvent = { eventSource: 'aws:kafka', eventSourceArn: '', bootstrapServers: '', records: { decode: records } };
-  const consumed = (await kafkaConsumer<unknown, unknown>(async (batch) => batch.records, { value: config })(event, {} as Context)) as readonly { readonly value: unknown }[];
+  const consumed = (await kafkaConsumer<unknown, unknown>(async (batch) => batch.records, { value: config })(
+    event,
+    {} as Context,
+  )) as readonly { readonly value: unknown }[];
   return consumed.map((record): KafkaDecodedValue => {
     let decoded: unknown;
     try {
       decoded = record.value;
     } catch (error) {
-      return { ok: false, reason: `the bytes are not ${config.type === 'avro' ? 'a datum of the Avro schema' : 'a message of the Protobuf message type'} (${deserializationCause(error)})` };
+      return {
+        ok: false,
+        reason: `the bytes are not ${config.type === 'avro' ? 'a datum of the Avro schema' : 'a message of the Protobuf message type'} (${deserializationCause(error)})`,
+      };
     }
     try {
       return { ok: true, value: toJsonCompatible(decoded) };

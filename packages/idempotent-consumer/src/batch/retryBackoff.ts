@@ -68,12 +68,10 @@ export class RetryBackoff {
     let url = this.#queueUrls.get(queueArn);
     if (url === undefined) {
       const [, , , , account, name] = queueArn.split(':');
-      url = this.#options.sqs
-        .send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }))
-        .then((output) => {
-          if (output.QueueUrl === undefined) throw new Error(`no URL for queue ${queueArn}`);
-          return output.QueueUrl;
-        });
+      url = this.#options.sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account })).then((output) => {
+        if (output.QueueUrl === undefined) throw new Error(`no URL for queue ${queueArn}`);
+        return output.QueueUrl;
+      });
       url.catch(() => this.#queueUrls.delete(queueArn));
       this.#queueUrls.set(queueArn, url);
     }

@@ -29,7 +29,11 @@ export function sqsDeliveries(records: readonly SQSRecord[], fifo: boolean): Del
       messageId: record.messageId,
       body: typeof record.body === 'string' ? record.body : '',
       ...(fifo && group !== undefined ? { scope: `group:${group}` } : {}),
-      attempts: { kind: 'receive-count', receiveCount: Number.isFinite(receiveCount) && receiveCount > 0 ? receiveCount : 1, sourceId: `sqs:${record.messageId}` },
+      attempts: {
+        kind: 'receive-count',
+        receiveCount: Number.isFinite(receiveCount) && receiveCount > 0 ? receiveCount : 1,
+        sourceId: `sqs:${record.messageId}`,
+      },
       deadLetter: {
         source: record.eventSourceARN,
         ...(group !== undefined ? { messageGroupId: group, coordinates: { messageGroupId: group } } : {}),

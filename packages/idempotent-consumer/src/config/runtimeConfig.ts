@@ -46,7 +46,10 @@ export class EnvironmentError extends Error {
  * @throws EnvironmentError naming every missing or malformed variable, so a bad deploy fails at
  *   its first invocation with a clear message
  */
-export function readRuntimeConfig(environment: Readonly<Record<string, string | undefined>>, tableNames: readonly string[] = []): RuntimeConfig {
+export function readRuntimeConfig(
+  environment: Readonly<Record<string, string | undefined>>,
+  tableNames: readonly string[] = [],
+): RuntimeConfig {
   const problems: string[] = [];
   const text = (name: string): string => {
     const value = environment[name];
@@ -67,7 +70,8 @@ export function readRuntimeConfig(environment: Readonly<Record<string, string | 
     return value;
   };
   const fifo = text(env.fifo);
-  if (fifo !== '' && fifo !== 'true' && fifo !== 'false') problems.push(`${env.fifo} must be "true" or "false", got ${JSON.stringify(fifo)}`);
+  if (fifo !== '' && fifo !== 'true' && fifo !== 'false')
+    problems.push(`${env.fifo} must be "true" or "false", got ${JSON.stringify(fifo)}`);
   const deadLetterQueueUrl = text(env.deadLetterQueueUrl);
   if (deadLetterQueueUrl !== '' && !/^https?:\/\/[^/]+\/.+/.test(deadLetterQueueUrl)) {
     problems.push(`${env.deadLetterQueueUrl} must be a queue URL, got ${JSON.stringify(deadLetterQueueUrl)}`);

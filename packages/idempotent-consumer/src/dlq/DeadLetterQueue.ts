@@ -147,7 +147,9 @@ export class DeadLetterQueue {
       return { Id: `e${position}`, ...rest } as SendMessageBatchRequestEntry;
     });
     try {
-      const output = await this.#options.sqs.send(new SendMessageBatchCommand({ QueueUrl: this.#options.queueUrl, Entries: requestEntries }));
+      const output = await this.#options.sqs.send(
+        new SendMessageBatchCommand({ QueueUrl: this.#options.queueUrl, Entries: requestEntries }),
+      );
       for (const success of output.Successful ?? []) {
         const entry = entries[Number((success.Id ?? '').slice(1))];
         if (entry !== undefined && success.MessageId !== undefined) results[entry.index] = { ok: true, messageId: success.MessageId };
@@ -158,16 +160,26 @@ export class DeadLetterQueue {
         const code = failure.Code ?? 'Error';
         results[entry.index] = {
           ok: false,
-          error: new DeadLetterSendError(`SQS refused the dead letter: ${code}: ${failure.Message ?? ''}`, code, failure.SenderFault === true),
+          error: new DeadLetterSendError(
+            `SQS refused the dead letter: ${code}: ${failure.Message ?? ''}`,
+            code,
+            failure.SenderFault === true,
+          ),
         };
       }
       for (const { index } of entries) {
-        results[index] ??= { ok: false, error: new DeadLetterSendError('SQS reported neither success nor failure for the entry', 'NoResult', false) };
+        results[index] ??= {
+          ok: false,
+          error: new DeadLetterSendError('SQS reported neither success nor failure for the entry', 'NoResult', false),
+        };
       }
     } catch (error) {
       const e = asError(error);
       for (const { index } of entries) {
-        results[index] = { ok: false, error: new DeadLetterSendError(`SendMessageBatch failed: ${e.name}: ${e.message}`, e.name, false, { cause: error }) };
+        results[index] = {
+          ok: false,
+          error: new DeadLetterSendError(`SendMessageBatch failed: ${e.name}: ${e.message}`, e.name, false, { cause: error }),
+        };
       }
     }
   }

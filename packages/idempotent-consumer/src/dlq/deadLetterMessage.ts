@@ -353,7 +353,8 @@ function canStayReal(producer: Readonly<Record<string, MessageAttributeValue>>, 
     const value = producer[name];
     if (name.startsWith(RESERVED_ATTRIBUTE_PREFIX) || consumerNames.includes(name) || !isValidSqsAttributeName(name)) return false;
     if (value === undefined || value.DataType === undefined || value.DataType === '') return false;
-    if (value.StringValue !== undefined) return value.StringValue !== '' && isSqsSafeText(value.StringValue) && value.BinaryValue === undefined;
+    if (value.StringValue !== undefined)
+      return value.StringValue !== '' && isSqsSafeText(value.StringValue) && value.BinaryValue === undefined;
     return value.BinaryValue !== undefined && value.BinaryValue.byteLength > 0;
   });
 }

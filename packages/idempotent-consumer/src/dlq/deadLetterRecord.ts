@@ -1,10 +1,5 @@
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
-import {
-  producerAttributesOf,
-  readDeadLetterAttributes,
-  RESERVED_ATTRIBUTE_PREFIX,
-  type OffloadedPayload,
-} from './deadLetterMessage.js';
+import { producerAttributesOf, readDeadLetterAttributes, RESERVED_ATTRIBUTE_PREFIX, type OffloadedPayload } from './deadLetterMessage.js';
 import { NO_FAILURE_REASON } from './failureReasons.js';
 
 /** The reason the tool gives messages without `ic.failureReason`: moved by the queue's redrive policy. */

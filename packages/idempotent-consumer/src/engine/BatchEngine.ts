@@ -96,7 +96,12 @@ export class BatchEngine<Event> {
    * @param deadLetter - marks and sends the dead letters of a FIFO group or Kafka partition before
    *   their successors commit; without it, only their markers are written (the caller sends them)
    */
-  async settle(units: readonly Unit<Event>[], clock: InvocationClock, stops: ReadonlyMap<string, number> = new Map(), deadLetter?: DeadLetterNow): Promise<void> {
+  async settle(
+    units: readonly Unit<Event>[],
+    clock: InvocationClock,
+    stops: ReadonlyMap<string, number> = new Map(),
+    deadLetter?: DeadLetterNow,
+  ): Promise<void> {
     const effectsDone = new Map<string, Unit>();
     await this.#rounds(units, clock, stops, effectsDone, deadLetter);
     this.#sayWhichEffectsRan(units, effectsDone);
@@ -111,20 +116,34 @@ export class BatchEngine<Event> {
     for (const unit of units) {
       const verdict = unit.verdict;
       if (verdict?.kind !== 'failed' || verdict.failure.retryable) continue;
-      const ran = [...effectsDone].filter(([, owner]) => owner === unit).map(([effectKey]) => effectKey.slice(unit.idempotencyKey.length + 1));
+      const ran = [...effectsDone]
+        .filter(([, owner]) => owner === unit)
+        .map(([effectKey]) => effectKey.slice(unit.idempotencyKey.length + 1));
       if (ran.length === 0) continue;
-      unit.verdict = { ...verdict, failure: { ...verdict.failure, errorMessage: `${verdict.failure.errorMessage} (its side effects ran before: ${ran.join(', ')})` } };
+      unit.verdict = {
+        ...verdict,
+        failure: { ...verdict.failure, errorMessage: `${verdict.failure.errorMessage} (its side effects ran before: ${ran.join(', ')})` },
+      };
     }
   }
 
-  async #rounds(units: readonly Unit<Event>[], clock: InvocationClock, stops: ReadonlyMap<string, number>, effectsDone: Map<string, Unit>, deadLetter: DeadLetterNow | undefined): Promise<void> {
+  async #rounds(
+    units: readonly Unit<Event>[],
+    clock: InvocationClock,
+    stops: ReadonlyMap<string, number>,
+    effectsDone: Map<string, Unit>,
+    deadLetter: DeadLetterNow | undefined,
+  ): Promise<void> {
     const view = new Map<string, Known>();
     const limit = roundLimit(units.length);
     for (let round = 0; ; round += 1) {
       const pending = units.filter((unit) => unit.verdict === undefined);
       if (pending.length === 0) return;
       if (round >= limit) {
-        this.#options.logger?.error('the batch did not settle in its rounds; what is left is retried', { rounds: round, pending: pending.length });
+        this.#options.logger?.error('the batch did not settle in its rounds; what is left is retried', {
+          rounds: round,
+          pending: pending.length,
+        });
         for (const unit of pending) this.#fail(unit, new NotAttempted(`the batch did not settle in ${round} rounds`));
         return;
       }
@@ -157,7 +176,11 @@ export class BatchEngine<Event> {
   }
 
   /** Plans the round and packs it, planning again without the units that do not fit until all that is planned fits. */
-  #planAndPack(units: readonly Unit<Event>[], view: Map<string, Known>, stops: ReadonlyMap<string, number>): { plan: RoundPlan; packing: Packing | undefined } {
+  #planAndPack(
+    units: readonly Unit<Event>[],
+    view: Map<string, Known>,
+    stops: ReadonlyMap<string, number>,
+  ): { plan: RoundPlan; packing: Packing | undefined } {
     const { definition, config, cache, now } = this.#options;
     const deferred = new Set<Unit>();
     const believed = (key: ResolvedKey): Known => {
@@ -200,7 +223,13 @@ export class BatchEngine<Event> {
   /** Reads the units' inbox rows and reads again, each unit at its level, and settles what the rows say. */
   async #verify(units: ReadonlyMap<Unit, VerifyLevel>, view: Map<string, Known>): Promise<void> {
     const { client, config, definition, logger } = this.#options;
-    const deps: StateReadDeps = { client, config, tables: definition.tables, sleep: this.#sleep, ...(logger === undefined ? {} : { logger }) };
+    const deps: StateReadDeps = {
+      client,
+      config,
+      tables: definition.tables,
+      sleep: this.#sleep,
+      ...(logger === undefined ? {} : { logger }),
+    };
     const byLevel = (level: VerifyLevel) => [...units].filter(([, l]) => l === level).map(([unit]) => unit);
     const snapshot = byLevel('snapshot');
     const consistent = byLevel('consistent');
@@ -221,7 +250,12 @@ export class BatchEngine<Event> {
     for (const unit of units) {
       const error = read.unread.get(unit);
       if (error !== undefined) {
-        this.#fail(unit, new TransactionConflict(`its state could not be read ${snapshot ? 'in a consistent snapshot' : 'consistently'}`, { cause: error }));
+        this.#fail(
+          unit,
+          new TransactionConflict(`its state could not be read ${snapshot ? 'in a consistent snapshot' : 'consistently'}`, {
+            cause: error,
+          }),
+        );
         continue;
       }
       if (this.#settleFromInboxRow(unit, toInboxRow(read.found.get(inboxId(unit))))) continue;
@@ -260,7 +294,11 @@ export class BatchEngine<Event> {
       if (unit.delivery.redriveOf === row.messageId && row.payloadHash === unit.payloadHash) return false;
     }
     if (row.payloadHash === unit.payloadHash) {
-      this.#settle(unit, { kind: 'duplicate', storedPayloadHash: row.payloadHash, of: row.status === InboxStatus.DeadLettered ? 'dead-letter' : 'applied' });
+      this.#settle(unit, {
+        kind: 'duplicate',
+        storedPayloadHash: row.payloadHash,
+        of: row.status === InboxStatus.DeadLettered ? 'dead-letter' : 'applied',
+      });
     } else {
       this.#fail(unit, new IdempotencyConflict(unit.idempotencyKey, row.payloadHash, unit.payloadHash));
     }
@@ -280,7 +318,11 @@ export class BatchEngine<Event> {
     const roles: ActionRole[] = [];
     const units: Unit[] = [];
     for (const { unit, sideEffects } of plan.plans) {
-      if (sideEffects.length === 0 || sideEffects.every((request, position) => done.has(`${unit.idempotencyKey}#${request.name}#${position}`))) continue;
+      if (
+        sideEffects.length === 0 ||
+        sideEffects.every((request, position) => done.has(`${unit.idempotencyKey}#${request.name}#${position}`))
+      )
+        continue;
       const preflight = preflightActions(unit, plan.ops.values(), config, definition);
       if (preflight.ops.length === 0 || actions.length + preflight.actions.length > 100) continue;
       actions.push(...preflight.actions);
@@ -293,10 +335,17 @@ export class BatchEngine<Event> {
       return true;
     } catch (error) {
       if (error instanceof Error && error.name === 'TransactionCanceledException') {
-        this.#readCancellation({ actions, roles, units, bytes: 0 }, (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [], view);
+        this.#readCancellation(
+          { actions, roles, units, bytes: 0 },
+          (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [],
+          view,
+        );
         return false;
       }
-      logger?.warn('could not check the conditions of a commit before its side effects; its messages will be retried', { error: describeError(error), messages: units.length });
+      logger?.warn('could not check the conditions of a commit before its side effects; its messages will be retried', {
+        error: describeError(error),
+        messages: units.length,
+      });
       if (units.length > 1) for (const unit of units) unit.solo = true;
       else this.#fail(units[0]!, error);
       return false;
@@ -315,7 +364,9 @@ export class BatchEngine<Event> {
       executor = await this.#options.sideEffects();
     } catch (error) {
       // The guard could not be loaded (a broken deploy): only the units that asked for an effect fail.
-      this.#options.logger?.error('could not load the side-effect guard; the messages that ask for a side effect will be retried', { error: describeError(error) });
+      this.#options.logger?.error('could not load the side-effect guard; the messages that ask for a side effect will be retried', {
+        error: describeError(error),
+      });
       for (const { unit } of withEffects) this.#fail(unit, error);
       return false;
     }
@@ -375,17 +426,25 @@ export class BatchEngine<Event> {
       await client.send(new TransactWriteCommand({ TransactItems: transaction.actions }));
     } catch (error) {
       if (error instanceof Error && error.name === 'TransactionCanceledException') {
-        return this.#readCancellation(transaction, (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [], view);
+        return this.#readCancellation(
+          transaction,
+          (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [],
+          view,
+        );
       }
       if (transaction.units.length > 1) {
         // A failure of the shared request, not of one action: the units are committed apart, so
         // that only a unit's own commit can count one of its attempts.
-        logger?.warn('a shared transaction failed; its messages are committed one by one', { error: describeError(error), messages: transaction.units.length });
+        logger?.warn('a shared transaction failed; its messages are committed one by one', {
+          error: describeError(error),
+          messages: transaction.units.length,
+        });
         for (const unit of transaction.units) unit.solo = true;
         return false;
       }
       const [unit] = transaction.units;
-      if (error instanceof Error && error.name === 'ValidationException') this.#fail(unit!, new InvalidWrite(`DynamoDB refused the commit: ${error.message.slice(0, 300)}`, { cause: error }));
+      if (error instanceof Error && error.name === 'ValidationException')
+        this.#fail(unit!, new InvalidWrite(`DynamoDB refused the commit: ${error.message.slice(0, 300)}`, { cause: error }));
       else {
         logger?.warn('the commit failed; its message will be retried', { error: describeError(error) });
         this.#fail(unit!, error);
@@ -444,7 +503,12 @@ export class BatchEngine<Event> {
       }
     }
     for (const unit of reading.contended) this.#lose(unit, 'its commit kept losing to concurrent transactions or throttling');
-    logger?.debug('transaction cancelled', { reasons: reasons.map((r) => r.Code ?? 'None'), inboxRows: reading.inboxRows.length, stale: reading.stale.size, contended: reading.contended.size });
+    logger?.debug('transaction cancelled', {
+      reasons: reasons.map((r) => r.Code ?? 'None'),
+      inboxRows: reading.inboxRows.length,
+      stale: reading.stale.size,
+      contended: reading.contended.size,
+    });
     return reading.contended.size > 0;
   }
 
@@ -472,14 +536,16 @@ export class BatchEngine<Event> {
   async #deadLetterBeforeSuccessors(units: readonly Unit[], deadLetter: DeadLetterNow | undefined): Promise<void> {
     const lastPending = new Map<string, number>();
     for (const unit of units) {
-      if (unit.verdict === undefined && unit.delivery.scope !== undefined) lastPending.set(unit.delivery.scope, Math.max(unit.index, lastPending.get(unit.delivery.scope) ?? -1));
+      if (unit.verdict === undefined && unit.delivery.scope !== undefined)
+        lastPending.set(unit.delivery.scope, Math.max(unit.index, lastPending.get(unit.delivery.scope) ?? -1));
     }
     const due = units.filter(
       (unit) =>
         unit.verdict?.kind === 'failed' &&
         !unit.verdict.failure.retryable &&
         unit.verdict.sent !== true &&
-        (deadLetter !== undefined || (unit.verdict.alreadyMarked !== true && unit.verdict.failure.reason !== FailureReason.IdempotencyConflict)) &&
+        (deadLetter !== undefined ||
+          (unit.verdict.alreadyMarked !== true && unit.verdict.failure.reason !== FailureReason.IdempotencyConflict)) &&
         unit.delivery.scope !== undefined &&
         (lastPending.get(unit.delivery.scope) ?? -1) > unit.index,
     );
@@ -490,7 +556,8 @@ export class BatchEngine<Event> {
         const outcome = outcomes[i]!;
         const verdict = unit.verdict as Extract<UnitVerdict, { kind: 'failed' }>;
         if (outcome.kind === 'sent') unit.verdict = { kind: 'failed', failure: outcome.failure, alreadyMarked: true, sent: true };
-        else if (outcome.kind === 'duplicate') unit.verdict = { kind: 'duplicate', storedPayloadHash: outcome.storedPayloadHash, of: 'applied' };
+        else if (outcome.kind === 'duplicate')
+          unit.verdict = { kind: 'duplicate', storedPayloadHash: outcome.storedPayloadHash, of: 'applied' };
         else unit.verdict = { ...verdict, failure: outcome.failure };
       });
       return;
@@ -501,7 +568,17 @@ export class BatchEngine<Event> {
       due.map(async (unit) => {
         const verdict = unit.verdict as Extract<UnitVerdict, { kind: 'failed' }>;
         try {
-          const result = await writeDeadLetterMarker(client, config, { idempotencyKey: unit.idempotencyKey, payloadHash: unit.payloadHash, messageId: unit.delivery.messageId, failure: verdict.failure }, at);
+          const result = await writeDeadLetterMarker(
+            client,
+            config,
+            {
+              idempotencyKey: unit.idempotencyKey,
+              payloadHash: unit.payloadHash,
+              messageId: unit.delivery.messageId,
+              failure: verdict.failure,
+            },
+            at,
+          );
           if (result.kind === 'applied') {
             unit.verdict = undefined;
             this.#settleFromInboxRow(unit, result.row);

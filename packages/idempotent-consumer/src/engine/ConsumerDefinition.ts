@@ -1,5 +1,13 @@
 import { ConsumerDefinitionError, isConsumerError, MissingIdempotencyKey, ValidationError } from '../errors.js';
-import type { Decision, ErrorClassification, IdempotentConsumerOptions, ItemKey, SideEffectHandler, State, TableDefinition } from '../types.js';
+import type {
+  Decision,
+  ErrorClassification,
+  IdempotentConsumerOptions,
+  ItemKey,
+  SideEffectHandler,
+  State,
+  TableDefinition,
+} from '../types.js';
 
 /** Longest idempotency or ordering key, in UTF-8 bytes (the inbox key must fit DynamoDB's 2,048-byte partition key). */
 export const MAX_KEY_BYTES = 1024;
@@ -40,24 +48,36 @@ export function defineConsumer<Event>(options: IdempotentConsumerOptions<Event>)
   if (typeof options.decide !== 'function') problems.push('`decide` must be a function');
   const tables = options.tables ?? {};
   for (const [name, table] of Object.entries(tables)) {
-    if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name)) problems.push(`table name ${JSON.stringify(name)} must be 1 to 64 letters, digits or '_', starting with a letter`);
+    if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name))
+      problems.push(`table name ${JSON.stringify(name)} must be 1 to 64 letters, digits or '_', starting with a letter`);
     if (typeof table?.partitionKey !== 'string' || table.partitionKey === '') problems.push(`table ${name} needs a partitionKey`);
   }
   const versionAttribute = options.versionAttribute ?? '_version';
-  if (!/^[A-Za-z0-9_.-]{1,255}$/.test(versionAttribute)) problems.push(`versionAttribute ${JSON.stringify(versionAttribute)} is not a plain attribute name`);
+  if (!/^[A-Za-z0-9_.-]{1,255}$/.test(versionAttribute))
+    problems.push(`versionAttribute ${JSON.stringify(versionAttribute)} is not a plain attribute name`);
   for (const [name, effect] of Object.entries(options.sideEffects ?? {})) {
     if (typeof effect !== 'function') problems.push(`side effect ${name} must be a function`);
     // An effect key is `<idempotency key>#<name>#<position>`: a name without `#` keeps it one key's own.
-    if (name === '' || name.includes('#')) problems.push(`side effect name ${JSON.stringify(name)} must be non-empty and hold no '#' (it is part of the effect key)`);
+    if (name === '' || name.includes('#'))
+      problems.push(`side effect name ${JSON.stringify(name)} must be non-empty and hold no '#' (it is part of the effect key)`);
   }
   const keyField = typeof options.idempotencyKey === 'string' ? options.idempotencyKey : undefined;
-  if (typeof options.idempotencyKey !== 'string' && typeof options.idempotencyKey !== 'function') problems.push('`idempotencyKey` must be a field name or a function');
+  if (typeof options.idempotencyKey !== 'string' && typeof options.idempotencyKey !== 'function')
+    problems.push('`idempotencyKey` must be a field name or a function');
   if (problems.length > 0) throw new ConsumerDefinitionError(`invalid consumer options: ${problems.join('; ')}`);
 
-  const byField = <E>(field: string) => (event: E) => (event as Record<string, unknown>)[field] as string;
-  const idempotencyKeyOf: (event: Event) => string = keyField !== undefined ? byField(keyField) : (options.idempotencyKey as (event: Event) => string);
+  const byField =
+    <E>(field: string) =>
+    (event: E) =>
+      (event as Record<string, unknown>)[field] as string;
+  const idempotencyKeyOf: (event: Event) => string =
+    keyField !== undefined ? byField(keyField) : (options.idempotencyKey as (event: Event) => string);
   const orderingKeyOf: (event: Event) => string =
-    options.orderingKey === undefined ? idempotencyKeyOf : typeof options.orderingKey === 'string' ? byField(options.orderingKey) : options.orderingKey;
+    options.orderingKey === undefined
+      ? idempotencyKeyOf
+      : typeof options.orderingKey === 'string'
+        ? byField(options.orderingKey)
+        : options.orderingKey;
   const schema = options.schema;
 
   return {
@@ -76,11 +96,13 @@ export function defineConsumer<Event>(options: IdempotentConsumerOptions<Event>)
 }
 
 function validateWithSchema<Event>(schema: NonNullable<IdempotentConsumerOptions<Event>['schema']>, json: unknown): Event {
-  let result: ReturnType<typeof schema['~standard']['validate']>;
+  let result: ReturnType<(typeof schema)['~standard']['validate']>;
   try {
     result = schema['~standard'].validate(json);
   } catch (error) {
-    throw new ValidationError(`the schema could not validate the body (${error instanceof Error ? error.name : typeof error})`, [], { cause: error });
+    throw new ValidationError(`the schema could not validate the body (${error instanceof Error ? error.name : typeof error})`, [], {
+      cause: error,
+    });
   }
   if (result instanceof Promise) {
     throw new ConsumerDefinitionError('the schema validates asynchronously; use a synchronous schema (no async refinements)');
@@ -93,7 +115,10 @@ function validateWithSchema<Event>(schema: NonNullable<IdempotentConsumerOptions
         .join('.');
       return `${path || '(body)'}: ${issue.message.slice(0, 200)}`;
     });
-    throw new ValidationError(`the body fails the schema: ${issues.join('; ')}${result.issues.length > 10 ? ` (and ${result.issues.length - 10} more)` : ''}`, issues);
+    throw new ValidationError(
+      `the body fails the schema: ${issues.join('; ')}${result.issues.length > 10 ? ` (and ${result.issues.length - 10} more)` : ''}`,
+      issues,
+    );
   }
   return result.value;
 }
@@ -103,17 +128,23 @@ function parseWith<Event>(parse: (json: unknown) => Event, json: unknown): Event
     return parse(json);
   } catch (error) {
     if (isConsumerError(error) && !error.retryable) throw error;
-    throw new ValidationError(`the body could not be parsed: ${error instanceof Error ? error.message.slice(0, 200) : typeof error}`, [], { cause: error });
+    throw new ValidationError(`the body could not be parsed: ${error instanceof Error ? error.message.slice(0, 200) : typeof error}`, [], {
+      cause: error,
+    });
   }
 }
 
-function safeLogFields<Event>(logFields: IdempotentConsumerOptions<Event>['logFields'], event: Event): Record<string, string | number | boolean> {
+function safeLogFields<Event>(
+  logFields: IdempotentConsumerOptions<Event>['logFields'],
+  event: Event,
+): Record<string, string | number | boolean> {
   if (logFields === undefined) return {};
   try {
     const fields: Record<string, string | number | boolean> = {};
     for (const [name, value] of Object.entries(logFields(event)).slice(0, 20)) {
       if (value === undefined) continue;
-      fields[name.slice(0, 64)] = typeof value === 'string' && value.length > MAX_LOG_FIELD_LENGTH ? `${value.slice(0, MAX_LOG_FIELD_LENGTH - 1)}…` : value;
+      fields[name.slice(0, 64)] =
+        typeof value === 'string' && value.length > MAX_LOG_FIELD_LENGTH ? `${value.slice(0, MAX_LOG_FIELD_LENGTH - 1)}…` : value;
     }
     return fields;
   } catch {

@@ -19,7 +19,11 @@ export interface InvocationClock {
 
 /** Runs a guarded inline side effect (see `SideEffectRunner`). */
 export interface SideEffectExecutor {
-  run(request: SideEffectRequest, context: { readonly idempotencyKey: string; readonly effectKey: string }, clock: InvocationClock): Promise<void>;
+  run(
+    request: SideEffectRequest,
+    context: { readonly idempotencyKey: string; readonly effectKey: string },
+    clock: InvocationClock,
+  ): Promise<void>;
 }
 
 /** A unit's final state within the batch. */

@@ -73,7 +73,11 @@ export function userCondition(action: {
   readonly ExpressionAttributeValues?: Record<string, AttributeValue>;
 }): Expression | undefined {
   if (action.ConditionExpression === undefined || action.ConditionExpression.trim() === '') return undefined;
-  return { expression: action.ConditionExpression, names: action.ExpressionAttributeNames ?? {}, values: action.ExpressionAttributeValues ?? {} };
+  return {
+    expression: action.ConditionExpression,
+    names: action.ExpressionAttributeNames ?? {},
+    values: action.ExpressionAttributeValues ?? {},
+  };
 }
 
 /**

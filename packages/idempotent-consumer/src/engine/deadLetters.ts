@@ -87,13 +87,21 @@ export async function deadLetter(candidates: readonly DeadLetterCandidate[], dep
       if (idempotencyKey === undefined || payloadHash === undefined || candidate.alreadyMarked) return undefined;
       if (failure.reason === FailureReason.IdempotencyConflict) return undefined; // an applied row is there: nothing to mark
       try {
-        const result = await writeDeadLetterMarker(client, config, { idempotencyKey, payloadHash, messageId: candidate.delivery.messageId, failure }, at);
+        const result = await writeDeadLetterMarker(
+          client,
+          config,
+          { idempotencyKey, payloadHash, messageId: candidate.delivery.messageId, failure },
+          at,
+        );
         if (result.kind === 'marked') return undefined;
         // Applied meanwhile by another delivery: never dead-letter an applied message.
         if (result.row.payloadHash === payloadHash) return { kind: 'duplicate', storedPayloadHash: payloadHash };
         return { kind: 'sent', failure: classify(new IdempotencyConflict(idempotencyKey, result.row.payloadHash, payloadHash)) };
       } catch (error) {
-        logger?.warn('could not mark a message as dead-lettered; it will be retried', { messageId: candidate.delivery.messageId, error: describeError(error) });
+        logger?.warn('could not mark a message as dead-lettered; it will be retried', {
+          messageId: candidate.delivery.messageId,
+          error: describeError(error),
+        });
         return { kind: 'retry', failure: notCounted(error) };
       }
     }),
@@ -127,7 +135,10 @@ export async function deadLetter(candidates: readonly DeadLetterCandidate[], dep
         return;
       }
       const error = result === undefined ? new Error('no result for this dead letter') : result.error;
-      logger?.warn('could not send a message to the dead-letter queue; it will be retried', { messageId: candidate.delivery.messageId, error: describeError(error) });
+      logger?.warn('could not send a message to the dead-letter queue; it will be retried', {
+        messageId: candidate.delivery.messageId,
+        error: describeError(error),
+      });
       outcomes[index] = { kind: 'retry', failure: notCounted(error) };
     });
   }

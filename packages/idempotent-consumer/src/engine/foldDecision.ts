@@ -24,7 +24,15 @@ const OUTBOX_ITEM_OVERHEAD_BYTES = 2_048;
 const MAX_OUTBOX_ATTRIBUTES = 9;
 
 type WriteKind = 'Put' | 'Update' | 'Delete' | 'ConditionCheck';
-type WriteAction = { TableName?: string; Item?: Item; Key?: Item; ConditionExpression?: string; UpdateExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Item };
+type WriteAction = {
+  TableName?: string;
+  Item?: Item;
+  Key?: Item;
+  ConditionExpression?: string;
+  UpdateExpression?: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues?: Item;
+};
 
 /** What folding needs of the round. */
 export interface FoldContext {
@@ -39,7 +47,9 @@ export interface FoldContext {
 
 /** The one kind of a write, and its action. @throws ConsumerDefinitionError when it has none or several */
 export function writeKind(write: Write): { readonly kind: WriteKind; readonly action: WriteAction } {
-  const kinds = (['Put', 'Update', 'Delete', 'ConditionCheck'] as const).filter((kind) => write?.[kind] !== undefined && write[kind] !== null);
+  const kinds = (['Put', 'Update', 'Delete', 'ConditionCheck'] as const).filter(
+    (kind) => write?.[kind] !== undefined && write[kind] !== null,
+  );
   if (kinds.length !== 1) throw new ConsumerDefinitionError('each write must have exactly one of Put, Update, Delete, ConditionCheck');
   const kind = kinds[0]!;
   const action = write[kind] as WriteAction;
@@ -67,7 +77,10 @@ function checkMarshals(value: Readonly<Item> | undefined, what: string): Record<
       try {
         marshall({ [name]: inner }, MARSHALL_OPTIONS);
       } catch (innerError) {
-        throw new ConsumerDefinitionError(`${what}: attribute ${JSON.stringify(name.slice(0, 64))} cannot be written to DynamoDB (${reasonOf(innerError)})`, { cause: innerError });
+        throw new ConsumerDefinitionError(
+          `${what}: attribute ${JSON.stringify(name.slice(0, 64))} cannot be written to DynamoDB (${reasonOf(innerError)})`,
+          { cause: innerError },
+        );
       }
     }
     throw new ConsumerDefinitionError(`${what} cannot be written to DynamoDB (${reasonOf(error)})`, { cause: error });
@@ -112,7 +125,13 @@ export function jsonProblem(value: unknown): string | undefined {
  *   actions for its commit
  * @throws ValidationError when a key value taken from the message is empty, too long or not well-formed
  */
-export function foldDecision(unit: Unit, decision: Decision, ops: Map<string, ItemOp>, reads: ReadonlyMap<string, ResolvedKey>, context: FoldContext): { fold: () => void } | 'defer' {
+export function foldDecision(
+  unit: Unit,
+  decision: Decision,
+  ops: Map<string, ItemOp>,
+  reads: ReadonlyMap<string, ResolvedKey>,
+  context: FoldContext,
+): { fold: () => void } | 'defer' {
   const { definition, tableNames, believed } = context;
   const versionAttribute = definition.versionAttribute;
   const steps: (() => void)[] = [];
@@ -124,17 +143,22 @@ export function foldDecision(unit: Unit, decision: Decision, ops: Map<string, It
     const { kind, action } = writeKind(write);
     const table = action.TableName ?? '';
     const source = kind === 'Put' ? action.Item : action.Key;
-    if (source === undefined || source === null || typeof source !== 'object') throw new ConsumerDefinitionError(`a ${kind} on ${table} has no ${kind === 'Put' ? 'Item' : 'Key'}`);
+    if (source === undefined || source === null || typeof source !== 'object')
+      throw new ConsumerDefinitionError(`a ${kind} on ${table} has no ${kind === 'Put' ? 'Item' : 'Key'}`);
     const key = resolveKey(definition.tables, tableNames, table, source, `a ${kind}`);
     const what = `write ${position} (${kind} on ${table})`;
-    if (touched.has(key.id)) throw new ConsumerDefinitionError(`decide() wrote the same item of ${table} twice; DynamoDB allows one action per item in a transaction`);
+    if (touched.has(key.id))
+      throw new ConsumerDefinitionError(
+        `decide() wrote the same item of ${table} twice; DynamoDB allows one action per item in a transaction`,
+      );
     touched.add(key.id);
     checkVersionUntouched(kind, action, versionAttribute, what);
     const marshalled = checkMarshals(kind === 'Put' ? action.Item : action.Key, what);
     checkMarshals(action.ExpressionAttributeValues, `${what}, its ExpressionAttributeValues`);
     if (kind === 'Put') {
       const bytes = itemBytes(marshalled) + Buffer.byteLength(versionAttribute) + 18;
-      if (bytes > MAX_ITEM_BYTES) throw new InvalidWrite(`${what}: the item is about ${bytes} bytes, more than DynamoDB's ${MAX_ITEM_BYTES} (400 KB)`);
+      if (bytes > MAX_ITEM_BYTES)
+        throw new InvalidWrite(`${what}: the item is about ${bytes} bytes, more than DynamoDB's ${MAX_ITEM_BYTES} (400 KB)`);
     }
 
     const inReadSet = reads.has(key.id);
@@ -189,13 +213,17 @@ export function foldDecision(unit: Unit, decision: Decision, ops: Map<string, It
   if (!Array.isArray(sideEffects)) throw new ConsumerDefinitionError('decide() returned `sideEffects` that is not an array');
   for (const effect of sideEffects) {
     if (typeof effect?.name !== 'string' || !Object.hasOwn(definition.sideEffects, effect.name)) {
-      throw new ConsumerDefinitionError(`decide() asked for side effect ${JSON.stringify(effect?.name)}, which is not in the consumer's sideEffects`);
+      throw new ConsumerDefinitionError(
+        `decide() asked for side effect ${JSON.stringify(effect?.name)}, which is not in the consumer's sideEffects`,
+      );
     }
   }
   const items = new Set([...reads.keys(), ...touched]).size;
   const actions = 1 + outbox.length + items;
   if (actions > MAX_TRANSACTION_ACTIONS) {
-    throw new InvalidWrite(`its commit needs ${actions} actions (its inbox row, ${outbox.length} outgoing messages, ${items} items), more than one DynamoDB transaction takes (${MAX_TRANSACTION_ACTIONS})`);
+    throw new InvalidWrite(
+      `its commit needs ${actions} actions (its inbox row, ${outbox.length} outgoing messages, ${items} items), more than one DynamoDB transaction takes (${MAX_TRANSACTION_ACTIONS})`,
+    );
   }
   if (deferred) return 'defer';
   return {
@@ -212,7 +240,18 @@ export function foldDecision(unit: Unit, decision: Decision, ops: Map<string, It
 
 /** An item's action that only checks it is as believed (until a unit writes it). */
 export function readOp(key: ResolvedKey, base: Known, ops: Map<string, ItemOp>, context: Pick<FoldContext, 'newVersion'>): ItemOp {
-  const op: ItemOp = { key, base, inReadSet: true, kind: 'check', current: base.item, write: undefined, opaque: false, version: context.newVersion(), authors: [], readers: [] };
+  const op: ItemOp = {
+    key,
+    base,
+    inReadSet: true,
+    kind: 'check',
+    current: base.item,
+    write: undefined,
+    opaque: false,
+    version: context.newVersion(),
+    authors: [],
+    readers: [],
+  };
   ops.set(key.id, op);
   return op;
 }
@@ -222,16 +261,26 @@ function checkVersionUntouched(kind: WriteKind, action: WriteAction, versionAttr
   if (kind !== 'Update') return;
   const expression = action.UpdateExpression;
   if (typeof expression !== 'string' || expression.trim() === '') throw new ConsumerDefinitionError(`${what} has no UpdateExpression`);
-  const named = Object.entries(action.ExpressionAttributeNames ?? {}).some(([placeholder, name]) => name === versionAttribute && expression.includes(placeholder));
-  const literal = new RegExp(`(^|[^#:A-Za-z0-9_])${versionAttribute.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^A-Za-z0-9_])`).test(expression);
-  if (named || literal) throw new ConsumerDefinitionError(`${what} writes ${versionAttribute}, the engine's version attribute: leave it to the engine`);
+  const named = Object.entries(action.ExpressionAttributeNames ?? {}).some(
+    ([placeholder, name]) => name === versionAttribute && expression.includes(placeholder),
+  );
+  const literal = new RegExp(`(^|[^#:A-Za-z0-9_])${versionAttribute.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^A-Za-z0-9_])`).test(
+    expression,
+  );
+  if (named || literal)
+    throw new ConsumerDefinitionError(`${what} writes ${versionAttribute}, the engine's version attribute: leave it to the engine`);
 }
 
 /** @throws ConsumerDefinitionError or InvalidWrite for an outgoing message that cannot be written */
 function checkOutgoingMessage(message: unknown, position: number): void {
   const what = `outgoing message ${position}`;
   if (message === null || typeof message !== 'object' || !('body' in message)) throw new ConsumerDefinitionError(`${what} has no body`);
-  const { body, attributes, destination, messageGroupId } = message as { body: unknown; attributes?: Record<string, unknown>; destination?: unknown; messageGroupId?: unknown };
+  const { body, attributes, destination, messageGroupId } = message as {
+    body: unknown;
+    attributes?: Record<string, unknown>;
+    destination?: unknown;
+    messageGroupId?: unknown;
+  };
   let text: string | undefined;
   if (typeof body === 'string') text = body;
   else {
@@ -240,15 +289,31 @@ function checkOutgoingMessage(message: unknown, position: number): void {
     text = JSON.stringify(body);
     if (typeof text !== 'string') throw new ConsumerDefinitionError(`${what} has a body that is not JSON (${typeof body})`);
   }
-  if (destination !== undefined && (typeof destination !== 'string' || destination === '')) throw new ConsumerDefinitionError(`${what} has a destination that is not a non-empty string`);
-  if (messageGroupId !== undefined && (typeof messageGroupId !== 'string' || messageGroupId === '')) throw new ConsumerDefinitionError(`${what} has a messageGroupId that is not a non-empty string`);
+  if (destination !== undefined && (typeof destination !== 'string' || destination === ''))
+    throw new ConsumerDefinitionError(`${what} has a destination that is not a non-empty string`);
+  if (messageGroupId !== undefined && (typeof messageGroupId !== 'string' || messageGroupId === ''))
+    throw new ConsumerDefinitionError(`${what} has a messageGroupId that is not a non-empty string`);
   const entries = Object.entries(attributes ?? {});
-  if (entries.length > MAX_OUTBOX_ATTRIBUTES) throw new ConsumerDefinitionError(`${what} has ${entries.length} attributes; at most ${MAX_OUTBOX_ATTRIBUTES} (the relay adds outboxMessageId)`);
+  if (entries.length > MAX_OUTBOX_ATTRIBUTES)
+    throw new ConsumerDefinitionError(
+      `${what} has ${entries.length} attributes; at most ${MAX_OUTBOX_ATTRIBUTES} (the relay adds outboxMessageId)`,
+    );
   for (const [name, value] of entries) {
-    if (name === 'outboxMessageId' || !/^(?!\.)(?!.*\.\.)(?!.*\.$)(?!(?:aws|amazon)\.)[A-Za-z0-9_.-]{1,256}$/i.test(name) || typeof value !== 'string' || value === '') {
-      throw new ConsumerDefinitionError(`${what}: attribute ${JSON.stringify(name)} is reserved, not a name SQS and SNS accept, or has no string value`);
+    if (
+      name === 'outboxMessageId' ||
+      !/^(?!\.)(?!.*\.\.)(?!.*\.$)(?!(?:aws|amazon)\.)[A-Za-z0-9_.-]{1,256}$/i.test(name) ||
+      typeof value !== 'string' ||
+      value === ''
+    ) {
+      throw new ConsumerDefinitionError(
+        `${what}: attribute ${JSON.stringify(name)} is reserved, not a name SQS and SNS accept, or has no string value`,
+      );
     }
   }
-  const bytes = Buffer.byteLength(text, 'utf8') + OUTBOX_ITEM_OVERHEAD_BYTES + entries.reduce((sum, [name, value]) => sum + name.length + String(value).length, 0);
-  if (bytes > MAX_ITEM_BYTES) throw new InvalidWrite(`${what} is about ${bytes} bytes as an outbox item, more than DynamoDB's ${MAX_ITEM_BYTES} (400 KB)`);
+  const bytes =
+    Buffer.byteLength(text, 'utf8') +
+    OUTBOX_ITEM_OVERHEAD_BYTES +
+    entries.reduce((sum, [name, value]) => sum + name.length + String(value).length, 0);
+  if (bytes > MAX_ITEM_BYTES)
+    throw new InvalidWrite(`${what} is about ${bytes} bytes as an outbox item, more than DynamoDB's ${MAX_ITEM_BYTES} (400 KB)`);
 }

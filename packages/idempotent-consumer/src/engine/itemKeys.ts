@@ -72,7 +72,9 @@ export function resolveKey(
   const definition = Object.hasOwn(tables, table) ? tables[table] : undefined;
   const tableName = Object.hasOwn(tableNames, table) ? tableNames[table] : undefined;
   if (definition === undefined || tableName === undefined) {
-    throw new ConsumerDefinitionError(`${what} names table ${JSON.stringify(table)}, which is not one of the consumer's tables (${Object.keys(tables).join(', ') || 'none'})`);
+    throw new ConsumerDefinitionError(
+      `${what} names table ${JSON.stringify(table)}, which is not one of the consumer's tables (${Object.keys(tables).join(', ') || 'none'})`,
+    );
   }
   const names = keyNames(definition);
   const key: Item = {};
@@ -87,21 +89,27 @@ export function resolveKey(
       const limit = index === 0 ? MAX_PARTITION_KEY_BYTES : MAX_SORT_KEY_BYTES;
       if (value === '') throw new ValidationError(`${what} on table ${table}: key attribute ${name} is empty`);
       if (!value.isWellFormed()) throw new ValidationError(`${what} on table ${table}: key attribute ${name} is not well-formed Unicode`);
-      if (Buffer.byteLength(value, 'utf8') > limit) throw new ValidationError(`${what} on table ${table}: key attribute ${name} is longer than ${limit} bytes`);
+      if (Buffer.byteLength(value, 'utf8') > limit)
+        throw new ValidationError(`${what} on table ${table}: key attribute ${name} is longer than ${limit} bytes`);
     }
     if (typeof value === 'number' && Math.abs(value) > Number.MAX_SAFE_INTEGER) {
-      throw new ConsumerDefinitionError(`${what} on table ${table}: key attribute ${name} is a number beyond 2^53, which the AWS SDK refuses: give it as a BigInt or a NumberValue`);
+      throw new ConsumerDefinitionError(
+        `${what} on table ${table}: key attribute ${name} is a number beyond 2^53, which the AWS SDK refuses: give it as a BigInt or a NumberValue`,
+      );
     }
     if (value instanceof Uint8Array) {
       const limit = index === 0 ? MAX_PARTITION_KEY_BYTES : MAX_SORT_KEY_BYTES;
       if (value.byteLength === 0) throw new ValidationError(`${what} on table ${table}: key attribute ${name} is empty`);
-      if (value.byteLength > limit) throw new ValidationError(`${what} on table ${table}: key attribute ${name} is longer than ${limit} bytes`);
+      if (value.byteLength > limit)
+        throw new ValidationError(`${what} on table ${table}: key attribute ${name} is longer than ${limit} bytes`);
     }
     key[name] = value;
     parts.push(part);
   });
   if (what === 'read()' && Object.keys(source).length !== names.length) {
-    throw new ConsumerDefinitionError(`read() gave table ${table} a key with attributes ${Object.keys(source).join(', ')}; its key is ${names.join(', ')}`);
+    throw new ConsumerDefinitionError(
+      `read() gave table ${table} a key with attributes ${Object.keys(source).join(', ')}; its key is ${names.join(', ')}`,
+    );
   }
   return { table, tableName, key, id: `${table}\u0001${JSON.stringify(parts)}` };
 }

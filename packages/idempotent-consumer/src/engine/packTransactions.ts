@@ -46,7 +46,9 @@ export interface Packing {
 
 /** The size of an action's items, keys and values, in bytes (as DynamoDB sizes items). */
 export function actionBytes(action: TransactAction): number {
-  const body = Object.values(action).find((value) => value !== undefined) as { Item?: Item; Key?: Item; ExpressionAttributeValues?: Item } | undefined;
+  const body = Object.values(action).find((value) => value !== undefined) as
+    | { Item?: Item; Key?: Item; ExpressionAttributeValues?: Item }
+    | undefined;
   if (body === undefined) return 0;
   let bytes = 0;
   for (const part of [body.Item, body.Key, body.ExpressionAttributeValues]) {
@@ -88,7 +90,12 @@ export function packTransactions(plan: RoundPlan, builder: ActionBuilder): Packi
       const bytes = entries.reduce((sum, entry) => sum + actionBytes(entry.action), 0);
       if (transaction.actions.length + entries.length > MAX_TRANSACTION_ACTIONS || transaction.bytes + bytes > MAX_TRANSACTION_BYTES) {
         if (position === 0) {
-          tooLarge.set(p.unit, new InvalidWrite(`its commit needs ${entries.length} actions and about ${bytes} bytes, more than one DynamoDB transaction takes (100 actions, 4 MB)`));
+          tooLarge.set(
+            p.unit,
+            new InvalidWrite(
+              `its commit needs ${entries.length} actions and about ${bytes} bytes, more than one DynamoDB transaction takes (100 actions, 4 MB)`,
+            ),
+          );
         }
         for (const rest of members.slice(position === 0 ? 1 : position)) deferred.add(rest.unit);
         break;
@@ -105,7 +112,12 @@ export function packTransactions(plan: RoundPlan, builder: ActionBuilder): Packi
     const solo = transaction.units.some((unit) => unit.solo);
     const open = solo
       ? undefined
-      : transactions.find((t) => !t.units.some((unit) => unit.solo) && t.actions.length + transaction.actions.length <= MAX_TRANSACTION_ACTIONS && t.bytes + transaction.bytes <= MAX_TRANSACTION_BYTES);
+      : transactions.find(
+          (t) =>
+            !t.units.some((unit) => unit.solo) &&
+            t.actions.length + transaction.actions.length <= MAX_TRANSACTION_ACTIONS &&
+            t.bytes + transaction.bytes <= MAX_TRANSACTION_BYTES,
+        );
     if (open === undefined) {
       transactions.push(transaction);
     } else {

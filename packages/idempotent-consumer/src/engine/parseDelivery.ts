@@ -35,7 +35,11 @@ export interface UnparsedDelivery {
  *
  * Error messages never quote the body: a JSON error gives only its position.
  */
-export function parseDelivery<Event>(delivery: Delivery, definition: ConsumerDefinition<Event>, tableNames: Readonly<Record<string, string>>): ParsedDelivery<Event> | UnparsedDelivery {
+export function parseDelivery<Event>(
+  delivery: Delivery,
+  definition: ConsumerDefinition<Event>,
+  tableNames: Readonly<Record<string, string>>,
+): ParsedDelivery<Event> | UnparsedDelivery {
   let idempotencyKey: string | undefined;
   let hash: string | undefined;
   try {
@@ -46,12 +50,16 @@ export function parseDelivery<Event>(delivery: Delivery, definition: ConsumerDef
       json = delivery.parsedBody !== undefined ? delivery.parsedBody.value : JSON.parse(delivery.body);
     } catch (error) {
       const position = /position (\d+)/.exec(error instanceof Error ? error.message : '')?.[1];
-      throw new ValidationError(`the body is not valid JSON${position === undefined ? '' : ` (at position ${position})`}; ${delivery.body.length} characters`);
+      throw new ValidationError(
+        `the body is not valid JSON${position === undefined ? '' : ` (at position ${position})`}; ${delivery.body.length} characters`,
+      );
     }
     const field = definition.idempotencyKeyField;
     if (field !== undefined) {
       if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-        throw new ValidationError(`the body must be a JSON object, got ${Array.isArray(json) ? 'an array' : json === null ? 'null' : typeof json}`);
+        throw new ValidationError(
+          `the body must be a JSON object, got ${Array.isArray(json) ? 'an array' : json === null ? 'null' : typeof json}`,
+        );
       }
       const value = (json as Record<string, unknown>)[field];
       if (typeof value !== 'string' || value.trim() === '') {
@@ -64,7 +72,8 @@ export function parseDelivery<Event>(delivery: Delivery, definition: ConsumerDef
     const orderingKey = checkKey(definition.orderingKeyOf(event), 'ordering key');
     const itemKeys = definition.read(event);
     if (!Array.isArray(itemKeys)) throw new ConsumerDefinitionError('read() must return an array of { table, key }');
-    if (itemKeys.length > MAX_READS_PER_EVENT) throw new ConsumerDefinitionError(`read() named ${itemKeys.length} items; at most ${MAX_READS_PER_EVENT} per event`);
+    if (itemKeys.length > MAX_READS_PER_EVENT)
+      throw new ConsumerDefinitionError(`read() named ${itemKeys.length} items; at most ${MAX_READS_PER_EVENT} per event`);
     const seen = new Set<string>();
     const reads: ResolvedKey[] = [];
     for (const itemKey of itemKeys) {
@@ -76,7 +85,11 @@ export function parseDelivery<Event>(delivery: Delivery, definition: ConsumerDef
   } catch (error) {
     // A schema or parse function that throws something else than our errors is the body's fault.
     const known = isConsumerError(error) || error instanceof ConsumerDefinitionError;
-    const reason = known ? error : new ValidationError(`the body could not be validated (${error instanceof Error ? error.name : typeof error})`, [], { cause: error });
+    const reason = known
+      ? error
+      : new ValidationError(`the body could not be validated (${error instanceof Error ? error.name : typeof error})`, [], {
+          cause: error,
+        });
     return { ok: false, delivery, error: reason, idempotencyKey, payloadHash: hash };
   }
 }

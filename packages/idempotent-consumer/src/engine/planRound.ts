@@ -64,8 +64,10 @@ export function planRound(units: readonly Unit[], context: PlanContext): RoundPl
     waiting.push(unit);
   };
   const inRound = (unit: Unit) =>
-    plans.some((p) => p.unit.orderingKey === unit.orderingKey || (unit.delivery.scope !== undefined && p.unit.delivery.scope === unit.delivery.scope)) ||
-    unit.reads.some((key) => ops.has(key.id));
+    plans.some(
+      (p) =>
+        p.unit.orderingKey === unit.orderingKey || (unit.delivery.scope !== undefined && p.unit.delivery.scope === unit.delivery.scope),
+    ) || unit.reads.some((key) => ops.has(key.id));
   const writtenByOthers = (unit: Unit) => unit.reads.some((key) => (ops.get(key.id)?.authors.length ?? 0) > 0);
 
   for (const unit of units) {
@@ -78,7 +80,12 @@ export function planRound(units: readonly Unit[], context: PlanContext): RoundPl
       context.fail(unit, new NotAttempted('an earlier message of its message group or partition must be retried first'));
       continue;
     }
-    if (blockedChains.has(unit.orderingKey) || (scope !== undefined && blockedScopes.has(scope)) || context.deferred.has(unit) || unit.reads.some((key) => isolated.has(key.id))) {
+    if (
+      blockedChains.has(unit.orderingKey) ||
+      (scope !== undefined && blockedScopes.has(scope)) ||
+      context.deferred.has(unit) ||
+      unit.reads.some((key) => isolated.has(key.id))
+    ) {
       block(unit);
       continue;
     }
@@ -164,7 +171,8 @@ function stateOf(reads: ReadonlyMap<string, ResolvedKey>, current: (key: Resolve
     get: <T extends Item = Item>(table: string, key: Readonly<Item>): T | undefined => {
       const resolved = resolveKey(context.definition.tables, context.tableNames, table, key, 'state.get()');
       const named = reads.get(resolved.id);
-      if (named === undefined) throw new ConsumerDefinitionError(`decide() asked state.get() for an item of ${table} that read() did not name`);
+      if (named === undefined)
+        throw new ConsumerDefinitionError(`decide() asked state.get() for an item of ${table} that read() did not name`);
       const item = current(named);
       return item === undefined ? undefined : (cloneValue(item) as T);
     },

@@ -64,7 +64,11 @@ interface Working {
  *
  * @returns one result per delivery, in order; never rejects
  */
-export async function processDeliveries<Event>(deliveries: readonly Delivery[], deps: ProcessDeliveriesDeps<Event>, clock: InvocationClock): Promise<DeliveryResult[]> {
+export async function processDeliveries<Event>(
+  deliveries: readonly Delivery[],
+  deps: ProcessDeliveriesDeps<Event>,
+  clock: InvocationClock,
+): Promise<DeliveryResult[]> {
   const started = performance.now();
   const { definition, config, engine, logger } = deps;
   const parsed = deliveries.map((delivery) => parseDelivery(delivery, definition, config.tables));
@@ -72,9 +76,30 @@ export async function processDeliveries<Event>(deliveries: readonly Delivery[], 
   const stops = new Map<string, number>();
   const working: Working[] = parsed.map((p, index) => {
     if (p.ok) {
-      const unit: Unit<Event> = { ...p, index, verified: false, snapshot: false, losses: 0, solo: false, verdict: undefined, settledAt: undefined };
+      const unit: Unit<Event> = {
+        ...p,
+        index,
+        verified: false,
+        snapshot: false,
+        losses: 0,
+        solo: false,
+        verdict: undefined,
+        settledAt: undefined,
+      };
       units.push(unit);
-      return { delivery: p.delivery, index, unit, idempotencyKey: p.idempotencyKey, payloadHash: p.payloadHash, orderingKey: p.orderingKey, fields: p.fields, verdict: { kind: 'applied' }, alreadyMarked: false, sent: false, settledAt: started };
+      return {
+        delivery: p.delivery,
+        index,
+        unit,
+        idempotencyKey: p.idempotencyKey,
+        payloadHash: p.payloadHash,
+        orderingKey: p.orderingKey,
+        fields: p.fields,
+        verdict: { kind: 'applied' },
+        alreadyMarked: false,
+        sent: false,
+        settledAt: started,
+      };
     }
     const failure = classify(p.error, definition.classifyError);
     // Failed before it could be decided (parsing, keys, `read`): its FIFO group or Kafka partition stops here too (case C25).
@@ -114,7 +139,14 @@ export async function processDeliveries<Event>(deliveries: readonly Delivery[], 
     else {
       work.alreadyMarked = verdict.alreadyMarked === true;
       work.sent = verdict.sent === true;
-      work.verdict = verdict.failure.retryable ? { kind: 'retry', failure: verdict.failure, attempt: undefined, ...(verdict.failure.retryAt === undefined ? {} : { retryAt: verdict.failure.retryAt }) } : { kind: 'dead-lettered', failure: verdict.failure, attempt: undefined };
+      work.verdict = verdict.failure.retryable
+        ? {
+            kind: 'retry',
+            failure: verdict.failure,
+            attempt: undefined,
+            ...(verdict.failure.retryAt === undefined ? {} : { retryAt: verdict.failure.retryAt }),
+          }
+        : { kind: 'dead-lettered', failure: verdict.failure, attempt: undefined };
     }
   }
 
@@ -163,7 +195,10 @@ async function countAttempts(working: Working[], deps: ProcessDeliveriesDeps<unk
         });
         work.verdict = count >= max ? exhausted(verdict.failure, count) : { ...verdict, attempt: count };
       } catch (error) {
-        logger?.warn('could not count a failed attempt; the event source mapping retry limit applies', { messageId: delivery.messageId, error: describeError(error) });
+        logger?.warn('could not count a failed attempt; the event source mapping retry limit applies', {
+          messageId: delivery.messageId,
+          error: describeError(error),
+        });
       }
     }),
   );
@@ -192,7 +227,13 @@ function exhausted(last: Classification, attempt: number): Verdict {
   return {
     kind: 'dead-lettered',
     attempt,
-    failure: { retryable: false, reason: FailureReason.RetriesExhausted, errorType: last.errorType, errorMessage: last.errorMessage, countsAsAttempt: true },
+    failure: {
+      retryable: false,
+      reason: FailureReason.RetriesExhausted,
+      errorType: last.errorType,
+      errorMessage: last.errorMessage,
+      countsAsAttempt: true,
+    },
   };
 }
 
@@ -210,9 +251,15 @@ function stopScopes(working: Working[], logger: Logger | undefined): void {
     if (scope === undefined) continue;
     if (stopped.has(scope)) {
       if (work.verdict.kind === 'applied') {
-        logger?.error('an applied message follows one that must be retried in its message group or partition', { messageId: work.delivery.messageId });
+        logger?.error('an applied message follows one that must be retried in its message group or partition', {
+          messageId: work.delivery.messageId,
+        });
       } else if (work.verdict.kind !== 'retry' || work.verdict.failure.countsAsAttempt) {
-        work.verdict = { kind: 'retry', attempt: undefined, failure: classify(new NotAttempted('an earlier message of its message group or partition must be retried first')) };
+        work.verdict = {
+          kind: 'retry',
+          attempt: undefined,
+          failure: classify(new NotAttempted('an earlier message of its message group or partition must be retried first')),
+        };
       }
       continue;
     }
@@ -223,13 +270,27 @@ function stopScopes(working: Working[], logger: Logger | undefined): void {
 /** A working delivery as a dead-letter candidate. */
 function candidateOf(work: Working): DeadLetterCandidate {
   const verdict = work.verdict as Extract<Verdict, { kind: 'dead-lettered' }>;
-  return { delivery: work.delivery, idempotencyKey: work.idempotencyKey, payloadHash: work.payloadHash, failure: verdict.failure, attempt: verdict.attempt ?? receiveAttempt(work.delivery), alreadyMarked: work.alreadyMarked };
+  return {
+    delivery: work.delivery,
+    idempotencyKey: work.idempotencyKey,
+    payloadHash: work.payloadHash,
+    failure: verdict.failure,
+    attempt: verdict.attempt ?? receiveAttempt(work.delivery),
+    alreadyMarked: work.alreadyMarked,
+  };
 }
 
 /** A unit the engine dead-letters before its successors commit, as a candidate. */
 function candidateOfUnit(unit: Unit): DeadLetterCandidate {
   const verdict = unit.verdict as Extract<UnitVerdict, { kind: 'failed' }>;
-  return { delivery: unit.delivery, idempotencyKey: unit.idempotencyKey, payloadHash: unit.payloadHash, failure: verdict.failure, attempt: receiveAttempt(unit.delivery), alreadyMarked: verdict.alreadyMarked === true };
+  return {
+    delivery: unit.delivery,
+    idempotencyKey: unit.idempotencyKey,
+    payloadHash: unit.payloadHash,
+    failure: verdict.failure,
+    attempt: receiveAttempt(unit.delivery),
+    alreadyMarked: verdict.alreadyMarked === true,
+  };
 }
 
 /** An SQS message's receive count (an upper bound of its attempts); `undefined` on Kafka. */
@@ -256,10 +317,20 @@ function applyOutcome(work: Working, outcome: DeadLetterOutcome): void {
  * dead letter that could not be sent afterwards would stop the group behind applied messages. If
  * it cannot be sent, its scope stops there (retried, not counted).
  */
-async function deadLetterBeforeSuccessors(working: Working[], stops: Map<string, number>, deps: ProcessDeliveriesDeps<unknown>): Promise<void> {
+async function deadLetterBeforeSuccessors(
+  working: Working[],
+  stops: Map<string, number>,
+  deps: ProcessDeliveriesDeps<unknown>,
+): Promise<void> {
   const lastOfScope = new Map<string, number>();
   for (const work of working) if (work.delivery.scope !== undefined) lastOfScope.set(work.delivery.scope, work.index);
-  const early = working.filter((work) => work.unit === undefined && work.verdict.kind === 'dead-lettered' && work.delivery.scope !== undefined && (lastOfScope.get(work.delivery.scope) ?? -1) > work.index);
+  const early = working.filter(
+    (work) =>
+      work.unit === undefined &&
+      work.verdict.kind === 'dead-lettered' &&
+      work.delivery.scope !== undefined &&
+      (lastOfScope.get(work.delivery.scope) ?? -1) > work.index,
+  );
   if (early.length === 0) return;
   const outcomes = await deadLetter(early.map(candidateOf), deps);
   early.forEach((work, i) => {
@@ -318,14 +389,24 @@ function reportedDeliveries(working: readonly Working[]): Set<number> {
 /** Counts, for SQS, the receives in which a reported message was not attempted. */
 async function countSkips(working: readonly Working[], reported: ReadonlySet<number>, deps: ProcessDeliveriesDeps<unknown>): Promise<void> {
   const skipped = working.filter(
-    (work) => reported.has(work.index) && work.delivery.attempts.kind === 'receive-count' && work.verdict.kind === 'retry' && !work.verdict.failure.countsAsAttempt,
+    (work) =>
+      reported.has(work.index) &&
+      work.delivery.attempts.kind === 'receive-count' &&
+      work.verdict.kind === 'retry' &&
+      !work.verdict.failure.countsAsAttempt,
   );
   await Promise.all(
     skipped.map(async (work) => {
       try {
-        await deps.attempts.recordSkip(work.delivery.attempts.sourceId, work.verdict.kind === 'retry' ? work.verdict.failure.errorMessage : '');
+        await deps.attempts.recordSkip(
+          work.delivery.attempts.sourceId,
+          work.verdict.kind === 'retry' ? work.verdict.failure.errorMessage : '',
+        );
       } catch (error) {
-        deps.logger?.warn('could not count a receive that was not an attempt', { messageId: work.delivery.messageId, error: describeError(error) });
+        deps.logger?.warn('could not count a receive that was not an attempt', {
+          messageId: work.delivery.messageId,
+          error: describeError(error),
+        });
       }
     }),
   );
@@ -334,7 +415,13 @@ async function countSkips(working: readonly Working[], reported: ReadonlySet<num
 function observe(result: DeliveryResult, observer: OutcomeObserver): void {
   const { verdict } = result;
   const outcome =
-    verdict.kind === 'applied' ? Outcome.Applied : verdict.kind === 'duplicate' ? Outcome.Duplicate : verdict.kind === 'dead-lettered' ? Outcome.DeadLettered : Outcome.Retried;
+    verdict.kind === 'applied'
+      ? Outcome.Applied
+      : verdict.kind === 'duplicate'
+        ? Outcome.Duplicate
+        : verdict.kind === 'dead-lettered'
+          ? Outcome.DeadLettered
+          : Outcome.Retried;
   const failure = verdict.kind === 'retry' || verdict.kind === 'dead-lettered' ? verdict.failure : undefined;
   observer.onOutcome({
     outcome,

@@ -53,7 +53,11 @@ const REFUSAL = new Set(['ValidationError', 'ItemCollectionSizeLimitExceeded']);
  * @param reasons - `CancellationReasons`, in the same order
  * @param versionAttribute - the engine's version attribute, to tell a changed item from a failed user condition
  */
-export function readCancellation(roles: readonly ActionRole[], reasons: readonly CancellationReason[], versionAttribute: string): CancellationReading {
+export function readCancellation(
+  roles: readonly ActionRole[],
+  reasons: readonly CancellationReason[],
+  versionAttribute: string,
+): CancellationReading {
   const inboxRows: { unit: Unit; row: InboxRow }[] = [];
   const observed = new Map<string, Known>();
   const stale = new Set<Unit>();

@@ -79,7 +79,9 @@ export async function readConsistently(units: readonly Unit[], deps: StateReadDe
   const found = new Map<string, Item | undefined>();
   const failed = new Map<string, unknown>();
   const ids = [...wanted.keys()];
-  const chunks = Array.from({ length: Math.ceil(ids.length / MAX_BATCH_GET_KEYS) }, (_, i) => ids.slice(i * MAX_BATCH_GET_KEYS, (i + 1) * MAX_BATCH_GET_KEYS));
+  const chunks = Array.from({ length: Math.ceil(ids.length / MAX_BATCH_GET_KEYS) }, (_, i) =>
+    ids.slice(i * MAX_BATCH_GET_KEYS, (i + 1) * MAX_BATCH_GET_KEYS),
+  );
   await Promise.all(
     chunks.map(async (chunk) => {
       let pending = chunk;
@@ -156,7 +158,11 @@ export async function readSnapshot(units: readonly Unit[], deps: StateReadDeps):
       let lastError: unknown;
       for (let attempt = 0; attempt < SNAPSHOT_TRIES; attempt += 1) {
         try {
-          const output = await client.send(new TransactGetCommand({ TransactItems: ids.map((id) => ({ Get: { TableName: chunk.keys.get(id)!.tableName, Key: chunk.keys.get(id)!.key } })) }));
+          const output = await client.send(
+            new TransactGetCommand({
+              TransactItems: ids.map((id) => ({ Get: { TableName: chunk.keys.get(id)!.tableName, Key: chunk.keys.get(id)!.key } })),
+            }),
+          );
           ids.forEach((id, i) => found.set(id, output.Responses?.[i]?.Item as Item | undefined));
           return;
         } catch (error) {

@@ -19,7 +19,11 @@ import type { ItemOp, Unit } from './Unit.js';
 export type TransactAction = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** The unit's inbox row: applied, conditional on the key's row being absent (or, for a redrive, its dead letter's marker). */
-export function inboxAction(unit: Unit, config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds'>, at: Date): TransactAction {
+export function inboxAction(
+  unit: Unit,
+  config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds'>,
+  at: Date,
+): TransactAction {
   return {
     Put: appliedRowPut({
       tableName: config.inboxTable,
@@ -35,7 +39,12 @@ export function inboxAction(unit: Unit, config: Pick<RuntimeConfig, 'inboxTable'
 }
 
 /** The unit's outbox items, one per outgoing message, ids stable per key and position. */
-export function outboxActions(unit: Unit, outbox: readonly OutgoingMessage[], config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds'>, at: Date): TransactAction[] {
+export function outboxActions(
+  unit: Unit,
+  outbox: readonly OutgoingMessage[],
+  config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds'>,
+  at: Date,
+): TransactAction[] {
   return outbox.map((message, position) => ({
     Put: outboxPut({
       tableName: config.inboxTable,
@@ -59,7 +68,10 @@ export function outboxActions(unit: Unit, outbox: readonly OutgoingMessage[], co
  *
  * Every `Put` and `Update` writes the action's new version.
  */
-export function itemAction(op: ItemOp, definition: Pick<ConsumerDefinition<unknown>, 'tables' | 'versionAttribute'>): TransactAction | undefined {
+export function itemAction(
+  op: ItemOp,
+  definition: Pick<ConsumerDefinition<unknown>, 'tables' | 'versionAttribute'>,
+): TransactAction | undefined {
   const tableName = op.key.tableName;
   const versionAttribute = definition.versionAttribute;
   if (!op.inReadSet) {
@@ -82,7 +94,10 @@ export function itemAction(op: ItemOp, definition: Pick<ConsumerDefinition<unkno
     return { [kind]: { ...action, TableName: tableName, ...failureItem } } as TransactAction;
   }
   const partitionKey = definition.tables[op.key.table]!.partitionKey;
-  const condition = and(op.write === undefined ? undefined : userCondition(writeKind(op.write).action), unchangedCondition(op.base, partitionKey, versionAttribute));
+  const condition = and(
+    op.write === undefined ? undefined : userCondition(writeKind(op.write).action),
+    unchangedCondition(op.base, partitionKey, versionAttribute),
+  );
   const conditioned = (extra?: Expression) => {
     const names = { ...condition.names, ...(extra?.names ?? {}) };
     const values = { ...condition.values, ...(extra?.values ?? {}) };
@@ -106,7 +121,11 @@ export function itemAction(op: ItemOp, definition: Pick<ConsumerDefinition<unkno
           TableName: tableName,
           Key: op.key.key,
           UpdateExpression: set.expression,
-          ...conditioned({ expression: '', names: { ...(update.ExpressionAttributeNames ?? {}), ...set.names }, values: { ...(update.ExpressionAttributeValues ?? {}), ...set.values } }),
+          ...conditioned({
+            expression: '',
+            names: { ...(update.ExpressionAttributeNames ?? {}), ...set.names },
+            values: { ...(update.ExpressionAttributeValues ?? {}), ...set.values },
+          }),
         },
       };
     }
@@ -116,7 +135,11 @@ export function itemAction(op: ItemOp, definition: Pick<ConsumerDefinition<unkno
 }
 
 /** The placeholders of `names` and `values` that `expression` uses (a condition must use every one it sends). */
-export function usedPlaceholders(expression: string, names: Readonly<Record<string, string>>, values: Readonly<Record<string, unknown>>): { names: Record<string, string>; values: Record<string, unknown> } {
+export function usedPlaceholders(
+  expression: string,
+  names: Readonly<Record<string, string>>,
+  values: Readonly<Record<string, unknown>>,
+): { names: Record<string, string>; values: Record<string, unknown> } {
   const used = new Set(expression.match(/[#:][A-Za-z0-9_]+/g) ?? []);
   return {
     names: Object.fromEntries(Object.entries(names).filter(([placeholder]) => used.has(placeholder))),
@@ -153,7 +176,11 @@ export function preflightActions(
   for (const op of ops) {
     if (!op.authors.includes(unit) || op.write === undefined || userCondition(writeKind(op.write).action) === undefined) continue;
     const action = itemAction(op, definition);
-    const body = Object.values(action ?? {}).find((value) => value !== undefined) as { ConditionExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Record<string, unknown> };
+    const body = Object.values(action ?? {}).find((value) => value !== undefined) as {
+      ConditionExpression?: string;
+      ExpressionAttributeNames?: Record<string, string>;
+      ExpressionAttributeValues?: Record<string, unknown>;
+    };
     if (body?.ConditionExpression === undefined) continue;
     const used = usedPlaceholders(body.ConditionExpression, body.ExpressionAttributeNames ?? {}, body.ExpressionAttributeValues ?? {});
     actions.push({

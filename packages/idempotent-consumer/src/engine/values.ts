@@ -33,7 +33,13 @@ export function canonicalNumber(text: string): string | undefined {
 
 /** Whether `value` is the document client's `NumberValue` (from this copy of the SDK or another one). */
 export function isNumberValue(value: unknown): value is NumberValue {
-  return value instanceof NumberValue || (value !== null && typeof value === 'object' && value.constructor?.name === 'NumberValue' && typeof (value as { value?: unknown }).value === 'string');
+  return (
+    value instanceof NumberValue ||
+    (value !== null &&
+      typeof value === 'object' &&
+      value.constructor?.name === 'NumberValue' &&
+      typeof (value as { value?: unknown }).value === 'string')
+  );
 }
 
 /**

@@ -100,7 +100,8 @@ export class AttemptLog {
           new UpdateCommand({
             TableName: this.#options.tableName,
             Key: { [tableKeys.inbox.partitionKey]: this.key(sourceId) },
-            UpdateExpression: 'ADD #skips :one SET #kind = :kind, #consumer = :consumer, #lastSkip = :why, #lastSkippedAt = :at, #expiresAt = :expiresAt, #token = :token',
+            UpdateExpression:
+              'ADD #skips :one SET #kind = :kind, #consumer = :consumer, #lastSkip = :why, #lastSkippedAt = :at, #expiresAt = :expiresAt, #token = :token',
             ConditionExpression: 'attribute_not_exists(#token) OR #token <> :token',
             ExpressionAttributeNames: {
               '#token': 'lastWriteToken',
@@ -151,7 +152,12 @@ export class AttemptLog {
         const output = await this.#options.client.send(
           new BatchGetCommand({
             RequestItems: {
-              [this.#options.tableName]: { Keys: pending.slice(i, i + 100).map((key) => ({ [pk]: key })), ConsistentRead: true, ProjectionExpression: '#pk, #skips', ExpressionAttributeNames: { '#pk': pk, '#skips': 'skips' } },
+              [this.#options.tableName]: {
+                Keys: pending.slice(i, i + 100).map((key) => ({ [pk]: key })),
+                ConsistentRead: true,
+                ProjectionExpression: '#pk, #skips',
+                ExpressionAttributeNames: { '#pk': pk, '#skips': 'skips' },
+              },
             },
           }),
         );
@@ -262,7 +268,10 @@ export class AttemptLog {
  */
 function countWrittenBy(error: unknown, token: string): number | undefined {
   const item = (error as { Item?: Record<string, unknown> }).Item;
-  const value = (attribute: unknown): unknown => (attribute !== null && typeof attribute === 'object' ? ((attribute as { S?: unknown; N?: unknown }).S ?? (attribute as { N?: unknown }).N) : attribute);
+  const value = (attribute: unknown): unknown =>
+    attribute !== null && typeof attribute === 'object'
+      ? ((attribute as { S?: unknown; N?: unknown }).S ?? (attribute as { N?: unknown }).N)
+      : attribute;
   if (item === undefined || value(item.lastWriteToken) !== token) return undefined;
   const attempts = Number(value(item.attempts));
   return Number.isFinite(attempts) && attempts > 0 ? attempts : 1;

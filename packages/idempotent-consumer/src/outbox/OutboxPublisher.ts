@@ -99,7 +99,10 @@ export class OutboxPublisher {
         const at = options.now();
         state.sent = true;
         state.publishDelayMs = Math.max(0, at.getTime() - Date.parse(message.createdAt));
-        return { publishedAt: at.toISOString(), ...(receipt.destinationMessageId === undefined ? {} : { destinationMessageId: receipt.destinationMessageId }) };
+        return {
+          publishedAt: at.toISOString(),
+          ...(receipt.destinationMessageId === undefined ? {} : { destinationMessageId: receipt.destinationMessageId }),
+        };
       },
       { persistenceStore: options.persistenceStore, config: this.#config, keyPrefix: options.keyPrefix },
     );
@@ -144,12 +147,19 @@ export class OutboxPublisher {
           UpdateExpression: 'SET #publishedAt = :publishedAt, #ttl = :expiresAt',
           ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#publishedAt)',
           ExpressionAttributeNames: { '#pk': partitionKey, '#publishedAt': 'publishedAt', '#ttl': ttlAttribute },
-          ExpressionAttributeValues: { ':publishedAt': publishedAt, ':expiresAt': expiresAt(this.#options.now(), this.#options.publishedTtlSeconds) },
+          ExpressionAttributeValues: {
+            ':publishedAt': publishedAt,
+            ':expiresAt': expiresAt(this.#options.now(), this.#options.publishedTtlSeconds),
+          },
         }),
       );
       return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException || (error as { name?: string } | null)?.name === 'ConditionalCheckFailedException') return false;
+      if (
+        error instanceof ConditionalCheckFailedException ||
+        (error as { name?: string } | null)?.name === 'ConditionalCheckFailedException'
+      )
+        return false;
       throw error;
     }
   }

@@ -124,12 +124,16 @@ async function buildEnvironment(options: OutboxRelayOptions, runtime: OutboxRela
   const config = readOutboxRelayConfig(variables);
   const inCode = options.destinations ?? {};
   if (Object.keys(config.destinations).length === 0 && Object.keys(inCode).length === 0) {
-    throw new EnvironmentError([`no outbox destination: set ${destinationEnvironmentVariable(DEFAULT_DESTINATION)} (an SNS topic ARN or an SQS queue URL) or pass destinations in code`]);
+    throw new EnvironmentError([
+      `no outbox destination: set ${destinationEnvironmentVariable(DEFAULT_DESTINATION)} (an SNS topic ARN or an SQS queue URL) or pass destinations in code`,
+    ]);
   }
   const dynamoDb = runtime.clients?.dynamoDb ?? new DynamoDBClient({});
   const documentClient = DynamoDBDocumentClient.from(dynamoDb, { marshallOptions: { removeUndefinedValues: true } });
   const logger = runtime.logger ?? new Logger({ serviceName: config.consumerName });
-  const metrics = runtime.metrics ?? new Metrics({ namespace: variables.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE, serviceName: config.consumerName });
+  const metrics =
+    runtime.metrics ??
+    new Metrics({ namespace: variables.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE, serviceName: config.consumerName });
   const now = runtime.now ?? (() => new Date());
 
   const fromEnvironment = new Map<string, OutboxDestination>();
@@ -138,7 +142,10 @@ async function buildEnvironment(options: OutboxRelayOptions, runtime: OutboxRela
       variable,
       target.kind === 'sns'
         ? snsTopicDestination({ topicArn: target.topicArn, ...(runtime.clients?.sns === undefined ? {} : { client: runtime.clients.sns }) })
-        : sqsQueueDestination({ queueUrl: target.queueUrl, ...(runtime.clients?.sqs === undefined ? {} : { client: runtime.clients.sqs }) }),
+        : sqsQueueDestination({
+            queueUrl: target.queueUrl,
+            ...(runtime.clients?.sqs === undefined ? {} : { client: runtime.clients.sqs }),
+          }),
     );
   }
   const destination = (logicalName: string): OutboxDestination => {
@@ -150,7 +157,8 @@ async function buildEnvironment(options: OutboxRelayOptions, runtime: OutboxRela
       throw new OutboxMessageError((error as Error).message);
     }
     const found = fromEnvironment.get(variable);
-    if (found === undefined) throw new OutboxMessageError(`no outbox destination named ${JSON.stringify(logicalName)}: set ${variable} or pass it in code`);
+    if (found === undefined)
+      throw new OutboxMessageError(`no outbox destination named ${JSON.stringify(logicalName)}: set ${variable} or pass it in code`);
     return found;
   };
 
@@ -198,20 +206,34 @@ async function relayBatch(event: DynamoDBStreamEvent, context: Context, env: Rel
       if (result.sent) {
         counts.published += 1;
         addMetric(OutboxMetricName.OutboxMessagesPublished, MetricUnit.Count, 1);
-        if (result.publishDelayMs !== undefined) addMetric(OutboxMetricName.OutboxPublishDelay, MetricUnit.Milliseconds, result.publishDelayMs);
+        if (result.publishDelayMs !== undefined)
+          addMetric(OutboxMetricName.OutboxPublishDelay, MetricUnit.Milliseconds, result.publishDelayMs);
       } else {
         counts.replayed += 1;
       }
       try {
-        onRelayed?.({ messageId: verdict.message.messageId, destination: verdict.message.destination, sent: result.sent, marked: result.marked });
+        onRelayed?.({
+          messageId: verdict.message.messageId,
+          destination: verdict.message.destination,
+          sent: result.sent,
+          marked: result.marked,
+        });
       } catch (error) {
         logger.warn('the onRelayed observer threw; the record counts as relayed', { sequenceNumber, error: describeError(error) });
       }
-      logger.debug('outbox message relayed', { sequenceNumber, messageId: verdict.message.messageId, sent: result.sent, marked: result.marked });
+      logger.debug('outbox message relayed', {
+        sequenceNumber,
+        messageId: verdict.message.messageId,
+        sent: result.sent,
+        marked: result.marked,
+      });
     } catch (error) {
       counts.failed += 1;
       addMetric(OutboxMetricName.OutboxPublishFailures, MetricUnit.Count, 1);
-      logger.error('outbox record failed; the batch is retried from the first failed record', { sequenceNumber, error: describeError(error) });
+      logger.error('outbox record failed; the batch is retried from the first failed record', {
+        sequenceNumber,
+        error: describeError(error),
+      });
       throw error;
     }
   };

@@ -5,9 +5,21 @@
  *
  * @module
  */
-export { createOutboxRelay, type OutboxRelayHandler, type OutboxRelayOptions, type OutboxRelayRuntimeOptions, type RelayedMessage } from './createOutboxRelay.js';
+export {
+  createOutboxRelay,
+  type OutboxRelayHandler,
+  type OutboxRelayOptions,
+  type OutboxRelayRuntimeOptions,
+  type RelayedMessage,
+} from './createOutboxRelay.js';
 export { OutboxMetricName } from './outboxMetrics.js';
-export { MESSAGE_ID_ATTRIBUTE, OutboxMessageError, type OutboxDestination, type OutboxMessage, type PublishReceipt } from './OutboxDestination.js';
+export {
+  MESSAGE_ID_ATTRIBUTE,
+  OutboxMessageError,
+  type OutboxDestination,
+  type OutboxMessage,
+  type PublishReceipt,
+} from './OutboxDestination.js';
 export { snsTopicDestination } from './snsTopicDestination.js';
 export { sqsQueueDestination } from './sqsQueueDestination.js';
 export { redriveOutbox, type RedriveOutboxOptions, type RedriveOutboxResult } from './redriveOutbox.js';

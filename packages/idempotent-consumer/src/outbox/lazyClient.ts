@@ -2,7 +2,10 @@
  * An AWS SDK client made at its first use, once: the one given (an instance, or a function that
  * gives one), else `create()`. A failure to make it is not remembered, so the next use tries again.
  */
-export function lazyClient<Client>(given: Client | (() => Client | Promise<Client>) | undefined, create: () => Promise<Client>): () => Promise<Client> {
+export function lazyClient<Client>(
+  given: Client | (() => Client | Promise<Client>) | undefined,
+  create: () => Promise<Client>,
+): () => Promise<Client> {
   let client: Promise<Client> | undefined;
   return () =>
     (client ??= (async () => {

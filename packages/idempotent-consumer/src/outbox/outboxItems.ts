@@ -41,7 +41,9 @@ export function outboxPut(options: {
       destination: message.destination ?? 'default',
       messageGroupId: message.messageGroupId ?? orderingKey,
       body,
-      ...(message.attributes === undefined || Object.keys(message.attributes).length === 0 ? {} : { attributes: { ...message.attributes } }),
+      ...(message.attributes === undefined || Object.keys(message.attributes).length === 0
+        ? {}
+        : { attributes: { ...message.attributes } }),
       createdAt: now.toISOString(),
       [tableKeys.inbox.ttlAttribute]: expiresAt(now, ttlSeconds),
     },

@@ -24,7 +24,9 @@ export function parseDestinationTarget(value: string): DestinationTarget {
   if (SNS_TOPIC_ARN.test(value)) return { kind: 'sns', topicArn: value, fifo: value.endsWith('.fifo') };
   if (SQS_QUEUE_URL.test(value)) return { kind: 'sqs', queueUrl: value, fifo: value.endsWith('.fifo') };
   if (EVENT_BUS_ARN.test(value)) {
-    throw new Error(`${JSON.stringify(value)} is an EventBridge bus: it is not built in; pass an OutboxDestination for it to createOutboxRelay({ destinations })`);
+    throw new Error(
+      `${JSON.stringify(value)} is an EventBridge bus: it is not built in; pass an OutboxDestination for it to createOutboxRelay({ destinations })`,
+    );
   }
   if (/^arn:aws[a-z-]*:sqs:/.test(value)) throw new Error(`${JSON.stringify(value)} is a queue ARN: give the queue URL instead`);
   throw new Error(`${JSON.stringify(value)} is neither an SNS topic ARN nor an SQS queue URL`);

@@ -73,7 +73,10 @@ export const defaultOutboxRelaySettings: OutboxRelaySettings = {
 };
 
 /** The defaults with `overrides` applied; neither argument is changed. */
-export function outboxRelaySettings(overrides: Partial<OutboxRelaySettings> = {}, base: OutboxRelaySettings = defaultOutboxRelaySettings): OutboxRelaySettings {
+export function outboxRelaySettings(
+  overrides: Partial<OutboxRelaySettings> = {},
+  base: OutboxRelaySettings = defaultOutboxRelaySettings,
+): OutboxRelaySettings {
   return { ...base, ...overrides };
 }
 
@@ -94,14 +97,22 @@ export class InvalidOutboxRelaySettingsError extends Error {
 export function outboxRelaySettingsProblems(settings: OutboxRelaySettings): string[] {
   const problems: string[] = [];
   const integerIn = (name: string, value: number, min: number, max: number, why = ''): void => {
-    if (!Number.isInteger(value) || value < min || value > max) problems.push(`${name} ${value} must be an integer from ${min} to ${max}${why}`);
+    if (!Number.isInteger(value) || value < min || value > max)
+      problems.push(`${name} ${value} must be an integer from ${min} to ${max}${why}`);
   };
   integerIn('publishedTtlSeconds', settings.publishedTtlSeconds, 1, 366 * 24 * 3600);
-  integerIn('idempotencyTtlSeconds', settings.idempotencyTtlSeconds, 24 * 3600, 366 * 24 * 3600, ' (at least the stream retention, 24 hours)');
+  integerIn(
+    'idempotencyTtlSeconds',
+    settings.idempotencyTtlSeconds,
+    24 * 3600,
+    366 * 24 * 3600,
+    ' (at least the stream retention, 24 hours)',
+  );
   integerIn('batchSize', settings.batchSize, 1, 10_000);
   integerIn('maxBatchingWindowSeconds', settings.maxBatchingWindowSeconds, 0, 300);
   integerIn('retryAttempts', settings.retryAttempts, 0, 10_000, ' (finite: -1, AWS default, retries until the record leaves the stream)');
-  if (settings.maxRecordAgeSeconds !== -1) integerIn('maxRecordAgeSeconds', settings.maxRecordAgeSeconds, 60, 604_800, ' (or -1 for no limit)');
+  if (settings.maxRecordAgeSeconds !== -1)
+    integerIn('maxRecordAgeSeconds', settings.maxRecordAgeSeconds, 60, 604_800, ' (or -1 for no limit)');
   integerIn('parallelizationFactor', settings.parallelizationFactor, 1, 10);
   integerIn('timeoutSeconds', settings.timeoutSeconds, 1, 900);
   integerIn('memorySizeMb', settings.memorySizeMb, 128, 10_240);

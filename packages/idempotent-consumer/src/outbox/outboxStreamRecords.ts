@@ -49,13 +49,15 @@ export function readOutboxRecord(record: DynamoDBRecord, consumerName: string): 
   if (image === undefined) {
     const keys = record.dynamodb?.Keys;
     const key = keys?.[tableKeys.inbox.partitionKey]?.S;
-    if (key !== undefined && !key.startsWith(`${consumerName}#outbox#`)) return { kind: 'skip', reason: 'not an outbox item of this consumer' };
+    if (key !== undefined && !key.startsWith(`${consumerName}#outbox#`))
+      return { kind: 'skip', reason: 'not an outbox item of this consumer' };
     throw new OutboxMessageError(
       `stream record ${record.dynamodb?.SequenceNumber ?? '?'} has no new image: the inbox table's stream must have the view type NEW_IMAGE or NEW_AND_OLD_IMAGES`,
     );
   }
   if (image['kind']?.S !== OUTBOX_KIND) return { kind: 'skip', reason: 'not an outbox item' };
-  if (image['consumer']?.S !== consumerName) return { kind: 'skip', reason: `an outbox item of another consumer (${image['consumer']?.S ?? 'none'})` };
+  if (image['consumer']?.S !== consumerName)
+    return { kind: 'skip', reason: `an outbox item of another consumer (${image['consumer']?.S ?? 'none'})` };
 
   const item = unmarshall(image as Record<string, SdkAttributeValue>);
   const problems: string[] = [];
@@ -85,12 +87,25 @@ export function readOutboxRecord(record: DynamoDBRecord, consumerName: string): 
     }
   }
   const pk = item[tableKeys.inbox.partitionKey];
-  if (messageId !== '' && pk !== `${consumerName}#outbox#${messageId}`) problems.push(`${tableKeys.inbox.partitionKey} does not match the message id`);
+  if (messageId !== '' && pk !== `${consumerName}#outbox#${messageId}`)
+    problems.push(`${tableKeys.inbox.partitionKey} does not match the message id`);
   if (problems.length > 0) {
-    throw new OutboxMessageError(`outbox item ${JSON.stringify(pk)} (stream record ${record.dynamodb?.SequenceNumber ?? '?'}) is malformed: ${problems.join('; ')}`);
+    throw new OutboxMessageError(
+      `outbox item ${JSON.stringify(pk)} (stream record ${record.dynamodb?.SequenceNumber ?? '?'}) is malformed: ${problems.join('; ')}`,
+    );
   }
   return {
     kind: 'publish',
-    message: { messageId, consumer: consumerName, idempotencyKey, position: position as number, destination, messageGroupId, body, attributes, createdAt },
+    message: {
+      messageId,
+      consumer: consumerName,
+      idempotencyKey,
+      position: position as number,
+      destination,
+      messageGroupId,
+      body,
+      attributes,
+      createdAt,
+    },
   };
 }

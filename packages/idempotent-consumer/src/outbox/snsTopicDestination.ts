@@ -1,5 +1,11 @@
 import type { SNSClient } from '@aws-sdk/client-sns';
-import { fifoMessageGroupId, messageAttributes, type OutboxDestination, type OutboxMessage, type PublishReceipt } from './OutboxDestination.js';
+import {
+  fifoMessageGroupId,
+  messageAttributes,
+  type OutboxDestination,
+  type OutboxMessage,
+  type PublishReceipt,
+} from './OutboxDestination.js';
 import { lazyClient } from './lazyClient.js';
 
 /** Options of {@link snsTopicDestination}. */

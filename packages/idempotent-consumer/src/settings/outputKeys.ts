@@ -73,7 +73,9 @@ export function businessTableOutputName(logicalName: string): string {
     .map((part) => part[0]!.toUpperCase() + part.slice(1))
     .join('');
   if (RESERVED_TABLE_OUTPUT_NAMES.has(name)) {
-    throw new Error(`a business table named "${logicalName}" would have the output key of the library's own ${name.toLowerCase()} table: rename it`);
+    throw new Error(
+      `a business table named "${logicalName}" would have the output key of the library's own ${name.toLowerCase()} table: rename it`,
+    );
   }
   return name;
 }

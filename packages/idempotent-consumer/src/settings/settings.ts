@@ -329,7 +329,8 @@ export function tableEnvironmentVariable(logicalName: string, logicalNames: Iter
 export function tableEnvironmentVariables(logicalNames: Iterable<string>): Map<string, string> {
   const names = [...new Set(logicalNames)];
   for (const name of names) {
-    if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name)) throw new Error(`table name "${name}" must be 1 to 64 letters, digits or '_', starting with a letter`);
+    if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name))
+      throw new Error(`table name "${name}" must be 1 to 64 letters, digits or '_', starting with a letter`);
   }
   const snake = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
   const sharing = new Map<string, number>();

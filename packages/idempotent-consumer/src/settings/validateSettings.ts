@@ -1,4 +1,11 @@
-import { type ConsumerSettings, kafkaRetryAttempts, maxReceiveCount, RECEIVE_ALLOWANCE, requiredKafkaRetryAttempts, requiredMaxReceiveCount } from './settings.js';
+import {
+  type ConsumerSettings,
+  kafkaRetryAttempts,
+  maxReceiveCount,
+  RECEIVE_ALLOWANCE,
+  requiredKafkaRetryAttempts,
+  requiredMaxReceiveCount,
+} from './settings.js';
 
 /** Thrown when the settings break an AWS rule; `problems` lists every rule broken. */
 export class InvalidSettingsError extends Error {
@@ -129,7 +136,9 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
     );
   }
   if (retry.backoffBaseSeconds < 0 || retry.backoffMaxSeconds < retry.backoffBaseSeconds) {
-    problems.push(`retry backoff must have 0 ≤ backoffBaseSeconds (${retry.backoffBaseSeconds}) ≤ backoffMaxSeconds (${retry.backoffMaxSeconds})`);
+    problems.push(
+      `retry backoff must have 0 ≤ backoffBaseSeconds (${retry.backoffBaseSeconds}) ≤ backoffMaxSeconds (${retry.backoffMaxSeconds})`,
+    );
   }
   if (retry.backoffMaxSeconds > 43_200) {
     problems.push(`retry backoffMaxSeconds ${retry.backoffMaxSeconds} exceeds the SQS visibility maximum of 43200 s`);
@@ -173,7 +182,11 @@ function kafkaSettingsProblems(settings: ConsumerSettings): string[] {
   if (!isInteger(kafka.batchSize, 1, 10_000)) {
     problems.push(`Kafka batch size ${kafka.batchSize} must be an integer from 1 to 10000`);
   }
-  if (!isInteger(kafka.minimumPollers, 1, 200) || !isInteger(kafka.maximumPollers, 1, 2000) || kafka.minimumPollers > kafka.maximumPollers) {
+  if (
+    !isInteger(kafka.minimumPollers, 1, 200) ||
+    !isInteger(kafka.maximumPollers, 1, 2000) ||
+    kafka.minimumPollers > kafka.maximumPollers
+  ) {
     problems.push(
       `Kafka provisioned pollers must be integers with 1 ≤ minimum (${kafka.minimumPollers}) ≤ 200, ` +
         `1 ≤ maximum (${kafka.maximumPollers}) ≤ 2000 and minimum ≤ maximum`,

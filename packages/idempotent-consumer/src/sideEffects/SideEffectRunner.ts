@@ -106,21 +106,37 @@ export class SideEffectRunner implements SideEffectExecutor {
    * @throws Powertools' `IdempotencyAlreadyInProgressError` when another invocation holds the lock
    * @throws whatever the effect throws
    */
-  async run(request: SideEffectRequest, context: { readonly idempotencyKey: string; readonly effectKey: string }, clock: InvocationClock): Promise<void> {
-    if (!this.#registered) throw new NotAttempted('no Lambda context was registered: a side effect never starts without a finite lock expiry');
+  async run(
+    request: SideEffectRequest,
+    context: { readonly idempotencyKey: string; readonly effectKey: string },
+    clock: InvocationClock,
+  ): Promise<void> {
+    if (!this.#registered)
+      throw new NotAttempted('no Lambda context was registered: a side effect never starts without a finite lock expiry');
     const remaining = clock.remainingTimeMs();
     if (!(remaining >= this.#options.minRemainingMs)) {
-      throw new NotAttempted(`too little time left to start side effect ${request.name} (${Math.max(0, Math.floor(remaining))} ms; needs ${this.#options.minRemainingMs} ms)`);
+      throw new NotAttempted(
+        `too little time left to start side effect ${request.name} (${Math.max(0, Math.floor(remaining))} ms; needs ${this.#options.minRemainingMs} ms)`,
+      );
     }
     this.#clock = clock;
-    const call: GuardedCall = { effectKey: context.effectKey, idempotencyKey: context.idempotencyKey, name: request.name, input: request.input ?? null };
+    const call: GuardedCall = {
+      effectKey: context.effectKey,
+      idempotencyKey: context.idempotencyKey,
+      name: request.name,
+      input: request.input ?? null,
+    };
     try {
       await this.#guarded(call);
     } catch (error) {
       if (!(error instanceof Error) || error.name !== 'IdempotencyAlreadyInProgressError') throw error;
       const expiry = await this.#lockExpiry(call);
       if (expiry === undefined) throw error;
-      throw new NotAttempted(`side effect ${request.name} is in progress in another invocation; its lock expires at ${new Date(expiry).toISOString()}`, expiry, { cause: error });
+      throw new NotAttempted(
+        `side effect ${request.name} is in progress in another invocation; its lock expires at ${new Date(expiry).toISOString()}`,
+        expiry,
+        { cause: error },
+      );
     }
   }
 

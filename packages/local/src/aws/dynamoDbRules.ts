@@ -69,8 +69,14 @@ function isAttributeMap(value: unknown): value is Record<string, WireAttributeVa
  * @param keySchema - needed when `key` may hold other attributes too (a `Put`'s item)
  * @returns `undefined` when a key attribute is missing (DynamoDB Local refuses such a request)
  */
-export function itemIdentity(tableName: string, key: Readonly<Record<string, WireAttributeValue>>, keySchema?: KeySchema): string | undefined {
-  const names = keySchema ? [keySchema.partitionKey, ...(keySchema.sortKey === undefined ? [] : [keySchema.sortKey])] : Object.keys(key).sort();
+export function itemIdentity(
+  tableName: string,
+  key: Readonly<Record<string, WireAttributeValue>>,
+  keySchema?: KeySchema,
+): string | undefined {
+  const names = keySchema
+    ? [keySchema.partitionKey, ...(keySchema.sortKey === undefined ? [] : [keySchema.sortKey])]
+    : Object.keys(key).sort();
   const parts: string[] = [];
   for (const name of names) {
     const value = key[name];
@@ -117,7 +123,10 @@ export interface DuplicateTarget {
  *
  * @param keySchemaOf - the key schema of a table (to find a `Put`'s key in its item)
  */
-export function duplicateTargets(targets: readonly TransactionTarget[], keySchemaOf: (tableName: string) => KeySchema | undefined): DuplicateTarget[] {
+export function duplicateTargets(
+  targets: readonly TransactionTarget[],
+  keySchemaOf: (tableName: string) => KeySchema | undefined,
+): DuplicateTarget[] {
   const byIdentity = new Map<string, number[]>();
   for (const target of targets) {
     const identity = identityOf(target, keySchemaOf);

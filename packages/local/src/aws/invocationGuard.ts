@@ -92,11 +92,14 @@ class Guard implements InvocationGuard {
   }
 
   install<Input extends object, Output extends object>(client: SdkClient<Input, Output>): void {
-    client.middlewareStack.add(refusingMiddleware<Input, Output>(() => this.stopReason()), {
-      step: 'finalizeRequest',
-      priority: 'low',
-      name: `idempotentConsumerInvocationGuard${(guardNames += 1)}`,
-    });
+    client.middlewareStack.add(
+      refusingMiddleware<Input, Output>(() => this.stopReason()),
+      {
+        step: 'finalizeRequest',
+        priority: 'low',
+        name: `idempotentConsumerInvocationGuard${(guardNames += 1)}`,
+      },
+    );
   }
 }
 
@@ -110,7 +113,8 @@ class Guard implements InvocationGuard {
  * @throws RangeError when `deadlineMs` is not a finite number
  */
 export function createInvocationGuard(options: InvocationGuardOptions): InvocationGuard {
-  if (!Number.isFinite(options.deadlineMs)) throw new RangeError(`deadlineMs must be a finite number of epoch milliseconds, got ${options.deadlineMs}`);
+  if (!Number.isFinite(options.deadlineMs))
+    throw new RangeError(`deadlineMs must be a finite number of epoch milliseconds, got ${options.deadlineMs}`);
   return new Guard(options);
 }
 
@@ -121,11 +125,14 @@ export function createInvocationGuard(options: InvocationGuardOptions): Invocati
 export function guardInvocations<Input extends object, Output extends object>(client: SdkClient<Input, Output>): void {
   if (guardedClients.has(client)) return;
   guardedClients.add(client);
-  client.middlewareStack.add(refusingMiddleware<Input, Output>(() => currentInvocation.getStore()?.stopReason()), {
-    step: 'finalizeRequest',
-    priority: 'low',
-    name: 'idempotentConsumerInvocationGuard',
-  });
+  client.middlewareStack.add(
+    refusingMiddleware<Input, Output>(() => currentInvocation.getStore()?.stopReason()),
+    {
+      step: 'finalizeRequest',
+      priority: 'low',
+      name: 'idempotentConsumerInvocationGuard',
+    },
+  );
 }
 
 /** The invocation the current code runs in, if any. */
@@ -133,7 +140,9 @@ export function currentInvocationGuard(): InvocationGuard | undefined {
   return currentInvocation.getStore();
 }
 
-function refusingMiddleware<Input extends object, Output extends object>(stopReason: () => string | undefined): FinalizeRequestMiddleware<Input, Output> {
+function refusingMiddleware<Input extends object, Output extends object>(
+  stopReason: () => string | undefined,
+): FinalizeRequestMiddleware<Input, Output> {
   return (next) => async (args) => {
     const reason = stopReason();
     if (reason !== undefined) throw new InvocationStoppedError(reason);

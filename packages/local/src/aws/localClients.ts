@@ -69,7 +69,10 @@ export function createLocalClients(options: LocalClientsOptions): LocalClients {
   try {
     const strict = options.strictDynamoDb ?? true;
     if (strict !== false) installStrictDynamoDb(dynamoDb, strict === true ? {} : strict);
-    const faults = options.faults === undefined ? undefined : { dynamoDb: installFaults(dynamoDb, options.faults), sqs: installFaults(sqs, options.faults) };
+    const faults =
+      options.faults === undefined
+        ? undefined
+        : { dynamoDb: installFaults(dynamoDb, options.faults), sqs: installFaults(sqs, options.faults) };
     guardInvocations(dynamoDb);
     guardInvocations(sqs);
     if (s3) guardInvocations(s3);

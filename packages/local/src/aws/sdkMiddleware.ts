@@ -61,8 +61,7 @@ const dynamoDbNamespace: Record<string, string> = {
  * `com.amazonaws.sqs#Code` plus `x-amzn-query-error: <queryCode>;Sender|Receiver`).
  */
 export function errorResponse(service: LocalService, error: ServiceErrorShape): RawResponse {
-  const namespace =
-    service === 'sqs' ? 'com.amazonaws.sqs' : (dynamoDbNamespace[error.code] ?? 'com.amazonaws.dynamodb.v20120810');
+  const namespace = service === 'sqs' ? 'com.amazonaws.sqs' : (dynamoDbNamespace[error.code] ?? 'com.amazonaws.dynamodb.v20120810');
   // DynamoDB capitalizes `Message` on TransactionCanceledException; its other errors and SQS use `message`.
   const messageKey = error.code === 'TransactionCanceledException' ? 'Message' : 'message';
   const body = { __type: `${namespace}#${error.code}`, [messageKey]: error.message, ...error.members };

@@ -169,8 +169,7 @@ const dataTypePattern = /^(String|Number|Binary)(\..+)?$/s;
  * @returns the violation, or `undefined` when SQS accepts it
  */
 export function checkMessageAttribute(name: string, attribute: WireMessageAttribute): SqsRuleViolation | undefined {
-  const invalidName = (why: string) =>
-    violation('InvalidParameterValue', `Message (user) attribute name '${name}' is invalid: ${why}.`);
+  const invalidName = (why: string) => violation('InvalidParameterValue', `Message (user) attribute name '${name}' is invalid: ${why}.`);
   if (name.length === 0) return invalidName('a name must not be empty');
   if (name.length > sqsLimits.maxAttributeNameLength) {
     return invalidName(`a name is at most ${sqsLimits.maxAttributeNameLength} characters long`);
@@ -340,7 +339,11 @@ export function checkSendBatchSize(
  * @returns the violation, or `undefined`
  */
 export function checkVisibilityExtension(visibilityTimeoutSeconds: number, secondsSinceReceive: number): SqsRuleViolation | undefined {
-  if (!Number.isInteger(visibilityTimeoutSeconds) || visibilityTimeoutSeconds < 0 || visibilityTimeoutSeconds > sqsLimits.maxVisibilityTimeoutSeconds) {
+  if (
+    !Number.isInteger(visibilityTimeoutSeconds) ||
+    visibilityTimeoutSeconds < 0 ||
+    visibilityTimeoutSeconds > sqsLimits.maxVisibilityTimeoutSeconds
+  ) {
     return violation(
       'InvalidParameterValue',
       `Value ${String(visibilityTimeoutSeconds)} for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and ${sqsLimits.maxVisibilityTimeoutSeconds}.`,

@@ -118,7 +118,9 @@ export function installStrictDynamoDb(client: DynamoDBClient, options: StrictDyn
 
     if (operation === 'TransactWriteItems' || operation === 'TransactGetItems') {
       const targets = transactionTargets(input['TransactItems']);
-      await Promise.all(targets.filter((target) => target.key === undefined && target.item !== undefined).map((target) => learnSchema(target.tableName)));
+      await Promise.all(
+        targets.filter((target) => target.key === undefined && target.item !== undefined).map((target) => learnSchema(target.tableName)),
+      );
       if (duplicateTargets(targets, schemaOf).length > 0) {
         return answer(errorResponse('dynamodb', { statusCode: 400, code: 'ValidationException', message: multipleOperations }));
       }
@@ -128,7 +130,10 @@ export function installStrictDynamoDb(client: DynamoDBClient, options: StrictDyn
       const conflicting = identities.map((identity) => identity !== undefined && tracker.isHeld(identity, blockers));
       if (conflicting.some(Boolean)) return answer(transactionCancelled(conflicting));
       if (operation === 'TransactGetItems') return next(args);
-      const release = tracker.hold(identities.filter((identity): identity is string => identity !== undefined), 'transaction');
+      const release = tracker.hold(
+        identities.filter((identity): identity is string => identity !== undefined),
+        'transaction',
+      );
       try {
         return await next(args);
       } finally {

@@ -43,14 +43,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { buildApp } from 'fauxqs';
-import type { FauxqsInflightEntry, FauxqsInternals, FauxqsMessage, FauxqsQueue, FauxqsReceivedMessage, FauxqsSqsStore } from './fauxqsInternals.js';
-import {
-  checkBatchEntries,
-  checkMessage,
-  checkSendBatchSize,
-  checkVisibilityExtension,
-  isSqsText,
-} from './sqsRules.js';
+import type {
+  FauxqsInflightEntry,
+  FauxqsInternals,
+  FauxqsMessage,
+  FauxqsQueue,
+  FauxqsReceivedMessage,
+  FauxqsSqsStore,
+} from './fauxqsInternals.js';
+import { checkBatchEntries, checkMessage, checkSendBatchSize, checkVisibilityExtension, isSqsText } from './sqsRules.js';
 import type { SqsRuleViolation } from './sqsRules.js';
 
 /** The Fastify app fauxqs's `buildApp()` returns. */
@@ -244,7 +245,12 @@ interface BatchFailure {
  * refused entries out of the request; a `preSerialization` hook adds those to the response's
  * `Failed`. Register it before the app starts listening.
  */
-export function installStrictSqsHooks(app: FauxqsApp, store: FauxqsSqsStore, receiptTimes: ReceiptTimes, options: StrictSqsOptions = {}): void {
+export function installStrictSqsHooks(
+  app: FauxqsApp,
+  store: FauxqsSqsStore,
+  receiptTimes: ReceiptTimes,
+  options: StrictSqsOptions = {},
+): void {
   const clock = options.clock ?? Date.now;
   const refusedEntries = new WeakMap<object, BatchFailure[]>();
 
@@ -265,7 +271,10 @@ export function installStrictSqsHooks(app: FauxqsApp, store: FauxqsSqsStore, rec
         .send({ __type: `com.amazonaws.sqs#${problem.code}`, message: problem.message });
 
     /** Takes the entries `check` refuses out of the batch; answers alone when none is left. */
-    const filterEntries = (entries: Array<Record<string, unknown>>, check: (entry: Record<string, unknown>) => SqsRuleViolation | undefined) => {
+    const filterEntries = (
+      entries: Array<Record<string, unknown>>,
+      check: (entry: Record<string, unknown>) => SqsRuleViolation | undefined,
+    ) => {
       const failures: BatchFailure[] = [];
       const kept = entries.filter((entry) => {
         const problem = check(entry);
@@ -308,7 +317,9 @@ export function installStrictSqsHooks(app: FauxqsApp, store: FauxqsSqsStore, rec
         if (shape) return refuse(shape);
         if (!queue) return;
         return filterEntries(body['Entries'] as Array<Record<string, unknown>>, (entry) =>
-          typeof entry['ReceiptHandle'] === 'string' ? visibilityProblem(queue, entry['ReceiptHandle'], entry['VisibilityTimeout']) : undefined,
+          typeof entry['ReceiptHandle'] === 'string'
+            ? visibilityProblem(queue, entry['ReceiptHandle'], entry['VisibilityTimeout'])
+            : undefined,
         );
       }
       case 'DeleteMessageBatch': {

@@ -17,7 +17,13 @@ import { guardInvocations } from '../aws/invocationGuard.js';
 import type { AnySdkClient } from '../aws/sdkMiddleware.js';
 import { PollerIdleTimeoutError } from '../errors.js';
 import { invokeWithinTimeout } from '../invokeWithinTimeout.js';
-import { type KafkaRetryReading, newPartitionRetryState, type PartitionRetryState, reportedOffsets, settlePartition } from './partitionRetries.js';
+import {
+  type KafkaRetryReading,
+  newPartitionRetryState,
+  type PartitionRetryState,
+  reportedOffsets,
+  settlePartition,
+} from './partitionRetries.js';
 import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import type { LogRecord, PartitionedLog } from './PartitionedLog.js';
 import type { OnFailureInvocation } from '../onFailureRecord.js';
@@ -128,7 +134,9 @@ const localAccount = '000000000000';
 /** The poller settings of the stack's Kafka event source mapping, from the one source of settings. */
 export function kafkaPollerOptionsFromSettings(
   settings: ConsumerSettings,
-): Required<Pick<KafkaEventSourcePollerOptions, 'batchSize' | 'retryAttempts' | 'functionTimeoutSeconds' | 'memorySizeMb' | 'functionName'>> {
+): Required<
+  Pick<KafkaEventSourcePollerOptions, 'batchSize' | 'retryAttempts' | 'functionTimeoutSeconds' | 'memorySizeMb' | 'functionName'>
+> {
   return {
     batchSize: settings.kafka.batchSize,
     retryAttempts: kafkaRetryAttempts(settings),
@@ -229,7 +237,8 @@ export class KafkaEventSourcePoller {
     if (batch.length === 0) return undefined;
     const event = buildKafkaEvent(batch, {
       eventSource: this.#options.eventSource ?? 'aws:kafka',
-      eventSourceArn: this.#options.eventSourceArn ?? `arn:aws:kafka:${localRegion}:${localAccount}:cluster/local/00000000-0000-0000-0000-000000000000-1`,
+      eventSourceArn:
+        this.#options.eventSourceArn ?? `arn:aws:kafka:${localRegion}:${localAccount}:cluster/local/00000000-0000-0000-0000-000000000000-1`,
       bootstrapServers: this.#options.bootstrapServers ?? '127.0.0.1:9092',
     });
     const context = createLambdaContext({
@@ -255,9 +264,13 @@ export class KafkaEventSourcePoller {
     const verdict: KafkaBatchVerdict =
       result.outcome === 'returned'
         ? readKafkaBatchResponse(result.response, event.records)
-        : { kind: 'failure', reason: result.outcome === 'threw' ? `the handler threw: ${describe(result.error)}` : 'the invocation timed out' };
+        : {
+            kind: 'failure',
+            reason: result.outcome === 'threw' ? `the handler threw: ${describe(result.error)}` : 'the invocation timed out',
+          };
 
-    const reported = verdict.kind === 'partial' && result.outcome === 'returned' ? reportedOffsets(result.response) : new Map<string, Set<number>>();
+    const reported =
+      verdict.kind === 'partial' && result.outcome === 'returned' ? reportedOffsets(result.response) : new Map<string, Set<number>>();
     const gaveUp = await this.#commit(batch, verdict, reported, event, context, result.outcome !== 'returned');
     const committed = new Map(
       [...new Set(batch.map((record) => record.partition))].map((p) => [topicPartition(this.#log.topic, p), this.committedOffset(p)]),
@@ -330,7 +343,10 @@ export class KafkaEventSourcePoller {
 
     const gaveUp: KafkaOnFailureRecord[] = [];
     for (const [partition, records] of byPartition) {
-      const settled = settlePartition(this.#state, this.#log.topic, partition, records, verdict, reported, { retryAttempts: this.#retryAttempts, retryReading: this.#retryReading });
+      const settled = settlePartition(this.#state, this.#log.topic, partition, records, verdict, reported, {
+        retryAttempts: this.#retryAttempts,
+        retryReading: this.#retryReading,
+      });
       if (settled === undefined) continue;
       const record = this.#onFailureRecord(settled.gaveUp, settled.invocations, event, context, functionError);
       await this.#options.onFailure?.(record);

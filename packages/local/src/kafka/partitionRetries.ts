@@ -72,7 +72,11 @@ export function settlePartition(
   const stillWaiting = (state.retrying.get(partition) ?? []).filter((record) => !sent.has(record.offset));
   const moveOn = (waiting: readonly LogRecord[]) => {
     state.committed[partition] = Math.max(state.committed[partition] ?? 0, last.offset + 1);
-    if (waiting.length > 0) state.retrying.set(partition, [...waiting].sort((a, b) => a.offset - b.offset));
+    if (waiting.length > 0)
+      state.retrying.set(
+        partition,
+        [...waiting].sort((a, b) => a.offset - b.offset),
+      );
     else state.retrying.delete(partition);
   };
   const failedAt = failed[0]?.offset;

@@ -248,7 +248,9 @@ export class DynamoDbStreamEventSourcePoller {
     let made = 0;
     for (;;) {
       if (made >= maxInvocations || Date.now() > deadline) {
-        throw new PollerIdleTimeoutError(`The stream ${this.#options.streamArn} still has records to deliver after ${made} invocations (limits: ${maxInvocations} invocations, ${timeoutMs} ms).`);
+        throw new PollerIdleTimeoutError(
+          `The stream ${this.#options.streamArn} still has records to deliver after ${made} invocations (limits: ${maxInvocations} invocations, ${timeoutMs} ms).`,
+        );
       }
       const report = await this.pollOnce();
       if (report === undefined) return made;
@@ -301,7 +303,12 @@ export class DynamoDbStreamEventSourcePoller {
     const idle = new Promise<void>((resolve) => this.#idleWaiters.push({ afterPass, resolve }));
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new PollerIdleTimeoutError(`The stream ${this.#options.streamArn} was not drained within ${timeoutMs} ms (${this.#invocations} invocations so far).`)),
+        () =>
+          reject(
+            new PollerIdleTimeoutError(
+              `The stream ${this.#options.streamArn} was not drained within ${timeoutMs} ms (${this.#invocations} invocations so far).`,
+            ),
+          ),
         timeoutMs,
       );
     });
@@ -328,14 +335,24 @@ export class DynamoDbStreamEventSourcePoller {
     let exclusiveStartShardId: string | undefined;
     do {
       const output = await this.#options.streams.send(
-        new DescribeStreamCommand({ StreamArn: this.#options.streamArn, ...(exclusiveStartShardId === undefined ? {} : { ExclusiveStartShardId: exclusiveStartShardId }) }),
+        new DescribeStreamCommand({
+          StreamArn: this.#options.streamArn,
+          ...(exclusiveStartShardId === undefined ? {} : { ExclusiveStartShardId: exclusiveStartShardId }),
+        }),
       );
       shards.push(...(output.StreamDescription?.Shards ?? []));
       exclusiveStartShardId = output.StreamDescription?.LastEvaluatedShardId;
     } while (exclusiveStartShardId !== undefined);
     for (const shard of shards) {
       if (shard.ShardId === undefined || this.#shards.has(shard.ShardId)) continue;
-      this.#shards.set(shard.ShardId, { shardId: shard.ShardId, parentShardId: shard.ParentShardId, iterator: undefined, lastSequenceNumber: undefined, buffer: [], pending: [] });
+      this.#shards.set(shard.ShardId, {
+        shardId: shard.ShardId,
+        parentShardId: shard.ParentShardId,
+        iterator: undefined,
+        lastSequenceNumber: undefined,
+        buffer: [],
+        pending: [],
+      });
     }
     this.#shardsKnown = true;
   }
@@ -361,7 +378,9 @@ export class DynamoDbStreamEventSourcePoller {
           new GetShardIteratorCommand({
             StreamArn: this.#options.streamArn,
             ShardId: shard.shardId,
-            ...(resume === undefined ? { ShardIteratorType: 'TRIM_HORIZON' } : { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: resume }),
+            ...(resume === undefined
+              ? { ShardIteratorType: 'TRIM_HORIZON' }
+              : { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: resume }),
           }),
         );
         shard.iterator = opened.ShardIterator ?? null;
@@ -389,7 +408,9 @@ export class DynamoDbStreamEventSourcePoller {
       if (lastRead !== undefined) shard.lastSequenceNumber = lastRead;
       const records = read.map((record) => toLambdaRecord(record, this.#options.streamArn));
       const filters = this.#options.filters ?? [];
-      shard.buffer.push(...(filters.length === 0 ? records : records.filter((record) => filters.some((pattern) => matchesFilterPattern(pattern, record)))));
+      shard.buffer.push(
+        ...(filters.length === 0 ? records : records.filter((record) => filters.some((pattern) => matchesFilterPattern(pattern, record)))),
+      );
       if (records.length === 0) break; // read to the current end of an open shard
     }
     if (shard.buffer.length === 0) return undefined;
@@ -446,12 +467,26 @@ export class DynamoDbStreamEventSourcePoller {
         }
       }
     }
-    const report: StreamInvocationReport = { awsRequestId: context.awsRequestId, shardId: shard.shardId, event, outcome, judgement, next, ...(gaveUp === undefined ? {} : { gaveUp }) };
+    const report: StreamInvocationReport = {
+      awsRequestId: context.awsRequestId,
+      shardId: shard.shardId,
+      event,
+      outcome,
+      judgement,
+      next,
+      ...(gaveUp === undefined ? {} : { gaveUp }),
+    };
     this.#options.onInvocation?.(report);
     return report;
   }
 
-  #onFailureRecord(shardId: string, records: readonly DynamoDBRecord[], invocations: number, context: Context, functionError: boolean): DynamoDbStreamOnFailureRecord {
+  #onFailureRecord(
+    shardId: string,
+    records: readonly DynamoDBRecord[],
+    invocations: number,
+    context: Context,
+    functionError: boolean,
+  ): DynamoDbStreamOnFailureRecord {
     const first = records[0]!;
     const last = records[records.length - 1]!;
     const arrival = (record: DynamoDBRecord) => new Date((record.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000).toISOString();

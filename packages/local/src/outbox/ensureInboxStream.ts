@@ -15,15 +15,21 @@ export async function ensureInboxStream(dynamoDb: DynamoDBClient, tableName: str
   const spec = described.Table?.StreamSpecification;
   if (spec?.StreamEnabled === true) {
     if (spec.StreamViewType !== 'NEW_IMAGE' && spec.StreamViewType !== 'NEW_AND_OLD_IMAGES') {
-      throw new ProvisioningError(`The stream of table ${tableName} has the view type ${spec.StreamViewType ?? 'unknown'}; the outbox relay needs NEW_IMAGE or NEW_AND_OLD_IMAGES.`);
+      throw new ProvisioningError(
+        `The stream of table ${tableName} has the view type ${spec.StreamViewType ?? 'unknown'}; the outbox relay needs NEW_IMAGE or NEW_AND_OLD_IMAGES.`,
+      );
     }
     const arn = described.Table?.LatestStreamArn;
     if (arn === undefined) throw new ProvisioningError(`Table ${tableName} reports a stream without an ARN.`);
     return arn;
   }
-  const updated = await dynamoDb.send(new UpdateTableCommand({ TableName: tableName, StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_IMAGE' } }));
+  const updated = await dynamoDb.send(
+    new UpdateTableCommand({ TableName: tableName, StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_IMAGE' } }),
+  );
   await waitUntilTableExists({ client: dynamoDb, maxWaitTime: 60 }, { TableName: tableName });
-  const arn = updated.TableDescription?.LatestStreamArn ?? (await dynamoDb.send(new DescribeTableCommand({ TableName: tableName }))).Table?.LatestStreamArn;
+  const arn =
+    updated.TableDescription?.LatestStreamArn ??
+    (await dynamoDb.send(new DescribeTableCommand({ TableName: tableName }))).Table?.LatestStreamArn;
   if (arn === undefined) throw new ProvisioningError(`Turning on the stream of table ${tableName} gave no stream ARN.`);
   return arn;
 }

@@ -58,7 +58,8 @@ export function judgeStreamBatchResponse(outcome: InvocationOutcome, sequenceNum
   if (failures.length === 0) return { kind: 'success', reason: 'empty batchItemFailures' };
   let resumeIndex = Number.POSITIVE_INFINITY;
   for (const entry of failures) {
-    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return { kind: 'failure', reason: 'a batchItemFailures entry is not an object' };
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry))
+      return { kind: 'failure', reason: 'a batchItemFailures entry is not an object' };
     const identifier = (entry as Record<string, unknown>)['itemIdentifier'];
     if (typeof identifier !== 'string' || identifier === '') {
       return { kind: 'failure', reason: `itemIdentifier ${JSON.stringify(identifier) ?? 'missing'} is not a sequence number` };
@@ -67,7 +68,11 @@ export function judgeStreamBatchResponse(outcome: InvocationOutcome, sequenceNum
     if (index < 0) return { kind: 'failure', reason: `itemIdentifier ${identifier} is not the sequence number of a record of the batch` };
     resumeIndex = Math.min(resumeIndex, index);
   }
-  return { kind: 'partial', resumeIndex, reason: `${failures.length} of ${sequenceNumbers.length} records reported; resume at ${sequenceNumbers[resumeIndex]}` };
+  return {
+    kind: 'partial',
+    resumeIndex,
+    reason: `${failures.length} of ${sequenceNumbers.length} records reported; resume at ${sequenceNumbers[resumeIndex]}`,
+  };
 }
 
 function describe(error: unknown): string {

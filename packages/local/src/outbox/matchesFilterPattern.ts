@@ -37,11 +37,14 @@ export function matchesFilterPattern(pattern: FilterPattern, value: unknown): bo
     throw new UnsupportedFilterRuleError('a filter pattern must be a JSON object');
   }
   for (const [key, rule] of Object.entries(pattern)) {
-    const field = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined;
+    const field =
+      value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined;
     if (Array.isArray(rule)) {
       for (const allowed of rule) {
         if (allowed !== null && typeof allowed === 'object') {
-          throw new UnsupportedFilterRuleError(`filter rule ${JSON.stringify(allowed)} under ${JSON.stringify(key)} is not an equality rule; the local poller evaluates only lists of values`);
+          throw new UnsupportedFilterRuleError(
+            `filter rule ${JSON.stringify(allowed)} under ${JSON.stringify(key)} is not an equality rule; the local poller evaluates only lists of values`,
+          );
         }
       }
       if (field === undefined) return false;

@@ -23,14 +23,24 @@ export interface OutboxDeliveries {
  * @param options.emptyReceives - receives in a row that find nothing before it stops (each waits
  *   up to 1 second, long polling). @default 2
  */
-export async function receiveOutboxDeliveries(sqs: SQSClient, queueUrl: string, options: { readonly emptyReceives?: number } = {}): Promise<OutboxDeliveries> {
+export async function receiveOutboxDeliveries(
+  sqs: SQSClient,
+  queueUrl: string,
+  options: { readonly emptyReceives?: number } = {},
+): Promise<OutboxDeliveries> {
   const messages: Message[] = [];
   const byMessageId = new Map<string, number>();
   let withoutMessageId = 0;
   let empty = 0;
   while (empty < (options.emptyReceives ?? 2)) {
     const output = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'], VisibilityTimeout: 30 }),
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        MessageAttributeNames: ['All'],
+        VisibilityTimeout: 30,
+      }),
     );
     const received = output.Messages ?? [];
     if (received.length === 0) {

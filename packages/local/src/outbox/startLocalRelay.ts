@@ -7,7 +7,11 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createOutboxRelay, type OutboxRelayHandler } from 'idempotent-consumer/outbox';
 import { defaultOutboxRelaySettings, outboxRelayEnvironment, type OutboxRelaySettings } from 'idempotent-consumer/outbox';
 import { outboxFilterPattern } from 'idempotent-consumer/outbox';
-import { DynamoDbStreamEventSourcePoller, type DynamoDbStreamOnFailureRecord, type StreamInvocationReport } from './DynamoDbStreamEventSourcePoller.js';
+import {
+  DynamoDbStreamEventSourcePoller,
+  type DynamoDbStreamOnFailureRecord,
+  type StreamInvocationReport,
+} from './DynamoDbStreamEventSourcePoller.js';
 import { ensureInboxStream } from './ensureInboxStream.js';
 
 /** Options of {@link startLocalRelay}. */
