@@ -780,8 +780,11 @@ export class IdempotentConsumer extends Construct {
 
 /** Key schema, TTL and stream of a table the library creates (see {@link IdempotentConsumer.inboxTableOptions}). */
 export interface TableOptions {
+  /** Name of the partition key attribute (a string; the tables have no sort key), e.g. `pk` for the inbox. */
   readonly partitionKey: string;
+  /** Name of the TTL attribute (epoch seconds), e.g. `expiresAt` for the inbox. @default none: no TTL */
   readonly timeToLiveAttribute?: string;
+  /** The DynamoDB stream's view type; the outbox relay needs `NEW_IMAGE` on the inbox table. @default none: no stream */
   readonly stream?: StreamViewType;
 }
 

@@ -22,13 +22,20 @@ import { InvalidSettingsError } from 'idempotent-consumer/settings';
  * (`SourceAccessConfigurations` type).
  */
 export const KafkaAuthentication = {
+  /** SASL/SCRAM with SHA-512: the secret holds a user name and password. */
   SASL_SCRAM_512: 'SASL_SCRAM_512_AUTH',
+  /** SASL/SCRAM with SHA-256: the secret holds a user name and password. */
   SASL_SCRAM_256: 'SASL_SCRAM_256_AUTH',
   /** SASL/PLAIN. */
   BASIC: 'BASIC_AUTH',
   /** mTLS: the secret holds the client certificate and key. */
   CLIENT_CERTIFICATE_TLS: 'CLIENT_CERTIFICATE_TLS_AUTH',
 } as const;
+/**
+ * One of the `KafkaAuthentication` values: a `SourceAccessConfigurations` type of a
+ * self-managed Kafka event source mapping (`SASL_SCRAM_512_AUTH`, `SASL_SCRAM_256_AUTH`,
+ * `BASIC_AUTH` or `CLIENT_CERTIFICATE_TLS_AUTH`).
+ */
 export type KafkaAuthentication = (typeof KafkaAuthentication)[keyof typeof KafkaAuthentication];
 
 /**
@@ -36,6 +43,7 @@ export type KafkaAuthentication = (typeof KafkaAuthentication)[keyof typeof Kafk
  * pollers then create network interfaces in these subnets, with this security group.
  */
 export interface KafkaVpcPlacement {
+  /** The VPC the brokers are reachable in. */
   readonly vpc: IVpc;
   /** Subnets that reach the brokers (private subnets with a route to them). */
   readonly subnets: SubnetSelection;

@@ -60,7 +60,12 @@ function defaultEntry(): string {
 export type OutboxRelayDestination =
   | { readonly topic: ITopic }
   | { readonly queue: IQueue }
-  | { readonly create: 'topic' | 'queue' /** @default true */; readonly fifo?: boolean };
+  | {
+      /** What to create: an SNS topic or an SQS queue. */
+      readonly create: 'topic' | 'queue';
+      /** A FIFO topic or queue (deduplicated by the outbox message id). @default true */
+      readonly fifo?: boolean;
+    };
 
 /** Properties of an {@link OutboxRelay}. */
 export interface OutboxRelayProps {

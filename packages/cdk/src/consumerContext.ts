@@ -31,8 +31,11 @@ export const consumerContextKeys = {
 
 /** The values of {@link consumerContextKeys} that are set; a key that is not set is absent. */
 export interface ConsumerContext {
+  /** `fifo`: `true` for a FIFO source queue and dead-letter queue, `false` for standard ones. */
   readonly fifo?: boolean;
+  /** `alarmEmail`: an e-mail address to subscribe to the alarm topic (checked to be one). */
   readonly alarmEmail?: string;
+  /** `tableEncryption`: the encryption at rest of the library's tables (`default`, `aws-managed` or `customer-managed`). */
   readonly tableEncryption?: TableEncryption;
   /** The Kafka fields given by context, to apply over the app's own Kafka options field by field. */
   readonly kafka?: Partial<KafkaSourceOptions>;

@@ -54,6 +54,18 @@ export interface ConsumerRuntimeOptions {
 
 /** A Lambda handler for SQS (standard and FIFO) and Kafka (Amazon MSK and self-managed) events, built by {@link createIdempotentConsumer}. */
 export interface IdempotentConsumerHandler {
+  /**
+   * Handles one invocation: an event with a `Records` array goes to the SQS handler, one whose
+   * `eventSource` is `aws:kafka` or `SelfManagedKafka` to the Kafka handler. The first invocation
+   * reads the environment and creates the clients.
+   *
+   * @returns the partial batch response of the event's source: `SQSBatchResponse` for SQS,
+   *   `KafkaBatchResponse` for Kafka; it resolves for failed messages too (they are listed
+   *   in `batchItemFailures`, or dead-lettered)
+   * @throws Error (the promise rejects) when the event is neither an SQS nor a Kafka event
+   * @throws EnvironmentError (the promise rejects, and the next invocation tries again) when the
+   *   environment lacks a variable or holds a malformed one
+   */
   (event: SQSEvent | KafkaEvent, context: Context): Promise<SQSBatchResponse | KafkaBatchResponse>;
   /** The SQS handler alone. */
   readonly sqs: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;

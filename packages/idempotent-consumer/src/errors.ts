@@ -78,6 +78,7 @@ export function isNotAttempted(error: unknown): error is NotAttempted {
  * throw new OutOfStock(`sku ${sku} has ${available} left, ${quantity} asked`);
  */
 export abstract class NonRetryableError extends ConsumerError {
+  /** Always `false`: the message is dead-lettered at once, with {@link NonRetryableError.reason}. */
   readonly retryable = false as const;
   /** The dead-letter failure reason. */
   readonly reason: string;
@@ -93,6 +94,7 @@ export abstract class NonRetryableError extends ConsumerError {
  * the message is retried, and dead-lettered as `RetriesExhausted` when its attempts run out.
  */
 export abstract class RetryableError extends ConsumerError {
+  /** Always `true`: the message is reported as a batch item failure and delivered again. */
   readonly retryable = true as const;
 }
 
@@ -100,6 +102,10 @@ export abstract class RetryableError extends ConsumerError {
 export class ValidationError extends NonRetryableError {
   constructor(
     message: string,
+    /**
+     * What is wrong, one sentence per issue, each naming its path in the body (never a value
+     * from it). @default [] (none listed)
+     */
     public readonly issues: readonly string[] = [],
     options?: ErrorOptions,
   ) {
@@ -127,8 +133,11 @@ export class UnknownMessageType extends NonRetryableError {
 /** The inbox holds this idempotency key with a different payload hash: the producer reused a key for another event. */
 export class IdempotencyConflict extends NonRetryableError {
   constructor(
+    /** The idempotency key the producer reused. */
     public readonly idempotencyKey: string,
+    /** The payload hash the inbox row holds: that of the event first applied with this key. */
     public readonly storedPayloadHash: string,
+    /** The payload hash of this message, which differs from {@link IdempotencyConflict.storedPayloadHash}. */
     public readonly payloadHash: string,
   ) {
     super(

@@ -36,7 +36,9 @@ export interface TableDefinition {
  * { table: 'accounts', key: { accountId: 'A-1', sk: 'BALANCE' } }
  */
 export interface ItemKey {
+  /** The table's logical name: a key of the consumer's `tables` option. */
   readonly table: string;
+  /** The item's primary key: the partition key attribute, and the sort key attribute when the table has one. */
   readonly key: Readonly<Item>;
 }
 
@@ -243,6 +245,7 @@ export interface IdempotentConsumerOptions<Event> {
  * deserializer is not used: it replaces invalid UTF-8 silently and hands on text that is not JSON.
  */
 export interface KafkaJsonFormat {
+  /** Always `'json'`. */
   readonly type: 'json';
 }
 

@@ -7,11 +7,13 @@ import type { OutcomeRecord } from 'idempotent-consumer/observability';
  * consumer reported.
  */
 export interface LocalCheckContext {
+  /** A document client of the run's DynamoDB Local (no injected faults), to read what the run stored. */
   readonly documentClient: DynamoDBDocumentClient;
   /** The business tables: logical name → physical name. */
   readonly tables: Readonly<Record<string, string>>;
   /** The physical name of the library's inbox table (inbox rows, attempt records, outbox items). */
   readonly inboxTable: string;
+  /** Every outcome the consumer reported during the run, one per delivery, in the order they were reported. */
   readonly outcomes: readonly OutcomeRecord[];
 }
 

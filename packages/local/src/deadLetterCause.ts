@@ -93,7 +93,7 @@ const entry = (cause: ForeignCause, ...injectedBy: InjectedKind[]): ForeignError
 /**
  * The error names (`errorType`) that are not the consumer's own, with what they mean and which
  * injected faults produce them. Exact, case-sensitive names; Powertools' idempotency errors
- * (`Idempotency…Error`) are matched by {@link foreignErrorType} as well.
+ * (`Idempotency…Error`) are matched by `foreignErrorType` as well.
  */
 export const foreignErrorTypes: ReadonlyMap<string, ForeignErrorType> = new Map<string, ForeignErrorType>([
   // The library's contention and rounds: the engine folds lost commits, throttled reads and

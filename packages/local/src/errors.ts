@@ -20,6 +20,7 @@ export abstract class LocalRuntimeError extends Error {
 export class EmulatorStartError extends LocalRuntimeError {
   constructor(
     message: string,
+    /** The last lines the emulator wrote (stdout and stderr); empty when it is not a child process or wrote nothing. @default '' */
     public readonly output = '',
     options?: ErrorOptions,
   ) {

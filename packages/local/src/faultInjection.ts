@@ -47,7 +47,7 @@ export type FaultKind = (typeof faultKinds)[number];
 /** The share of calls (0 to 1) that fail with each kind. A kind left out never fires. */
 export type FaultRates = Partial<Record<FaultKind, number>>;
 
-/** Options of {@link installFaults}. */
+/** Options of `installFaults`. */
 export interface FaultOptions {
   /** Per kind, the share of eligible attempts (0 to 1) that fail with it. */
   readonly rates: FaultRates;
@@ -79,7 +79,7 @@ export interface InjectedFault {
   readonly attempt: number;
 }
 
-/** What {@link installFaults} returns. */
+/** What `installFaults` returns. */
 export interface FaultInjector {
   /** Every fault injected so far, in order. */
   readonly injected: readonly InjectedFault[];
@@ -147,7 +147,7 @@ export function parseFaultFlag(flag: string): { readonly kind: FaultKind; readon
  *
  * @example
  * faultRatesFromFlags(['transaction-conflict=0.05', 'throttle=0.02']); // { 'transaction-conflict': 0.05, throttle: 0.02 }
- * @throws FaultFlagError for a flag {@link parseFaultFlag} refuses, or a kind given twice
+ * @throws FaultFlagError for a flag `parseFaultFlag` refuses, or a kind given twice
  */
 export function faultRatesFromFlags(flags: readonly string[]): FaultRates {
   const rates: Partial<Record<FaultKind, number>> = {};

@@ -987,7 +987,7 @@ export interface HeadlessChromium {
  * Starts the system's Chromium headless, driven by `playwright-core` (never a downloaded
  * browser), with {@link chromiumArgs} and a fresh `--user-data-dir` in the temporary directory.
  *
- * @param options.executablePath the browser; {@link defaultChromiumPath} by default
+ * @param options.executablePath the browser; `defaultChromiumPath` by default
  * @param options.viewport the page size in CSS pixels; 1280 × 900 by default
  * @throws HtmlReportScreenshotError when the browser is not there, `playwright-core` is not
  *   installed (it is a development dependency), or the browser does not start
@@ -1067,12 +1067,12 @@ export async function screenshotHtmlFile(
 export interface WriteHtmlReportOptions {
   /** Also write a PNG of the page, rendered in headless Chromium, at this path. */
   readonly screenshot?: string;
-  /** The Chromium for the screenshot; {@link defaultChromiumPath} by default. */
+  /** The Chromium for the screenshot; `defaultChromiumPath` by default. */
   readonly chromiumPath?: string;
 }
 
 /**
- * Writes the page of {@link renderHtmlReport} to `path` (whole or not at all: written beside it,
+ * Writes the page of `renderHtmlReport` to `path` (whole or not at all: written beside it,
  * then renamed), and a screenshot of it when asked.
  *
  * @returns the page's size, in bytes

@@ -1,7 +1,7 @@
 /**
  * What the HTML picture of a local run is drawn from ({@link HtmlReportInput}), how to check it
  * ({@link assertHtmlReportInput}), and two helpers to make one from a run: a recorder that
- * stamps each outcome with its time in the run ({@link createDeliveryRecorder}) and
+ * stamps each outcome with its time in the run (`createDeliveryRecorder`) and
  * {@link toHtmlReportInput}, which joins the recorded deliveries with the run's text report.
  *
  * @module
@@ -33,23 +33,27 @@ export interface HtmlReportDelivery {
   readonly reason?: string;
 }
 
-/** Everything {@link renderHtmlReport} draws. Generic: no field names a domain. */
+/** Everything `renderHtmlReport` draws. Generic: no field names a domain. */
 export interface HtmlReportInput {
   /** The page's title and heading. */
   readonly title: string;
+  /** The run's event source: `sqs`, `sqs-fifo` or `kafka`. */
   readonly source: HtmlReportSource;
   /** When the run started, ISO 8601 (e.g. `2025-01-31T09:30:00.000Z`). */
   readonly startedAt: string;
   /** The run's wall-clock duration, in milliseconds. */
   readonly durationMs: number;
+  /** The run's totals, as in the text report: all of them whole numbers, none negative. */
   readonly totals: {
     /** Messages sent to the source. */
     readonly messages: number;
+    /** Messages applied (each once, however often it was delivered). */
     readonly applied: number;
     /** Deliveries acknowledged as duplicates (the inbox had the idempotency key). */
     readonly duplicates: number;
     /** Deliveries that failed and were retried (one message may count several times). */
     readonly retried: number;
+    /** Messages dead-lettered, by the consumer or by the queue's redrive policy. */
     readonly deadLettered: number;
   };
   /** Outbox items written and published, when the consumer has an outbox. */
@@ -213,7 +217,7 @@ export function createDeliveryRecorder(options: { readonly now?: () => number } 
  * its recorded deliveries into the HTML report's input.
  *
  * @param report what `buildReport` returned for the run
- * @param deliveries what a {@link createDeliveryRecorder} recorded during the run
+ * @param deliveries what a `createDeliveryRecorder` recorded during the run
  * @param run.startedAt when the run started
  * @param run.fifo whether the SQS source was a FIFO queue (the page says `sqs-fifo`)
  * @param run.title the page's title; `Local run (<source>)` by default

@@ -14,7 +14,9 @@ export interface InputMessage {
 export class InputFileError extends Error {
   constructor(
     message: string,
+    /** The input file's path, as it was given. */
     public readonly file: string,
+    /** The 1-based line number of the line that is not valid; `undefined` when the error is about the whole file. */
     public readonly line?: number,
   ) {
     super(line === undefined ? `${file}: ${message}` : `${file}:${line}: ${message}`);

@@ -3,7 +3,9 @@ import type { Context } from 'aws-lambda';
 
 /** Options of {@link createLambdaContext}. */
 export interface LambdaContextOptions {
+  /** The function's name: `functionName`, and part of `invokedFunctionArn` and `logGroupName` (`/aws/lambda/<name>`). */
   readonly functionName: string;
+  /** The AWS Region for `invokedFunctionArn`, e.g. `us-east-1`. */
   readonly region: string;
   /** Account id for `invokedFunctionArn` (locally, the queue ARN's account). */
   readonly accountId: string;

@@ -2,13 +2,19 @@ import { FAILURE_REASON_DIMENSION, MetricName } from 'idempotent-consumer/observ
 
 /** The consumer's metrics as the local run's embedded-metric-format output added them up. */
 export interface MetricTotals {
+  /** Messages committed: the sum of `MessagesApplied`. */
   readonly applied: number;
+  /** Deliveries acknowledged as duplicates: the sum of `DuplicatesAcknowledged`. */
   readonly duplicates: number;
+  /** Deliveries reported for a retry: the sum of `RetryableFailures`. */
   readonly retried: number;
+  /** Messages sent to the dead-letter queue: the sum of `DeadLettered` without the `failureReason` dimension. */
   readonly deadLettered: number;
   /** `DeadLettered` by its `failureReason` dimension. */
   readonly deadLetteredByReason: Readonly<Record<string, number>>;
+  /** Invocations that got as far as emitting `BatchSize` (one value each, at the end of an invocation that did not fail). */
   readonly invocations: number;
+  /** Records those invocations received: the sum of `BatchSize`. */
   readonly records: number;
   /** Every `ProcessingLatency` value, in milliseconds. */
   readonly latenciesMs: readonly number[];

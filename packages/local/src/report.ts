@@ -59,9 +59,11 @@ export interface DeadLetterCauseGroup {
 
 /** What `npm start` reports; `--json` prints it as one line. */
 export interface RunReport {
+  /** The event source of the run: an SQS queue (see `fifo`) or a Kafka topic. */
   readonly source: 'sqs' | 'kafka';
   /** `true` when the SQS queue is a FIFO queue (left out otherwise). */
   readonly fifo?: true;
+  /** Messages the run sent to the source (one per input line that holds a body). */
   readonly messagesIn: number;
   /**
    * Messages applied (each message once, however often it was delivered). With `duplicates`,
@@ -88,8 +90,11 @@ export interface RunReport {
   readonly timedOut?: { readonly limitMs: number; readonly detail: string };
   /** Processing latency percentiles, in milliseconds. */
   readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number };
+  /** Invocations of the consumer that completed, counted from its `BatchSize` metric. */
   readonly invocations: number;
+  /** The run's wall-clock duration, in milliseconds (whole), from its start to the report. */
   readonly durationMs: number;
+  /** The exactly-once check's verdict: `ok`, and every problem found, one sentence each (none when `ok`). */
   readonly check: {
     /**
      * Every message ended in exactly one of applied, duplicate, dead-lettered for a reason of its

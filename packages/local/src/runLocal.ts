@@ -46,14 +46,21 @@ import { pollerOptionsFromSettings, SqsEventSourcePoller } from './sqsEventSourc
 
 /** Progress of a run, reported about once a second. */
 export interface Progress {
+  /** `starting`: emulators and resources; `running`: sending and consuming; `checking`: reading back what is stored. */
   readonly phase: 'starting' | 'running' | 'checking';
   /** What is happening, in a few words (start-up steps). */
   readonly step: string;
+  /** Messages sent: the input's size in the progress reported while consuming and checking; 0 in that of a start-up step. */
   readonly sent: number;
+  /** Messages applied so far (the consumer's `MessagesApplied` metric). */
   readonly applied: number;
+  /** Deliveries acknowledged as duplicates so far (`DuplicatesAcknowledged`). */
   readonly duplicates: number;
+  /** Deliveries reported for a retry so far (`RetryableFailures`); one message may count several times. */
   readonly retried: number;
+  /** Messages dead-lettered so far (`DeadLettered`). */
   readonly deadLettered: number;
+  /** Invocations the local event source has completed so far. */
   readonly invocations: number;
   /** Milliseconds since the run started. */
   readonly elapsedMs: number;
@@ -105,6 +112,7 @@ export interface LocalRunOptions {
    * @default 600000
    */
   readonly timeoutMs?: number;
+  /** Receives the run's {@link Progress}: at each start-up step, then about once a second, then once when checking starts. */
   readonly onProgress?: (progress: Progress) => void;
   /** Receives each line the consumer logs (standard error by default), e.g. to keep a progress line apart. */
   readonly onLogLine?: (line: string) => void;
@@ -122,8 +130,11 @@ export interface LocalRunOptions {
 
 /** Where a local run's emulators and resources are, while they run. */
 export interface RunningLocalRuntime {
+  /** DynamoDB Local's base URL, e.g. `http://127.0.0.1:<port>`. */
   readonly dynamoDbEndpoint: string;
+  /** The SQS (and SNS, S3) server's base URL, e.g. `http://127.0.0.1:<port>`. */
   readonly sqsEndpoint: string;
+  /** The physical names of the run's tables, queues (URLs and ARNs) and bucket. */
   readonly resources: LocalResources;
   /** The outbox relay's destination queue, when the relay runs. */
   readonly outboxQueueUrl: string | undefined;
@@ -131,10 +142,13 @@ export interface RunningLocalRuntime {
 
 /** What a local run found. */
 export interface LocalRunResult {
+  /** The run's report, with the exactly-once check (`report.check`). */
   readonly report: RunReport;
   /** Every delivery's outcome, stamped with its time in the run: the HTML report's input. */
   readonly deliveries: HtmlReportInput['deliveries'];
+  /** When the run started (the wall clock). */
   readonly startedAt: Date;
+  /** The run's event source, as the HTML report names it: `sqs`, `sqs-fifo` (a FIFO queue) or `kafka`. */
   readonly source: 'sqs' | 'sqs-fifo' | 'kafka';
 }
 

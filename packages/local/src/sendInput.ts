@@ -12,8 +12,11 @@ import type { InputMessage } from './inputFile.js';
 
 /** A message that was sent: its SQS `messageId`, input line and body. */
 export interface SentInputMessage {
+  /** The `MessageId` SQS gave the message. */
   readonly messageId: string;
+  /** The message's 1-based line in the input file. */
   readonly line: number;
+  /** The body as sent. */
   readonly body: string;
 }
 
@@ -88,7 +91,7 @@ export function batchBySize<
 
 /**
  * Sends `input` to the queue in order, in batches of at most 10 messages and 1 MiB
- * ({@link batchBySize}). On a FIFO queue each message gets the group `messageGroupId(message)`
+ * (`batchBySize`). On a FIFO queue each message gets the group `messageGroupId(message)`
  * and the deduplication id `deduplicationId(message)`; messages of one group are sent in input
  * order, so SQS keeps that order.
  *

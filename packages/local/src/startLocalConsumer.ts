@@ -39,11 +39,16 @@ export interface LocalConsumerOptions {
 
 /** A consumer's running local resources. */
 export interface LocalConsumer {
+  /**
+   * The emulators' base URLs (`http://127.0.0.1:<port>`): DynamoDB Local, and the SQS server, which
+   * serves S3 too (`s3` is `sqs` when the given `endpoints` name no S3 endpoint).
+   */
   readonly endpoints: { readonly dynamoDb: string; readonly sqs: string; readonly s3: string };
   /** The tools' clients (provisioning, inspection): no faults, no strict layer, no invocation guard. */
   readonly admin: LocalClients;
   /** The consumer's clients: the strict DynamoDB layer, invocation deadlines, the faults asked for. */
   readonly consumer: LocalClients;
+  /** The physical names of the provisioned tables, queues (URLs and ARNs) and bucket. */
   readonly resources: LocalResources;
   /** The consumer's Lambda environment for these resources (`lambdaEnvironment()` and the metrics namespace). */
   readonly environment: Readonly<Record<string, string>>;

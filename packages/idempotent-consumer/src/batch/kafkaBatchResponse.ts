@@ -46,6 +46,10 @@ export interface KafkaBatchItemFailure {
 
 /** The response a Kafka handler returns. */
 export interface KafkaBatchResponse {
+  /**
+   * The records to retry, at most one needed per partition (its first failed record): Lambda
+   * resumes each listed partition from its lowest listed offset. Empty: every record succeeded.
+   */
   readonly batchItemFailures: readonly KafkaBatchItemFailure[];
 }
 

@@ -20,6 +20,7 @@
 
 /** One Kafka record header: its name → its value's bytes. */
 export interface KafkaRecordHeader {
+  /** The header's value as an array of bytes (numbers from 0 to 255), under its name; one name per object. */
   readonly [name: string]: number[];
 }
 
@@ -33,19 +34,25 @@ export interface KafkaSchemaMetadata {
 
 /** One record of a Kafka event. */
 export interface KafkaRecord {
+  /** The topic the record was read from. */
   readonly topic: string;
+  /** The record's partition of the topic, from 0. */
   readonly partition: number;
+  /** The record's offset in its partition. */
   readonly offset: number;
   /** Milliseconds since the epoch. */
   readonly timestamp: number;
+  /** What `timestamp` is: set by the producer (`CREATE_TIME`) or by the broker when it appended the record (`LOG_APPEND_TIME`). */
   readonly timestampType: 'CREATE_TIME' | 'LOG_APPEND_TIME';
   /** Base64; absent or `null` for a record without a key. */
   readonly key?: string | null;
   /** Base64; absent or `null` for a tombstone. */
   readonly value?: string | null;
+  /** The record's headers, in order, one single-entry object per header (names may repeat); `null` or empty when it has none. */
   readonly headers: readonly KafkaRecordHeader[] | null;
   /** Present only when the mapping has a schema registry. */
   readonly valueSchemaMetadata?: KafkaSchemaMetadata;
+  /** The key's schema-registry metadata; present only when the mapping has a schema registry. */
   readonly keySchemaMetadata?: KafkaSchemaMetadata;
 }
 

@@ -23,6 +23,13 @@ import type { KafkaDecodedValue, KafkaEncodedValue, KafkaSchemaFormat } from '..
  * schema-registry framing).
  */
 export interface ProtobufMessageType {
+  /**
+   * Decodes one message from `reader` (its bytes, or a protobufjs `Reader`), reading `length`
+   * bytes when given, else to the end.
+   *
+   * @returns the decoded message (a protobufjs message, made JSON-compatible with its `toJSON()`)
+   * @throws when the bytes are not a message of this type (the record is dead-lettered as `ValidationError`)
+   */
   decode(reader: Uint8Array, length?: number): unknown;
 }
 

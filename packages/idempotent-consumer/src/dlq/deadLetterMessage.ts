@@ -161,6 +161,7 @@ export interface DeadLetterContext {
   readonly body: string;
   /** `base64` when `body` holds, in base64, a value SQS could not take as text (a Kafka value). */
   readonly bodyEncoding?: 'base64';
+  /** Why it is dead-lettered: the reason (required: one {@link isValidFailureReason} accepts) and the error. */
   readonly failure: DeadLetterFailure;
   /** Attempts so far, from 1. */
   readonly attempts: number;
@@ -174,12 +175,15 @@ export interface DeadLetterContext {
   readonly messageGroupId?: string;
   /** The producer's message attributes (SQS `SendMessage` form; Kafka headers as attributes). */
   readonly originalAttributes?: Readonly<Record<string, MessageAttributeValue>>;
+  /** When the consumer gave up on it; written to `ic.context` as ISO 8601 in UTC. */
   readonly failedAt: Date;
 }
 
 /** Where an offloaded body is, and how to check it. */
 export interface OffloadedPayload {
+  /** The S3 bucket's name (the consumer's payload bucket). */
   readonly bucket: string;
+  /** The object's key: {@link PAYLOAD_KEY_PREFIX} then a SHA-256 (hex) of the source, the original message id and the body's hash. */
   readonly key: string;
   /** The body's size, in UTF-8 bytes. */
   readonly bytes: number;
@@ -189,7 +193,7 @@ export interface OffloadedPayload {
 
 /** The JSON in `ic.context`. */
 export interface DeadLetterContextAttribute {
-  /** {@link DEAD_LETTER_FORMAT_VERSION}. */
+  /** The version of this format: {@link DEAD_LETTER_FORMAT_VERSION} (1) when this library wrote it. */
   readonly v: number;
   /** Source queue ARN, or Kafka event source ARN. */
   readonly source: string;
@@ -223,6 +227,10 @@ export interface DeadLetterMessageOptions {
 
 /** What to send: the `SendMessage` request, and the body to store in S3 first when it was offloaded. */
 export interface DeadLetterMessage {
+  /**
+   * The `SendMessage` request: the dead-letter queue's URL, the body (or the S3 pointer), the
+   * attributes, and on a FIFO queue the message group and deduplication ids.
+   */
   readonly input: SendMessageCommandInput;
   /** Present when the body goes to S3: put `body` (UTF-8) at `bucket`/`key` before sending `input`. */
   readonly offload?: { readonly bucket: string; readonly key: string; readonly body: string };
@@ -361,8 +369,11 @@ function canStayReal(producer: Readonly<Record<string, MessageAttributeValue>>, 
 
 /** What the consumer's attributes of a dead-letter message say, read back. */
 export interface DeadLetterInfo {
+  /** `ic.failureReason`; `undefined` when the attribute is missing. */
   readonly failureReason: string | undefined;
+  /** `ic.errorType`: the `name` of the error that decided it; `undefined` when the attribute is missing. */
   readonly errorType: string | undefined;
+  /** `ic.errorMessage`: the error's message, as cut when sent; `undefined` when the attribute is missing. */
   readonly errorMessage: string | undefined;
   /** `ic.context`, parsed; fields that are missing or of the wrong type are left out. */
   readonly context: Partial<DeadLetterContextAttribute>;
@@ -494,8 +505,11 @@ export function attributesSize(attributes: Readonly<Record<string, MessageAttrib
 
 /** A message attribute as plain JSON: binary values in base64. */
 export interface PlainAttribute {
+  /** The SQS data type: `String`, `Number` or `Binary`, optionally with a custom suffix (`String.json`). */
   readonly DataType: string;
+  /** The value of a `String` or `Number` attribute, as is. */
   readonly StringValue?: string;
+  /** The value of a `Binary` attribute: its bytes in base64. */
   readonly BinaryValue?: string;
 }
 

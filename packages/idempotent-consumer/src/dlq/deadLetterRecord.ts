@@ -26,7 +26,9 @@ export interface DeadLetterRecord {
   readonly deadLettered: boolean;
   /** `ic.failureReason`; `undefined` for a message moved by the redrive policy. */
   readonly failureReason: string | undefined;
+  /** `ic.errorType`: the `name` of the error that decided it; `undefined` for a message moved by the redrive policy. */
   readonly errorType: string | undefined;
+  /** `ic.errorMessage`: the error's message (at most 1,024 characters); `undefined` for a message moved by the redrive policy. */
   readonly errorMessage: string | undefined;
   /** `ic.context.failedAt`, if present and a valid date. */
   readonly failedAt: Date | undefined;

@@ -21,7 +21,9 @@ export const EXTENDED_PAYLOAD_SIZE_ATTRIBUTE = 'ExtendedPayloadSize';
 
 /** Where an offloaded body is stored. */
 export interface PayloadLocation {
+  /** The S3 bucket's name (the pointer's `s3BucketName`). */
   readonly bucket: string;
+  /** The object's key in the bucket (the pointer's `s3Key`). */
   readonly key: string;
 }
 

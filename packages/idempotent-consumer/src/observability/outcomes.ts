@@ -9,10 +9,12 @@ export const Outcome = {
   /** Sent to the dead-letter queue with its reason, then acknowledged. */
   DeadLettered: 'dead-lettered',
 } as const;
+/** One of the `Outcome` values: `applied`, `duplicate`, `retried` or `dead-lettered`. */
 export type Outcome = (typeof Outcome)[keyof typeof Outcome];
 
 /** One delivery's outcome: what logs, metrics and the local report are made of. Never holds the body. */
 export interface OutcomeRecord {
+  /** What became of the delivery: `applied`, `duplicate`, `retried` or `dead-lettered`. */
   readonly outcome: Outcome;
   /** The source's id of the message (SQS `messageId`, Kafka `<topic>-<partition>@<offset>`). */
   readonly messageId: string;
@@ -26,8 +28,15 @@ export interface OutcomeRecord {
   readonly attempt: number | undefined;
   /** Why it was dead-lettered. */
   readonly reason: string | undefined;
-  /** The error of a retried or dead-lettered delivery: its name and message (at most 1,024 characters). */
+  /**
+   * The `name` of the error of a retried or dead-lettered delivery (at most 128 characters);
+   * `undefined` for the other outcomes.
+   */
   readonly errorType: string | undefined;
+  /**
+   * The message of the error of a retried or dead-lettered delivery, cut to at most 1,024
+   * characters; `undefined` for the other outcomes.
+   */
   readonly errorMessage: string | undefined;
   /** Whether a retried delivery used up an attempt (`false`: it was not attempted). */
   readonly countsAsAttempt: boolean | undefined;
@@ -37,6 +46,10 @@ export interface OutcomeRecord {
 
 /** Receives every outcome: a logger, a metrics writer, the local runtime's report. */
 export interface OutcomeObserver {
+  /**
+   * Called once per delivery, as soon as its outcome is known. It should not throw: what it
+   * throws is caught and ignored (it never changes the message's outcome).
+   */
   onOutcome(record: OutcomeRecord): void;
 }
 

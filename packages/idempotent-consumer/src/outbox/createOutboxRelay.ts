@@ -48,7 +48,9 @@ export interface OutboxRelayRuntimeOptions {
 
 /** One outbox message the relay handled, for {@link OutboxRelayRuntimeOptions.onRelayed}. */
 export interface RelayedMessage {
+  /** The outbox message's stable id: SHA-256 (hex, 64 characters) of consumer name, idempotency key and position. */
   readonly messageId: string;
+  /** The logical name of the destination it went to (`OutgoingMessage.destination`; `'default'` when the message named none). */
   readonly destination: string;
   /** `true` when this invocation sent it; `false` when Powertools found its publish completed before. */
   readonly sent: boolean;
@@ -58,6 +60,17 @@ export interface RelayedMessage {
 
 /** A Lambda handler for the inbox table's DynamoDB Stream, built by {@link createOutboxRelay}. */
 export interface OutboxRelayHandler {
+  /**
+   * Relays one batch of stream records, in order (see {@link createOutboxRelay}). The first
+   * invocation reads the environment and creates the clients.
+   *
+   * @returns the partial batch response: each record that failed, by its `SequenceNumber`
+   *   (`{"batchItemFailures":[{"itemIdentifier":"<SequenceNumber>"}]}`); it resolves when
+   *   records fail, also all of them
+   * @throws EnvironmentError (the promise rejects, and the next invocation tries again) when the
+   *   environment lacks a variable, holds a malformed one, or names no destination while none
+   *   is given in code
+   */
   (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse>;
   /** A new execution environment of the same relay with other runtime options (tests, the local runtime). */
   withRuntime(runtime: OutboxRelayRuntimeOptions): OutboxRelayHandler;

@@ -82,7 +82,10 @@ export function outboxRelaySettings(
 
 /** Thrown when the relay's settings break a rule; `problems` lists every rule broken. */
 export class InvalidOutboxRelaySettingsError extends Error {
-  constructor(public readonly problems: readonly string[]) {
+  constructor(
+    /** Every rule broken, one sentence each (see {@link outboxRelaySettingsProblems}). */
+    public readonly problems: readonly string[],
+  ) {
     super(`Invalid outbox relay settings:\n- ${problems.join('\n- ')}`);
     this.name = 'InvalidOutboxRelaySettingsError';
   }

@@ -15,7 +15,9 @@ export interface RedriveOutboxOptions {
   readonly relay: OutboxRelayHandler;
   /** A client for the inbox table's account and region. */
   readonly dynamoDb: DynamoDBClient;
+  /** The physical name of the consumer's inbox table, which holds its outbox items (the stack's `InboxTableName` output). */
   readonly inboxTableName: string;
+  /** The consumer's name (`settings.consumerName`): only its outbox items are redriven. */
   readonly consumerName: string;
   /**
    * Only items committed before this time (their `createdAt`): leave the newest ones to the

@@ -21,6 +21,7 @@ export const MetricName = {
   /** Records per invocation (Count). */
   BatchSize: 'BatchSize',
 } as const;
+/** One of the `MetricName` values: the name of one of the consumer's CloudWatch metrics. */
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
 /** The dimension that splits `DeadLettered` by reason (beside `service`). */

@@ -9,7 +9,10 @@ import {
 
 /** Thrown when the settings break an AWS rule; `problems` lists every rule broken. */
 export class InvalidSettingsError extends Error {
-  constructor(public readonly problems: readonly string[]) {
+  constructor(
+    /** Every rule broken, one sentence each, in the order they were checked. */
+    public readonly problems: readonly string[],
+  ) {
     super(`Invalid consumer settings:\n- ${problems.join('\n- ')}`);
     this.name = 'InvalidSettingsError';
   }
