@@ -5,8 +5,11 @@
 //
 //   node scripts/api-report.mjs           # check: fails when a report differs from the code (npm test)
 //   node scripts/api-report.mjs --update  # write the reports anew (commit them with the change)
+//
+// Every exported name and member of a public entry point carries a doc comment: the check lists
+// those without one and fails (entry points named `internal` are exempt: they are not a contract).
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Extractor, ExtractorConfig } from '@microsoft/api-extractor';
 
@@ -15,6 +18,7 @@ const update = process.argv.includes('--update');
 const packages = ['idempotent-consumer', 'cdk', 'local', 'cli'];
 
 let failed = 0;
+const undocumented = [];
 for (const folder of packages) {
   const packageFolder = join(root, 'packages', folder);
   const manifest = JSON.parse(readFileSync(join(packageFolder, 'package.json'), 'utf8'));
@@ -57,10 +61,15 @@ for (const folder of packages) {
       localBuild: update,
       showVerboseMessages: false,
       messageCallback: (message) => {
-        if (message.logLevel === 'warning' || message.logLevel === 'error') {
+        message.handled = true;
+        if (message.messageId === 'ae-undocumented') {
+          if (name !== 'internal') {
+            const where = message.sourceFilePath ? ` (${relative(root, message.sourceFilePath)}:${message.sourceFileLine})` : '';
+            undocumented.push(`${manifest.name}${entry.slice(1)}: ${message.text}${where}`);
+          }
+        } else if (message.logLevel === 'warning' || message.logLevel === 'error') {
           process.stderr.write(`${manifest.name}${entry.slice(1)}: ${message.text}\n`);
-          message.handled = true;
-        } else message.handled = true;
+        }
       },
     });
     if (result.errorCount > 0 || (!update && result.apiReportChanged)) {
@@ -71,5 +80,10 @@ for (const folder of packages) {
     }
   }
 }
-if (failed > 0) process.exit(1);
+for (const line of new Set(undocumented)) process.stderr.write(`${line}\n`);
+if (undocumented.length > 0)
+  process.stderr.write(
+    `${new Set(undocumented).size} exported names or members have no doc comment: write one (shape, units, errors thrown).\n`,
+  );
+if (failed > 0 || undocumented.length > 0) process.exit(1);
 process.stdout.write(update ? 'API reports written.\n' : 'API reports match the code.\n');
