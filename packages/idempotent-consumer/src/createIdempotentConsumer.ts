@@ -26,6 +26,7 @@ import { LogObserver } from './observability/LogObserver.js';
 import { MetricName, MetricsObserver } from './observability/MetricsObserver.js';
 import { combineObservers, type OutcomeObserver } from './observability/outcomes.js';
 import type { IdempotentConsumerOptions } from './types.js';
+import { startOnce } from './startOnce.js';
 
 /**
  * What a handler runs with, beside the environment: for tests and the local runtime. In Lambda
@@ -133,14 +134,7 @@ export function createIdempotentConsumer<Event>(
 ): IdempotentConsumerHandler {
   const definition = defineConsumer(options);
   checkKafkaDecodingOptions(options.kafka);
-  let environment: Promise<ConsumerEnvironment<Event>> | undefined;
-  const ready = (): Promise<ConsumerEnvironment<Event>> => {
-    environment ??= buildEnvironment(definition, runtime).catch((error: unknown) => {
-      environment = undefined;
-      throw error;
-    });
-    return environment;
-  };
+  const ready = startOnce(() => buildEnvironment(definition, runtime));
 
   const sqs = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const env = await ready();
@@ -191,10 +185,9 @@ export function createRecordHandler<Event>(
   runtime: ConsumerRuntimeOptions = {},
 ): (record: SQSRecord, context?: Context) => Promise<void> {
   const definition = defineConsumer(options);
-  let environment: Promise<ConsumerEnvironment<Event>> | undefined;
+  const ready = startOnce(() => buildEnvironment(definition, runtime));
   return async (record, context) => {
-    environment ??= buildEnvironment(definition, runtime);
-    const env = await environment;
+    const env = await ready();
     if (context !== undefined) env.registerContext(context);
     const clock: InvocationClock = { remainingTimeMs: () => (context === undefined ? 0 : context.getRemainingTimeInMillis()) };
     const [result] = await processDeliveries(
@@ -226,48 +219,44 @@ async function buildEnvironment<Event>(
     runtime.metrics ??
     new Metrics({ namespace: variables.POWERTOOLS_METRICS_NAMESPACE ?? METRICS_NAMESPACE, serviceName: config.consumerName });
   const now = runtime.now ?? (() => new Date());
-  let sqsClient: Promise<SQSClient> | undefined;
-  const sqs = (): Promise<SQSClient> =>
-    (sqsClient ??=
-      runtime.clients?.sqs !== undefined
-        ? Promise.resolve(runtime.clients.sqs)
-        : import('@aws-sdk/client-sqs').then(({ SQSClient: Client }) => new Client({})));
+  const sqs = startOnce(
+    (): Promise<SQSClient> | SQSClient =>
+      runtime.clients?.sqs ?? import('@aws-sdk/client-sqs').then(({ SQSClient: Client }) => new Client({})),
+  );
 
   let context: Context | undefined;
-  let sideEffects: Promise<SideEffectExecutor & { registerLambdaContext(context: Context): void }> | undefined;
-  const loadSideEffects = () =>
-    (sideEffects ??= (async () => {
-      const [{ SideEffectRunner }, { DynamoDBPersistenceLayer }] = await Promise.all([
-        import('./sideEffects/SideEffectRunner.js'),
-        import('@aws-lambda-powertools/idempotency/dynamodb'),
-      ]);
-      const runner = new SideEffectRunner({
-        handlers: definition.sideEffects,
-        persistenceStore: new DynamoDBPersistenceLayer({ tableName: config.idempotencyTable, awsSdkV3Client: dynamoDb }),
-        keyPrefix: config.consumerName,
-        expiresAfterSeconds: config.sideEffectTtlSeconds,
-        minRemainingMs: config.sideEffectMinRemainingMs,
-        documentClient: client,
-        tables: config.tables,
-      });
-      if (context !== undefined) runner.registerLambdaContext(context);
-      return runner;
-    })());
+  let loadedSideEffects: { registerLambdaContext(context: Context): void } | undefined;
+  const loadSideEffects = startOnce(async (): Promise<SideEffectExecutor> => {
+    const [{ SideEffectRunner }, { DynamoDBPersistenceLayer }] = await Promise.all([
+      import('./sideEffects/SideEffectRunner.js'),
+      import('@aws-lambda-powertools/idempotency/dynamodb'),
+    ]);
+    const runner = new SideEffectRunner({
+      handlers: definition.sideEffects,
+      persistenceStore: new DynamoDBPersistenceLayer({ tableName: config.idempotencyTable, awsSdkV3Client: dynamoDb }),
+      keyPrefix: config.consumerName,
+      expiresAfterSeconds: config.sideEffectTtlSeconds,
+      minRemainingMs: config.sideEffectMinRemainingMs,
+      documentClient: client,
+      tables: config.tables,
+    });
+    if (context !== undefined) runner.registerLambdaContext(context);
+    loadedSideEffects = runner;
+    return runner;
+  });
 
-  let deadLetterSink: Promise<DeadLetterSink> | undefined;
-  const deadLetters = () =>
-    (deadLetterSink ??= (async () => {
-      const { DeadLetterQueue } = await import('./dlq/DeadLetterQueue.js');
-      const s3 = runtime.clients?.s3;
-      return new DeadLetterQueue({
-        sqs: await sqs(),
-        // Loaded only when a body is too large for the dead-letter queue.
-        s3: s3 !== undefined ? s3 : () => import('@aws-sdk/client-s3').then(({ S3Client }) => new S3Client({})),
-        queueUrl: config.deadLetterQueueUrl,
-        maxMessageSizeBytes: config.deadLetterMaxMessageSizeBytes,
-        ...(config.payloadBucket !== undefined ? { payloadBucket: config.payloadBucket } : {}),
-      });
-    })());
+  const deadLetters = startOnce(async (): Promise<DeadLetterSink> => {
+    const { DeadLetterQueue } = await import('./dlq/DeadLetterQueue.js');
+    const s3 = runtime.clients?.s3;
+    return new DeadLetterQueue({
+      sqs: await sqs(),
+      // Loaded only when a body is too large for the dead-letter queue.
+      s3: s3 !== undefined ? s3 : () => import('@aws-sdk/client-s3').then(({ S3Client }) => new S3Client({})),
+      queueUrl: config.deadLetterQueueUrl,
+      maxMessageSizeBytes: config.deadLetterMaxMessageSizeBytes,
+      ...(config.payloadBucket !== undefined ? { payloadBucket: config.payloadBucket } : {}),
+    });
+  });
 
   const engine = new BatchEngine<Event>({
     definition,
@@ -297,20 +286,20 @@ async function buildEnvironment<Event>(
     logger,
     now,
   };
-  let backoff: Promise<RetryBackoff> | undefined;
+  // Loaded at the first retry, with the SQS client: an invocation that retries nothing never loads either.
+  const backoff = startOnce(async (): Promise<RetryBackoff> => {
+    const [client, { RetryBackoff: Backoff }] = await Promise.all([sqs(), import('./batch/retryBackoff.js')]);
+    return new Backoff({ sqs: client });
+  });
   return {
     config,
     logger,
     metrics,
     deps,
-    // Loaded at the first retry, with the SQS client: an invocation that retries nothing never loads either.
-    backoff: () =>
-      (backoff ??= Promise.all([sqs(), import('./batch/retryBackoff.js')]).then(
-        ([client, { RetryBackoff: Backoff }]) => new Backoff({ sqs: client }),
-      )),
+    backoff,
     registerContext(next: Context) {
       context = next;
-      void sideEffects?.then((runner) => runner.registerLambdaContext(next));
+      loadedSideEffects?.registerLambdaContext(next);
     },
   };
 }

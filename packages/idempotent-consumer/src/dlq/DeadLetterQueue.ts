@@ -2,6 +2,7 @@ import { SendMessageBatchCommand, SendMessageCommand, type SendMessageBatchReque
 import type { S3Client } from '@aws-sdk/client-s3';
 import { DeadLetterSendError } from './deadLetterErrors.js';
 import { buildDeadLetterMessage, type DeadLetterContext, type DeadLetterMessage } from './deadLetterMessage.js';
+import { startOnce } from '../startOnce.js';
 
 /** An S3 client, or a function that makes one when it is first needed (so `@aws-sdk/client-s3` is loaded only then). */
 export type S3ClientSource = S3Client | (() => S3Client | Promise<S3Client>);
@@ -46,7 +47,15 @@ const MAX_BATCH_ENTRIES = 10;
 export class DeadLetterQueue {
   readonly #options: DeadLetterQueueOptions;
   readonly #fifo: boolean;
-  #s3: Promise<S3Client> | undefined;
+  /** The S3 client, made at the first body too large for the queue (a failure to make it is not remembered). */
+  readonly #s3Client = startOnce(async (): Promise<S3Client> => {
+    const source = this.#options.s3;
+    if (source === undefined) {
+      const { S3Client: Client } = await import('@aws-sdk/client-s3');
+      return new Client({});
+    }
+    return typeof source === 'function' ? source() : source;
+  });
 
   constructor(options: DeadLetterQueueOptions) {
     this.#options = options;
@@ -204,18 +213,6 @@ export class DeadLetterQueue {
         ContentType: 'text/plain; charset=utf-8',
       }),
     );
-  }
-
-  #s3Client(): Promise<S3Client> {
-    this.#s3 ??= (async () => {
-      const source = this.#options.s3;
-      if (source === undefined) {
-        const { S3Client: Client } = await import('@aws-sdk/client-s3');
-        return new Client({});
-      }
-      return typeof source === 'function' ? source() : source;
-    })();
-    return this.#s3;
   }
 }
 

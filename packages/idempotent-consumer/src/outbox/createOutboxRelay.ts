@@ -15,6 +15,7 @@ import { DEFAULT_DESTINATION, destinationEnvironmentVariable } from './outboxRel
 import { readOutboxRecord } from './outboxStreamRecords.js';
 import { snsTopicDestination } from './snsTopicDestination.js';
 import { sqsQueueDestination } from './sqsQueueDestination.js';
+import { startOnce } from '../startOnce.js';
 
 export { OutboxMetricName } from './outboxMetrics.js';
 
@@ -110,20 +111,13 @@ interface RelayEnvironment {
  * @throws EnvironmentError at the first invocation when the environment lacks a variable, holds a
  *   malformed one, or names no destination while none is given in code
  * @example
- * // lambda/outbox/relayHandler.ts, the construct's default entry:
+ * // the construct's default entry (outbox/relayHandler.ts):
  * export const handler = createOutboxRelay();
  * // with a destination of your own:
  * export const handler = createOutboxRelay({ destinations: { default: eventBridgeDestination(bus) } });
  */
 export function createOutboxRelay(options: OutboxRelayOptions = {}, runtime: OutboxRelayRuntimeOptions = {}): OutboxRelayHandler {
-  let environment: Promise<RelayEnvironment> | undefined;
-  const ready = (): Promise<RelayEnvironment> => {
-    environment ??= buildEnvironment(options, runtime).catch((error: unknown) => {
-      environment = undefined;
-      throw error;
-    });
-    return environment;
-  };
+  const ready = startOnce(() => buildEnvironment(options, runtime));
   const handler = (async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
     const env = await ready();
     return relayBatch(event, context, env);

@@ -1,3 +1,5 @@
+import { startOnce } from '../startOnce.js';
+
 /**
  * An AWS SDK client made at its first use, once: the one given (an instance, or a function that
  * gives one), else `create()`. A failure to make it is not remembered, so the next use tries again.
@@ -6,13 +8,8 @@ export function lazyClient<Client>(
   given: Client | (() => Client | Promise<Client>) | undefined,
   create: () => Promise<Client>,
 ): () => Promise<Client> {
-  let client: Promise<Client> | undefined;
-  return () =>
-    (client ??= (async () => {
-      if (given === undefined) return create();
-      return typeof given === 'function' ? (given as () => Client | Promise<Client>)() : given;
-    })().catch((error: unknown) => {
-      client = undefined;
-      throw error;
-    }));
+  return startOnce(() => {
+    if (given === undefined) return create();
+    return typeof given === 'function' ? (given as () => Client | Promise<Client>)() : given;
+  });
 }
