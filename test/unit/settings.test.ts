@@ -71,6 +71,9 @@ describe('settingsProblems', () => {
     ],
     ['a DLQ retention shorter than the source', { queue: { deadLetterRetentionPeriodSeconds: 60 } }, /dead-letter queue retention 60 s/],
     ['a DLQ too small for the largest body', { queue: { deadLetterMaxMessageSizeBytes: 262_144 } }, /maximum message size/],
+    ["function memory below Lambda's 128 MB", { function: { memorySizeMb: 64 } }, /function memory 64 MB/],
+    ["function memory above Lambda's 10,240 MB", { function: { memorySizeMb: 20_000 } }, /function memory 20000 MB/],
+    ["a backoff longer than SQS's longest visibility timeout", { retry: { backoffMaxSeconds: 50_000 } }, /backoffMaxSeconds 50000/],
   ])('rejects %s', (_what, overrides, message) => {
     expect(settingsProblems(withOverrides(overrides)).join('\n')).toMatch(message);
   });

@@ -598,7 +598,7 @@ export class IdempotentConsumer extends Construct {
     grantTableKey(grantee, table);
   }
 
-  /** Sets {@link environment} on a function of this app, or warns that the user must. */
+  /** Sets `environment` on a function of this app, or warns that the user must. */
   private setEnvironment(fn: IFunction): void {
     if (fn instanceof LambdaFunction) {
       for (const [name, value] of Object.entries(this.environment)) fn.addEnvironment(name, value);
@@ -772,7 +772,7 @@ export class IdempotentConsumer extends Construct {
       reason:
         'Node.js 22 (nodejs22.x) is the runtime this library targets, bundles for (esbuild target node22) and supports; it ' +
         'is an LTS runtime that Lambda supports. Moving to a newer Node.js is a deliberate upgrade of the runtime and ' +
-        'bundling target in lib/IdempotentConsumer.ts.',
+        'bundling target in @idempotent-consumer/cdk (src/IdempotentConsumer.ts, src/bundling.ts).',
     });
     return { function: fn, logGroup };
   }

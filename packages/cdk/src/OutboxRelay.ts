@@ -160,7 +160,7 @@ export interface OutboxRelayAlarms {
  *   only for keys `<consumer>#…`; publish or send to its destinations; send to the on-failure
  *   queue; write its log group. No managed policy.
  * - **Alarms** ({@link OutboxRelayAlarms}, without actions) and **dashboard widgets**
- *   ({@link addToDashboard}).
+ *   (`addToDashboard`).
  *
  * Wiring it to a consumer: the inbox table needs `stream: StreamViewType.NEW_IMAGE`; pass the
  * consumer's name, inbox and idempotency tables.

@@ -1,8 +1,9 @@
 import { isConsumerError, isNotAttempted, toFailureReason } from './errors.js';
+import { MAX_ERROR_MESSAGE_LENGTH } from './dlq/deadLetterMessage.js';
 import type { ErrorClassification } from './types.js';
 
-/** Longest error message kept, in characters (logs and the dead-letter attribute). */
-export const MAX_ERROR_MESSAGE_LENGTH = 1024;
+// One limit for the logs and the dead-letter attribute: the DLQ message format owns it.
+export { MAX_ERROR_MESSAGE_LENGTH };
 
 /** The verdict on one failure. */
 export interface Classification {
@@ -12,7 +13,7 @@ export interface Classification {
   readonly reason: string | undefined;
   /** The error's `name` (e.g. `ValidationError`, `ProvisionedThroughputExceededException`), at most 128 characters. */
   readonly errorType: string;
-  /** The error's message, at most {@link MAX_ERROR_MESSAGE_LENGTH} characters. */
+  /** The error's message, at most `MAX_ERROR_MESSAGE_LENGTH` (1,024) characters. */
   readonly errorMessage: string;
   /**
    * Whether this failure used up one of the message's attempts. A delivery that was not

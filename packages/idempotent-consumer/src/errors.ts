@@ -62,7 +62,7 @@ export function isConsumerError(error: unknown): error is ConsumerError & { read
   );
 }
 
-/** Whether `error` is a {@link NotAttempted}, from this copy of the library or another one. */
+/** Whether `error` is a `NotAttempted`, from this copy of the library or another one. */
 export function isNotAttempted(error: unknown): error is NotAttempted {
   return (
     error instanceof NotAttempted || (isConsumerError(error) && (error as unknown as Record<symbol, unknown>)[notAttemptedMark] === true)

@@ -228,7 +228,7 @@ export interface IdempotentConsumerOptions<Event> {
   readonly versionAttribute?: string;
   /**
    * How the values (and keys) of Kafka records are decoded; SQS messages are not affected. Leave
-   * it out for JSON values (the default, unchanged). See {@link KafkaDecodingOptions} and
+   * it out for JSON values (the default, unchanged). See `KafkaDecodingOptions` (`idempotent-consumer/kafka`) and
    * `docs/kafka.md`.
    *
    * @example

@@ -30,7 +30,10 @@ export interface RuntimeConfig {
 
 /** Thrown at cold start when the environment lacks a variable or holds a malformed one. */
 export class EnvironmentError extends Error {
-  constructor(public readonly problems: readonly string[]) {
+  constructor(
+    /** Each problem, one sentence naming the variable (`TABLE_NAME_ORDERS is not set`). */
+    public readonly problems: readonly string[],
+  ) {
     super(`The consumer's environment is incomplete or malformed:\n- ${problems.join('\n- ')}`);
     this.name = 'EnvironmentError';
   }
@@ -38,7 +41,7 @@ export class EnvironmentError extends Error {
 
 /**
  * Reads the configuration the construct (or the local runtime) put in the environment with
- * `lambdaEnvironment()` (`config/settings.ts`).
+ * `lambdaEnvironment()` (`settings/settings.ts`).
  *
  * @param environment - usually `process.env`
  * @param tableNames - the logical names of the consumer's business tables (its `tables` option);

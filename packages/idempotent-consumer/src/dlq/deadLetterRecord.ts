@@ -7,14 +7,14 @@ export const NO_REASON = NO_FAILURE_REASON;
 
 /**
  * A message received from the dead-letter queue, with the consumer's `ic.*` attributes (see
- * `lambda/dlq/deadLetterMessage.ts`) read back.
+ * `dlq/deadLetterMessage.ts`) read back.
  */
 export interface DeadLetterRecord {
   /** The dead-letter queue's id of the message. */
   readonly messageId: string;
   /** The receipt handle of the latest receive: needed to delete it or restore its visibility. */
   readonly receiptHandle: string;
-  /** The body, exactly as received (the S3 pointer when the consumer offloaded it: see {@link offloaded}). */
+  /** The body, exactly as received (the S3 pointer when the consumer offloaded it: see `offloaded`). */
   readonly body: string;
   /** SQS's MD5 of the body, if the server sent it. */
   readonly md5OfBody: string | undefined;
@@ -46,7 +46,7 @@ export interface DeadLetterRecord {
   readonly offloaded: OffloadedPayload | undefined;
   /**
    * The producer's attributes, as a redrive restores them (see `producerAttributesOf`);
-   * `undefined` when `ic.originalAttributes` cannot be read ({@link problem} says why).
+   * `undefined` when `ic.originalAttributes` cannot be read (`problem` says why).
    */
   readonly producerAttributes: Readonly<Record<string, MessageAttributeValue>> | undefined;
   /** The FIFO message group: the system attribute, else `coordinates.messageGroupId`. */

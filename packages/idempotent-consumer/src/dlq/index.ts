@@ -10,3 +10,4 @@ export * from './deadLetterRecord.js';
 export * from './failureReasons.js';
 export * from './payloadPointer.js';
 export { REDRIVE_ATTRIBUTE } from '../batch/sqsDeliveries.js';
+export * from './deadLetterErrors.js';

@@ -89,7 +89,7 @@ interface RelayEnvironment {
  * Builds the outbox relay: a Lambda handler for the inbox table's DynamoDB Stream that publishes
  * each new outbox item of its consumer to the item's destination, with the item's message id as
  * the deduplication id where the destination has one and as the `outboxMessageId` attribute
- * everywhere, then marks the item published with a short TTL (see {@link OutboxPublisher}).
+ * everywhere, then marks the item published with a short TTL (see `OutboxPublisher`).
  *
  * - Records are handled in stream order, one at a time, through Powertools'
  *   `processPartialResponse` with `BatchProcessor(EventType.DynamoDBStreams)`: a record that fails

@@ -124,7 +124,7 @@ export function outboxRelaySettingsProblems(settings: OutboxRelaySettings): stri
 
 /**
  * Names of the relay's environment variables. The consumer name and the table names are the
- * consumer's own variables (`environmentVariables` in `config/settings.ts`), so the relay and its
+ * consumer's own variables (`environmentVariables` in `settings/settings.ts`), so the relay and its
  * consumer cannot disagree on them.
  */
 export const outboxEnvironmentVariables = {

@@ -17,7 +17,7 @@ import { OUTBOX_KIND } from './outboxItems.js';
  * (https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html#filtering-ddb):
  * the relay's own marks (`MODIFY`), TTL deletions (`REMOVE`), inbox rows, attempt records and
  * other consumers' items never reach it. The relay checks the same itself
- * ({@link readOutboxRecord}), so it is also correct without the filter.
+ * (`readOutboxRecord`), so it is also correct without the filter.
  */
 export function outboxFilterPattern(consumerName: string) {
   return {

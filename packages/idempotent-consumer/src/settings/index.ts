@@ -9,3 +9,4 @@ export * from './settings.js';
 export * from './validateSettings.js';
 export * from './metricNames.js';
 export * from './outputKeys.js';
+export { EnvironmentError } from '../config/runtimeConfig.js';

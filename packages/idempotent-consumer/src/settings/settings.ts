@@ -1,8 +1,8 @@
 /**
  * The one source of a consumer's settings.
  *
- * The CDK construct (`lib/`), the Lambda's environment (`lambda/config/runtimeConfig.ts`) and the
- * local runtime (`local/`) all read these values, so what runs on a laptop is what `cdk deploy`
+ * The CDK constructs (`@idempotent-consumer/cdk`), the Lambda's environment (`config/runtimeConfig.ts`) and the
+ * local runtime (`@idempotent-consumer/local`) all read these values, so what runs on a laptop is what `cdk deploy`
  * creates. Change a value here (or pass overrides with {@link withOverrides}) and every one of
  * them follows.
  *
@@ -67,7 +67,7 @@ export interface QueueSettings {
 export interface FunctionSettings {
   /** Function timeout in seconds (1 to 900). @default 30 */
   readonly timeoutSeconds: number;
-  /** Memory in MB. @default 1024 */
+  /** Memory in MB (128 to 10,240, Lambda's range). @default 1024 */
   readonly memorySizeMb: number;
   /** Records per invocation (SQS: 1 to 10,000, 10 for FIFO; above 10 needs a batching window). @default 10 */
   readonly batchSize: number;
@@ -90,7 +90,7 @@ export interface RetrySettings {
   readonly maxAttempts: number;
   /** Delay after the first failed attempt, in seconds; 0 turns the backoff off. @default 2 */
   readonly backoffBaseSeconds: number;
-  /** Upper bound of the delay, in seconds (at most the visibility timeout). @default 60 */
+  /** Upper bound of the delay, in seconds (at most 43,200: SQS's longest visibility timeout, 12 hours). @default 60 */
   readonly backoffMaxSeconds: number;
 }
 
@@ -286,7 +286,7 @@ export const resourceNames = {
 /**
  * Names of the Lambda environment variables that carry the settings and the resource names.
  * The construct (or the local runtime) sets them with {@link lambdaEnvironment};
- * `lambda/config/runtimeConfig.ts` reads them.
+ * `config/runtimeConfig.ts` reads them.
  */
 export const environmentVariables = {
   consumerName: 'CONSUMER_NAME',

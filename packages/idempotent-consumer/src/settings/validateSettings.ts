@@ -86,6 +86,10 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
   if (!Number.isInteger(fn.timeoutSeconds) || fn.timeoutSeconds < 1 || fn.timeoutSeconds > 900) {
     problems.push(`function timeout ${fn.timeoutSeconds} s must be an integer from 1 to 900 s`);
   }
+  // Lambda's memory range: https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html
+  if (!Number.isInteger(fn.memorySizeMb) || fn.memorySizeMb < 128 || fn.memorySizeMb > 10_240) {
+    problems.push(`function memory ${fn.memorySizeMb} MB must be an integer from 128 to 10240 MB`);
+  }
   const maxBatch = queue.fifo ? 10 : 10_000;
   if (!Number.isInteger(fn.batchSize) || fn.batchSize < 1 || fn.batchSize > maxBatch) {
     problems.push(`batch size ${fn.batchSize} must be an integer from 1 to ${maxBatch}${queue.fifo ? ' for a FIFO queue' : ''}`);
