@@ -28,7 +28,7 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-/** The bundling options of `lib/IdempotentConsumer.ts`, in esbuild's terms. */
+/** The bundling options of the constructs (`packages/cdk/src/bundling.ts`), in esbuild's terms. */
 const STACK_BUNDLING = {
   bundle: true,
   platform: 'node',
