@@ -6,7 +6,7 @@
  * @module
  */
 import { FailureReason } from 'idempotent-consumer';
-import { canonicalJson, payloadHash } from 'idempotent-consumer/internal';
+import { canonicalJson, effectKeyOf, payloadHash } from 'idempotent-consumer/internal';
 import { type DeadLetter, print, type StoredInboxRow, type StoredOutboxItem } from './storedState.js';
 import { MessageRole, type InputMessage, type ModelResult, type StoredBusinessState, type Workload } from './workload.js';
 
@@ -237,7 +237,7 @@ export function checkInvariants(evidence: Evidence): Violation[] {
   const expectedEffects = new Set<string>();
   for (const [key, requests] of model.sideEffects) {
     if (!appliedKeys.has(key)) continue;
-    requests.forEach((request, position) => expectedEffects.add(`${key}#${request.name}#${position}`));
+    requests.forEach((request, position) => expectedEffects.add(effectKeyOf(key, request, position)));
   }
   for (const effectKey of expectedEffects) {
     const records = evidence.business.effectRecords.get(effectKey) ?? 0;

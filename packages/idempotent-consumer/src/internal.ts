@@ -11,3 +11,4 @@ export { classify, type Classification } from './classifier.js';
 export { canonicalJson, payloadHash } from './engine/canonicalJson.js';
 export { inboxKey, InboxStatus } from './inbox/inboxItems.js';
 export { isNotAttempted } from './errors.js';
+export { effectKeyOf } from './engine/effectKeys.js';

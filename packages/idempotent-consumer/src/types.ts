@@ -79,23 +79,59 @@ export interface State {
  */
 export type Write = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-/** An inline side effect a decision asks for; it runs, guarded, before the commit. */
+/**
+ * An inline side effect a decision asks for; it runs, guarded, before the commit, and completes at
+ * most once per effect key (see {@link SideEffectRequest.key}).
+ */
 export interface SideEffectRequest {
   /** A key of the consumer's `sideEffects` option. */
   readonly name: string;
   /** What the effect needs, as JSON-serializable data (it is also what Powertools stores). */
   readonly input?: unknown;
+  /**
+   * The effect's own key, when it must complete once per something other than this message: a
+   * grant once per `userId:day`, a welcome mail once per account. Leave it out (the default) and
+   * the effect completes once per message: its effect key is `<idempotency key>#<name>#<position>`.
+   *
+   * Given, the effect key is `<name>#<key>`, the same for every message that asks for this effect
+   * with this key, so the effect **completes at most once per key** (within
+   * `idempotency.sideEffectTtlSeconds`, per consumer), whichever message asks first:
+   * - a later message (or a redelivery, or a redrive) that asks for it finds it completed and does
+   *   not run it again; its decision commits as usual;
+   * - two messages of one batch that ask for it are run one after the other: the first runs it, the
+   *   second finds it completed;
+   * - a message that asks for it while another invocation runs it is retried when that
+   *   invocation's lock expires (not counted as an attempt), and then finds it completed, or runs
+   *   it if the other did not complete it;
+   * - one decision asking twice for one effect key is a `ConsumerDefinitionError`.
+   *
+   * Derive it from the event alone (ids, the event's own date), never from state or the clock: a
+   * message decided again (on newer state, or delivered twice) must ask for the same key, or its
+   * effect may complete once per key it asked for. The effect receives the effect key
+   * (`context.effectKey`) and the idempotency key of the message whose request ran it.
+   *
+   * It is 1 to 512 UTF-8 bytes of well-formed Unicode without `#` (so that no chosen effect key can
+   * equal another consumer message's `<idempotency key>#<name>#<position>`, which holds two); a key
+   * that breaks this is a `ValidationError` (dead-lettered: it comes from the message), one that
+   * is not a string a `ConsumerDefinitionError`.
+   */
+  readonly key?: string;
 }
 
 /** What an inline side effect receives beside its input. */
 export interface SideEffectContext {
-  /** The event's idempotency key. */
+  /**
+   * The idempotency key of the message whose request runs the effect (with a chosen `key`, the
+   * first message that asked for it).
+   */
   readonly idempotencyKey: string;
   /**
-   * A key for this one effect, stable across redeliveries and deployments:
-   * `<idempotency key>#<effect name>#<position>`. Pass it downstream so that the receiver can
-   * deduplicate: the library guarantees that the effect *completes* at most once per key, but a
-   * crash between the effect and its completion record makes it run again.
+   * A key for this one effect, stable across redeliveries and deployments: by default
+   * `<idempotency key>#<effect name>#<position>` (once per message); with a chosen key
+   * (`{ name, input, key }`), `<effect name>#<key>` (once per key, whichever message asks). Pass it
+   * downstream so that the receiver can deduplicate: the library guarantees that the effect
+   * *completes* at most once per key, but a crash between the effect and its completion record
+   * makes it run again.
    */
   readonly effectKey: string;
   /** Milliseconds left in this invocation (Lambda's `getRemainingTimeInMillis()`). */

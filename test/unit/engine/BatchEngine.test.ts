@@ -978,6 +978,102 @@ describe('BatchEngine: side effects', () => {
   });
 });
 
+describe('BatchEngine: side effects with a chosen key (once per key, whichever message asks)', () => {
+  /** Adds 1 to its account's `n` and asks for `notify` with the event's `grant` as its key (and, with `also`, for `notify` by default). */
+  const granting = definitionOf((event: TestEvent, state: State): Decision => {
+    const n = Number(state.get('accounts', { id: event.account })?.n ?? 0);
+    return {
+      writes: [putAccount(event.account, { n: n + 1 })],
+      sideEffects: [...(event.also === true ? [{ name: 'notify' }] : []), { name: 'notify', key: String(event.grant) }],
+    };
+  });
+
+  it('runs an effect two units of one round ask for with one key once; the other finds it completed; both commit', async () => {
+    // Each run takes a while: a unit that asks for a key another's run holds waits for it, not starts its own.
+    const h = harness(granting, { run: () => new Promise((resolve) => setTimeout(resolve, 20)) });
+    const units = batch(
+      [{ key: 'k0', account: 'A', grant: 'u-1:2026-03-01', also: true }, { verified: true }],
+      [{ key: 'k1', account: 'B', grant: 'u-1:2026-03-01' }, { verified: true }],
+      [{ key: 'k2', account: 'C', grant: 'u-2:2026-03-01' }, { verified: true }],
+    );
+    await h.engine.settle(units, h.clock());
+    expect(verdicts(units)).toEqual([applied, applied, applied]);
+    // k0 runs its own effect first, so k1 reaches the shared key first: whichever asks first runs it.
+    expect(h.runs.map((r) => `${r.idempotencyKey}:${r.effectKey}`).sort()).toEqual([
+      'k0:k0#notify#0',
+      'k1:notify#u-1:2026-03-01',
+      'k2:notify#u-2:2026-03-01',
+    ]);
+    expect(transactions(h.fake).map(committedKeys)).toEqual([['k0', 'k1', 'k2']]);
+  });
+
+  it('finds the key completed for a unit of a later round (one ordering key): not run again', async () => {
+    const h = harness(granting);
+    const units = batch(
+      [{ key: 'k0', account: 'A', grant: 'g' }, { verified: true }],
+      [{ key: 'k1', account: 'A', grant: 'g' }, { verified: true }],
+    );
+    await h.engine.settle(units, h.clock());
+    expect(verdicts(units)).toEqual([applied, applied]);
+    expect(h.runs.map((r) => r.effectKey)).toEqual(['notify#g']);
+    expect(transactions(h.fake).map(committedKeys)).toEqual([['k0'], ['k1']]);
+  });
+
+  it('runs it for the second unit when the first one’s run failed; only the first fails', async () => {
+    const h = harness(granting, {
+      run: async (_request, context) => {
+        if (context.idempotencyKey === 'k0') throw new Error('the grant service is down');
+      },
+    });
+    const units = batch(
+      [{ key: 'k0', account: 'A', grant: 'g' }, { verified: true }],
+      [{ key: 'k1', account: 'B', grant: 'g' }, { verified: true }],
+    );
+    await h.engine.settle(units, h.clock());
+    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: true, errorMessage: 'the grant service is down' } });
+    expect(units[1]!.verdict).toEqual(applied);
+    expect(h.runs.map((r) => `${r.idempotencyKey}:${r.effectKey}`)).toEqual(['k0:notify#g', 'k1:notify#g']);
+  });
+
+  it('says in a dead letter which effects of its own ran and which of a chosen key were done, by it or another message', async () => {
+    const guarded = definitionOf((event: TestEvent, state: State) => {
+      state.get('accounts', { id: event.account });
+      return {
+        writes: [{ Put: { TableName: 'accounts', Item: { id: event.account }, ConditionExpression: 'attribute_not_exists(closed)' } }],
+        sideEffects: [{ name: 'notify' }, { name: 'notify', key: 'u-1:2026-03-01' }],
+      };
+    });
+    const h = harness(guarded);
+    // The conditions hold when checked before the effects, then fail at the commit (a concurrent writer).
+    h.cache.set(accountKey('A').id, { id: 'A', closed: true, _version: 'v1' });
+    h.fake.next(
+      'TransactWriteCommand',
+      {},
+      cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: { id: 'A', closed: true, _version: 'v1' } }]),
+    );
+    const units = batch([{ key: 'k0', account: 'A' }, { verified: true }]);
+    await h.engine.settle(units, h.clock());
+    expect(units[0]!.verdict).toMatchObject({
+      kind: 'failed',
+      failure: {
+        reason: 'ConditionalWriteFailed',
+        errorMessage:
+          'the condition of its put on accounts failed (its side effects ran before: notify#0; ' +
+          'done before for their chosen key, by it or another message: notify#u-1:2026-03-01)',
+      },
+    });
+  });
+
+  it('runs no effect of a decision with a chosen key that cannot be one: the unit is dead-lettered (ValidationError) on a snapshot', async () => {
+    const h = harness(granting);
+    h.fake.always('TransactGetCommand', { Responses: [{}, {}] });
+    const units = batch([{ key: 'k0', account: 'A', grant: 'u#1' }, { verified: true }]);
+    await h.engine.settle(units, h.clock());
+    expect(units[0]!.verdict).toMatchObject({ kind: 'failed', failure: { retryable: false, reason: 'ValidationError' } });
+    expect(h.runs).toEqual([]);
+  });
+});
+
 describe('BatchEngine: dead letters of a FIFO group or Kafka partition before its successors commit', () => {
   /** k0 is dead-lettered by `decide` (on a snapshot); k1, of the same group, commits after it. */
   const group = () =>

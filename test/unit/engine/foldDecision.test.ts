@@ -77,6 +77,17 @@ describe('foldDecision: a decision that cannot be written fails alone, naming th
     ['an empty destination', { outbox: [{ body: 'x', destination: '' }] }, /destination that is not a non-empty string/],
     ['an empty message group', { outbox: [{ body: 'x', messageGroupId: '' }] }, /messageGroupId that is not a non-empty string/],
     ['an unknown side effect', { sideEffects: [{ name: 'nope' }] }, /side effect "nope", which is not in the consumer's sideEffects/],
+    ['a side effect whose key is not a string', { sideEffects: [{ name: 'notify', key: 3 as never }] }, /key that is a number/],
+    [
+      'one effect key asked twice',
+      {
+        sideEffects: [
+          { name: 'notify', key: 'u-1' },
+          { name: 'notify', key: 'u-1' },
+        ],
+      },
+      /asked twice for side effect notify with one key/,
+    ],
     ['writes that are not an array', { writes: {} as never }, /`writes` that is not an array/],
     ['outbox that is not an array', { outbox: {} as never }, /`outbox` that is not an array/],
     ['side effects that are not an array', { sideEffects: {} as never }, /`sideEffects` that is not an array/],
@@ -153,6 +164,13 @@ describe('foldDecision: a decision that cannot be written fails alone, naming th
 
   it("says a key value from the message that DynamoDB refuses is the message's fault", () => {
     expect(thrown({ writes: [putAccount('')] })).toBeInstanceOf(ValidationError);
+  });
+
+  it("says a side effect's chosen key that cannot be one is the message's fault (ValidationError, dead-lettered)", () => {
+    const error = thrown({ sideEffects: [{ name: 'notify', key: 'user#1' }] });
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as Error).message).toMatch(/side effect 0 \(notify\): its key holds '#'/);
+    expect(fold({ sideEffects: [{ name: 'notify', key: 'user:1' }, { name: 'notify' }] })).not.toBe('defer');
   });
 
   it('takes exactly 100 actions (C29: an inbox row, an item and 98 outgoing messages)', () => {

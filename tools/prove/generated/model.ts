@@ -32,7 +32,7 @@ import {
   type SideEffectRequest,
   type State,
 } from 'idempotent-consumer';
-import { classify } from 'idempotent-consumer/internal';
+import { classify, effectKeyOf } from 'idempotent-consumer/internal';
 import type { ProveSource } from '../proveSources.js';
 import type { GeneratedConsumer, GeneratedEvent } from './consumer.js';
 import { applyUpdate, evaluateCondition, InvalidUpdate } from './expressions.js';
@@ -280,7 +280,7 @@ export function runGeneratedModel(
     }
     own(event.id, result.errorType);
     if (result.cause !== 'throw' && result.cause !== 'read')
-      result.sideEffects.forEach((request, position) => effectsAllowed.add(`${event.id}#${request.name}#${position}`));
+      result.sideEffects.forEach((request, position) => effectsAllowed.add(effectKeyOf(event.id, request, position)));
     if (result.verdict === 'dead') {
       verdicts.set(event.id, { kind: 'dead-lettered', reason: result.reason!, errorType: result.errorType, cause: result.cause });
       return true;
@@ -303,7 +303,7 @@ export function runGeneratedModel(
       if (forced.has(event.id)) {
         // Its attempts ran out by faults: the side effects its decision asks for may have run.
         const decided = decideStep(consumer, state, event);
-        decided.sideEffects.forEach((request, position) => effectsAllowed.add(`${event.id}#${request.name}#${position}`));
+        decided.sideEffects.forEach((request, position) => effectsAllowed.add(effectKeyOf(event.id, request, position)));
         verdicts.set(event.id, { kind: 'dead-lettered', reason: FailureReason.RetriesExhausted, errorType: 'faults', cause: 'forced' });
         continue;
       }

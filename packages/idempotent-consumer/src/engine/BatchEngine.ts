@@ -3,12 +3,14 @@ import { type DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-
 import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { ConditionalWriteFailed, FailureReason, IdempotencyConflict, InvalidWrite, NotAttempted, TransactionConflict } from '../errors.js';
+import type { SideEffectRequest } from '../types.js';
 import { type InboxRow, InboxStatus, toInboxRow } from '../inbox/inboxItems.js';
 import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
 import { newVersion } from './conditions.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
 import type { DeadLetterOutcome } from './deadLetters.js';
 import { describeError } from './describeError.js';
+import { effectKeyOf, effectLabelOf } from './effectKeys.js';
 import type { ItemCache } from './ItemCache.js';
 import type { ResolvedKey } from './itemKeys.js';
 import { type ActionBuilder, type PackedTransaction, type Packing, packTransactions } from './packTransactions.js';
@@ -38,6 +40,20 @@ const MAX_LOSSES = 6;
 const roundLimit = (units: number) => 40 + 12 * units;
 /** Waited past a side-effect lock's expiry, in milliseconds, so that the lock reads expired. */
 const LOCK_EXPIRY_SLACK_MS = 50;
+
+/**
+ * The side effects that completed in one batch: by effect key, and by unit what its dead letter
+ * would name.
+ */
+interface CompletedEffects {
+  /** The effect keys whose effect this batch ran, or found completed. */
+  readonly keys: Set<string>;
+  /**
+   * Per unit, its requests whose effect key completed (`label`: `<name>#<position>`, or
+   * `<name>#<key>` for a chosen key, which another message may have completed).
+   */
+  readonly byUnit: Map<Unit, { readonly label: string; readonly chosen: boolean }[]>;
+}
 
 /** Marks and sends dead letters now: one outcome per unit, in order (see `deadLetters.ts`). */
 export type DeadLetterNow = (units: readonly Unit[]) => Promise<readonly DeadLetterOutcome[]>;
@@ -102,27 +118,36 @@ export class BatchEngine<Event> {
     stops: ReadonlyMap<string, number> = new Map(),
     deadLetter?: DeadLetterNow,
   ): Promise<void> {
-    const effectsDone = new Map<string, Unit>();
-    await this.#rounds(units, clock, stops, effectsDone, deadLetter);
-    this.#sayWhichEffectsRan(units, effectsDone);
+    const effects: CompletedEffects = { keys: new Set(), byUnit: new Map() };
+    await this.#rounds(units, clock, stops, effects, deadLetter);
+    this.#sayWhichEffectsRan(units, effects);
   }
 
   /**
    * A message dead-lettered after its side effects ran (decided again on newer state, or its
    * commit refused) is never dropped silently: its error message says which effects ran, so the
    * dead letter and the log carry it (an operator who redrives it knows the effect happened).
+   *
+   * It names only the effects its own requests asked for: those of its own effect keys as
+   * `<name>#<position>` ("ran before"), and those of a chosen key as `<name>#<key>` ("done before
+   * for their chosen key, by it or another message": a redrive will find them completed, whichever
+   * message ran them).
    */
-  #sayWhichEffectsRan(units: readonly Unit<Event>[], effectsDone: ReadonlyMap<string, Unit>): void {
+  #sayWhichEffectsRan(units: readonly Unit<Event>[], effects: CompletedEffects): void {
     for (const unit of units) {
       const verdict = unit.verdict;
       if (verdict?.kind !== 'failed' || verdict.failure.retryable) continue;
-      const ran = [...effectsDone]
-        .filter(([, owner]) => owner === unit)
-        .map(([effectKey]) => effectKey.slice(unit.idempotencyKey.length + 1));
-      if (ran.length === 0) continue;
+      const done = effects.byUnit.get(unit) ?? [];
+      const own = done.filter((effect) => !effect.chosen).map((effect) => effect.label);
+      const chosen = done.filter((effect) => effect.chosen).map((effect) => effect.label);
+      const parts = [
+        ...(own.length === 0 ? [] : [`ran before: ${own.join(', ')}`]),
+        ...(chosen.length === 0 ? [] : [`done before for their chosen key, by it or another message: ${chosen.join(', ')}`]),
+      ];
+      if (parts.length === 0) continue;
       unit.verdict = {
         ...verdict,
-        failure: { ...verdict.failure, errorMessage: `${verdict.failure.errorMessage} (its side effects ran before: ${ran.join(', ')})` },
+        failure: { ...verdict.failure, errorMessage: `${verdict.failure.errorMessage} (its side effects ${parts.join('; ')})` },
       };
     }
   }
@@ -131,7 +156,7 @@ export class BatchEngine<Event> {
     units: readonly Unit<Event>[],
     clock: InvocationClock,
     stops: ReadonlyMap<string, number>,
-    effectsDone: Map<string, Unit>,
+    effects: CompletedEffects,
     deadLetter: DeadLetterNow | undefined,
   ): Promise<void> {
     const view = new Map<string, Known>();
@@ -167,8 +192,8 @@ export class BatchEngine<Event> {
         }
         continue;
       }
-      if (!(await this.#preflight(plan, view, effectsDone))) continue;
-      if (!(await this.#runSideEffects(plan, clock, effectsDone))) continue;
+      if (!(await this.#preflight(plan, view, effects.keys))) continue;
+      if (!(await this.#runSideEffects(plan, clock, effects))) continue;
       if (clock.remainingTimeMs() < COMMIT_MARGIN_MS) continue;
       const contended = await Promise.all(packing!.transactions.map((transaction) => this.#commit(transaction, view, units)));
       if (contended.some(Boolean)) await this.#sleep(10 + Math.random() * 40);
@@ -312,7 +337,7 @@ export class BatchEngine<Event> {
    * dead-lettered `ConditionalWriteFailed` instead, its effect not run). Costs a round trip only
    * for such units. `false` when the round must be planned again.
    */
-  async #preflight(plan: RoundPlan, view: Map<string, Known>, done: ReadonlyMap<string, Unit>): Promise<boolean> {
+  async #preflight(plan: RoundPlan, view: Map<string, Known>, done: ReadonlySet<string>): Promise<boolean> {
     const { client, config, definition, logger } = this.#options;
     const actions: TransactAction[] = [];
     const roles: ActionRole[] = [];
@@ -320,7 +345,7 @@ export class BatchEngine<Event> {
     for (const { unit, sideEffects } of plan.plans) {
       if (
         sideEffects.length === 0 ||
-        sideEffects.every((request, position) => done.has(`${unit.idempotencyKey}#${request.name}#${position}`))
+        sideEffects.every((request, position) => done.has(effectKeyOf(unit.idempotencyKey, request, position)))
       )
         continue;
       const preflight = preflightActions(unit, plan.ops.values(), config, definition);
@@ -355,8 +380,12 @@ export class BatchEngine<Event> {
   /**
    * Runs the planned units' side effects (guarded) before their commit; `false` when one failed
    * and the round must be planned again without it.
+   *
+   * Requests for one effect key (a chosen key several units ask for) run one after another: the
+   * later waits for the earlier's run and, when it completed, does not run it again (nor meets
+   * the earlier's in-progress lock, which would hold it until this invocation's deadline).
    */
-  async #runSideEffects(plan: RoundPlan, clock: InvocationClock, done: Map<string, Unit>): Promise<boolean> {
+  async #runSideEffects(plan: RoundPlan, clock: InvocationClock, effects: CompletedEffects): Promise<boolean> {
     const withEffects = plan.plans.filter((p) => p.sideEffects.length > 0);
     if (withEffects.length === 0) return true;
     let executor: SideEffectExecutor;
@@ -372,20 +401,44 @@ export class BatchEngine<Event> {
     }
     let allDone = true;
     let waitUntil: number | undefined;
+    /** The runs in flight in this round, by effect key; they never reject. */
+    const running = new Map<string, Promise<void>>();
+    const completed = (unit: Unit, request: SideEffectRequest, position: number) => {
+      const label = effectLabelOf(request, position);
+      const done = effects.byUnit.get(unit) ?? [];
+      if (!done.some((effect) => effect.label === label)) done.push({ label, chosen: request.key !== undefined });
+      effects.byUnit.set(unit, done);
+    };
     await Promise.all(
       withEffects.map(async ({ unit, sideEffects }) => {
         for (const [position, request] of sideEffects.entries()) {
-          const effectKey = `${unit.idempotencyKey}#${request.name}#${position}`;
-          if (done.has(effectKey)) continue;
+          const effectKey = effectKeyOf(unit.idempotencyKey, request, position);
+          for (let other = running.get(effectKey); other !== undefined; other = running.get(effectKey)) await other;
+          if (effects.keys.has(effectKey)) {
+            completed(unit, request, position);
+            continue;
+          }
+          // An async wrapper: an executor that throws at once fails its unit, like one that rejects.
+          const run = (async () => executor.run(request, { idempotencyKey: unit.idempotencyKey, effectKey }, clock))();
+          running.set(
+            effectKey,
+            run.then(
+              () => undefined,
+              () => undefined,
+            ),
+          );
           try {
-            await executor.run(request, { idempotencyKey: unit.idempotencyKey, effectKey }, clock);
-            done.set(effectKey, unit);
+            await run;
+            effects.keys.add(effectKey);
+            completed(unit, request, position);
           } catch (error) {
             allDone = false;
             const until = this.#waitForLock(unit, error, clock);
             if (until !== undefined) waitUntil = Math.max(waitUntil ?? 0, until);
             else this.#fail(unit, error);
             return;
+          } finally {
+            running.delete(effectKey);
           }
         }
       }),

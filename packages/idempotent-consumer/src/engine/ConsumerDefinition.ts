@@ -57,7 +57,8 @@ export function defineConsumer<Event>(options: IdempotentConsumerOptions<Event>)
     problems.push(`versionAttribute ${JSON.stringify(versionAttribute)} is not a plain attribute name`);
   for (const [name, effect] of Object.entries(options.sideEffects ?? {})) {
     if (typeof effect !== 'function') problems.push(`side effect ${name} must be a function`);
-    // An effect key is `<idempotency key>#<name>#<position>`: a name without `#` keeps it one key's own.
+    // An effect key is `<idempotency key>#<name>#<position>`, or `<name>#<chosen key>`: a name
+    // without `#` keeps the first one key's own and the second apart from it (see `effectKeys.ts`).
     if (name === '' || name.includes('#'))
       problems.push(`side effect name ${JSON.stringify(name)} must be non-empty and hold no '#' (it is part of the effect key)`);
   }

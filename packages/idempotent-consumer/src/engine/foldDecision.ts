@@ -11,6 +11,7 @@ import { ConsumerDefinitionError, InvalidWrite } from '../errors.js';
 import type { Decision, Item, Write } from '../types.js';
 import { userCondition } from './conditions.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
+import { checkEffectKeys } from './effectKeys.js';
 import { itemBytes, MAX_ITEM_BYTES } from './itemSize.js';
 import { type ResolvedKey, resolveKey } from './itemKeys.js';
 import type { ItemOp, Known, Unit } from './Unit.js';
@@ -120,10 +121,12 @@ export function jsonProblem(value: unknown): string | undefined {
  * @param reads - the items the unit named in `read`, by id
  * @throws ConsumerDefinitionError for a malformed write, an unknown table, a value the SDK cannot
  *   serialize (`NaN`, a number beyond 2^53, an empty set, a `bigint` in an outgoing message…), a
- *   write of the version attribute, an unknown side effect
+ *   write of the version attribute, an unknown side effect, a side effect's key that is not a string,
+ *   two side-effect requests with one effect key
  * @throws InvalidWrite when it exceeds DynamoDB's limits: an item over 400 KB, more than 100
  *   actions for its commit
- * @throws ValidationError when a key value taken from the message is empty, too long or not well-formed
+ * @throws ValidationError when a key value taken from the message is empty, too long or not
+ *   well-formed, or a side effect's chosen key is (or holds `#`)
  */
 export function foldDecision(
   unit: Unit,
@@ -218,6 +221,7 @@ export function foldDecision(
       );
     }
   }
+  checkEffectKeys(unit.idempotencyKey, sideEffects);
   const items = new Set([...reads.keys(), ...touched]).size;
   const actions = 1 + outbox.length + items;
   if (actions > MAX_TRANSACTION_ACTIONS) {

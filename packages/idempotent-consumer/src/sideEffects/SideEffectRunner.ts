@@ -37,13 +37,14 @@ interface GuardedCall {
 
 /**
  * Runs inline side effects guarded with Powertools idempotency (`makeIdempotent`, keyed on the
- * effect key `<idempotency key>#<name>#<position>` under the prefix `keyPrefix`):
+ * effect key under the prefix `keyPrefix`: `<idempotency key>#<name>#<position>`, or
+ * `<name>#<key>` for a chosen key, shared by every message that asks for it; see `effectKeys.ts`):
  *
  * - an effect that **completed** is not run again when its message comes back (a crash between the
  *   effect and the commit, a cancelled commit);
- * - an effect **in progress** in another invocation raises Powertools'
- *   `IdempotencyAlreadyInProgressError`, which the classifier retries without counting an attempt,
- *   not before the lock expires;
+ * - an effect **in progress** in another invocation (another delivery of the message, or another
+ *   message that asks for the same chosen key) raises Powertools' `IdempotencyAlreadyInProgressError`,
+ *   which the classifier retries without counting an attempt, not before the lock expires;
  * - the lock expires at the invocation's deadline (`registerLambdaContext` on every invocation), so
  *   a delivery after a timeout takes it over;
  * - an effect never starts with less than `minRemainingMs` left: the lock would expire before the
