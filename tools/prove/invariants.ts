@@ -161,7 +161,7 @@ export function checkInvariants(evidence: Evidence): Violation[] {
     if (gaveUp.has(s.sourceId) && !excused)
       add(
         Invariant.oneOutcome,
-        `${what} was given up by the Kafka event source mapping (its retries ran out; only ${crashed} of its deliveries crashed): it was neither applied nor dead-lettered`,
+        `${what} was given up by the Kafka event source mapping (its retries ran out; only ${crashed} of its deliveries crashed or were not attempts): it was neither applied nor dead-lettered`,
       );
 
     if (s.input.role === MessageRole.Poison) {

@@ -201,8 +201,10 @@ class ScheduleRun {
   readonly #possibleAttempts = new Map<string, number>();
   /** By source id: deliveries to an invocation that was stopped (killed, timed out, response lost). */
   readonly #crashed = new Map<string, number>();
-  /** By source id: receives the consumer recorded as not attempts (its attempt log's skips, SQS). */
+  /** By source id: receives the consumer recorded as not attempts (its attempt log's skips, SQS; its reported outcomes, Kafka). */
   #recordedSkips = new Map<string, number>();
+  /** By source id: Kafka deliveries the consumer reported as batch item failures without attempting them (`countsAsAttempt: false`). */
+  readonly #kafkaSkips = new Map<string, number>();
   #maxAttempts = 0;
   #resources!: Awaited<ReturnType<ProveResources['get']>>;
 
@@ -416,10 +418,16 @@ class ScheduleRun {
    * elsewhere, too little time left). With the crashed deliveries the suite saw, they say whether
    * the source's safety net may take a message without a reason: the settings leave room for
    * `RECEIVE_ALLOWANCE` receives that are not attempts (`config/settings.ts`). The Kafka mapping
-   * counts failing invocations per offset, which the consumer does not record: only crashes count.
+   * counts failing invocations per offset, which the consumer does not record in a store: there
+   * the same skips are the records it reported as not attempted (its outcomes with
+   * `countsAsAttempt: false`: too little time left, a batch that did not settle), as the suite saw
+   * them, so a record's non-attempts count alike on every source.
    */
   async #readRecordedSkips(): Promise<void> {
-    if (this.#schedule.source === 'kafka') return;
+    if (this.#schedule.source === 'kafka') {
+      this.#recordedSkips = new Map(this.#kafkaSkips);
+      return;
+    }
     const ids = [...new Set(this.#sent.map((s) => s.sourceId))];
     this.#recordedSkips = await readAttemptSkips(this.#env.documentClient, this.#resources.inboxTable, this.#consumerName, ids);
   }
@@ -499,6 +507,12 @@ class ScheduleRun {
       const { problem, failed } = this.#source.settle(batch, outcome, plan.acknowledgementLost === true);
       reported = new Set(failed);
       if (problem !== undefined) this.#violate(Invariant.validResponse, problem);
+      if (this.#schedule.source === 'kafka') {
+        for (const record of environment.records.outcomes) {
+          if (reported.has(record.messageId) && record.outcome === 'retried' && record.countsAsAttempt === false)
+            this.#kafkaSkips.set(record.messageId, (this.#kafkaSkips.get(record.messageId) ?? 0) + 1);
+        }
+      }
       for (const violation of checkInvocation({
         batchIds: batch.ids,
         failed: reported,
