@@ -15,7 +15,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { IdempotentConsumerOptions, Item, SideEffectContext, Write } from 'idempotent-consumer';
 import { type OrderEvent, OrderEventType, parseOrderEvent } from './domain/events.js';
 import { decideOrder, type LedgerEntry, type Order, type PaymentReceived, PointsRule } from './domain/order.js';
-import { cafeTables } from './settings.js';
+import { type CafeTable, cafeTables } from './settings.js';
 
 /** Sort key of an order's state item. */
 export const ORDER_SK = 'ORDER';
@@ -35,8 +35,7 @@ const ledgerKey = (orderId: string, rule: PointsRule) => ({ orderId, sk: `${LEDG
  * send and Powertools' completion record) is absorbed: exactly one notification per payment.
  * Replace it with SES, SNS or an HTTP call that passes `effectKey` as its idempotency key.
  */
-export async function notifyCustomer(input: unknown, context: SideEffectContext): Promise<void> {
-  const payment = input as PaymentReceived;
+export async function notifyCustomer(payment: PaymentReceived, context: SideEffectContext<CafeTable>): Promise<void> {
   try {
     await context.documentClient.send(
       new PutCommand({
@@ -68,7 +67,7 @@ function toOrder(item: Item | undefined): Order | undefined {
   };
 }
 
-function orderPut(order: Order): Write {
+function orderPut(order: Order): Write<CafeTable> {
   return {
     Put: {
       TableName: 'orders',
@@ -77,7 +76,7 @@ function orderPut(order: Order): Write {
   };
 }
 
-function ledgerPut(entry: LedgerEntry): Write {
+function ledgerPut(entry: LedgerEntry): Write<CafeTable> {
   return {
     Put: {
       TableName: 'orders',
@@ -86,17 +85,23 @@ function ledgerPut(entry: LedgerEntry): Write {
   };
 }
 
-/** The café consumer's options. */
-export const cafeConsumerOptions: IdempotentConsumerOptions<OrderEvent> = {
+/** The café's inline side effects, by name: a decision's request for one is checked against its input type. */
+export const cafeSideEffects = { [NOTIFY_CUSTOMER]: notifyCustomer };
+
+/** The café consumer's options. Its table names and side effects are typed: a misspelt name, or a wrong input, does not compile. */
+export const cafeConsumerOptions: IdempotentConsumerOptions<OrderEvent, CafeTable, typeof cafeSideEffects> = {
   parse: parseOrderEvent,
   idempotencyKey: 'eventId',
   orderingKey: 'orderId',
   logFields: (event) => ({ type: event.type, orderId: event.orderId }),
   tables: cafeTables,
-  read: (event) => [
-    { table: 'orders', key: orderKey(event.orderId) },
-    ...(event.type === OrderEventType.OrderPaid ? [{ table: 'orders', key: ledgerKey(event.orderId, PointsRule.Purchase) }] : []),
-  ],
+  read: (event) =>
+    event.type === OrderEventType.OrderPaid
+      ? [
+          { table: 'orders', key: orderKey(event.orderId) },
+          { table: 'orders', key: ledgerKey(event.orderId, PointsRule.Purchase) },
+        ]
+      : [{ table: 'orders', key: orderKey(event.orderId) }],
   decide: (event, state) => {
     const order = toOrder(state.get('orders', orderKey(event.orderId)));
     const rules = new Set<PointsRule>();
@@ -114,5 +119,5 @@ export const cafeConsumerOptions: IdempotentConsumerOptions<OrderEvent> = {
           }),
     };
   },
-  sideEffects: { [NOTIFY_CUSTOMER]: notifyCustomer },
+  sideEffects: cafeSideEffects,
 };

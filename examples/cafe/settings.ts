@@ -12,5 +12,8 @@ export const cafeTables = {
   orders: { partitionKey: 'orderId', sortKey: 'sk' },
 } as const satisfies Record<string, TableDefinition>;
 
+/** The café's logical table names: what its `read`, `state.get`, writes and `context.tableName` may name (a misspelt one does not compile). */
+export type CafeTable = keyof typeof cafeTables;
+
 /** The café consumer's settings: the library's defaults with its own name and Kafka topic. */
 export const cafeSettings = withOverrides({ consumerName: 'cafe-orders', kafka: { topic: 'orders' } });

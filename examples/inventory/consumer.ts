@@ -10,9 +10,9 @@
  *
  * @module
  */
-import { type IdempotentConsumerOptions, NonRetryableError, PredecessorNotApplied } from 'idempotent-consumer';
+import { type IdempotentConsumerOptions, NonRetryableError, PredecessorNotApplied, type Write } from 'idempotent-consumer';
 import { type InventoryEvent, InventoryEventSchema } from './events.js';
-import { inventoryTables } from './settings.js';
+import { type InventoryTable, inventoryTables } from './settings.js';
 
 /** A reservation asks for more than is available: it can never apply as sent. Its name is the dead-letter reason. */
 export class OutOfStock extends NonRetryableError {
@@ -48,20 +48,23 @@ export type ReservationItem = {
 const stockKey = (sku: string) => ({ sku });
 const reservationKey = (reservationId: string) => ({ reservationId });
 
-/** The inventory consumer's options: pure pieces only. */
-export const inventoryConsumerOptions: IdempotentConsumerOptions<InventoryEvent> = {
+/** The inventory consumer's options: pure pieces only. Its table names are typed: a misspelt one does not compile. */
+export const inventoryConsumerOptions: IdempotentConsumerOptions<InventoryEvent, InventoryTable> = {
   schema: InventoryEventSchema,
   idempotencyKey: 'requestId',
   orderingKey: 'sku',
   logFields: (event) => ({ kind: event.kind, sku: event.sku }),
   tables: inventoryTables,
-  read: (event) => [
-    { table: 'stock', key: stockKey(event.sku) },
-    ...(event.kind === 'StockReceived' ? [] : [{ table: 'reservations', key: reservationKey(event.reservationId) }]),
-  ],
+  read: (event) =>
+    event.kind === 'StockReceived'
+      ? [{ table: 'stock', key: stockKey(event.sku) }]
+      : [
+          { table: 'stock', key: stockKey(event.sku) },
+          { table: 'reservations', key: reservationKey(event.reservationId) },
+        ],
   decide: (event, state) => {
     const stock = state.get<StockItem>('stock', stockKey(event.sku)) ?? { sku: event.sku, available: 0, reserved: 0 };
-    const put = (item: StockItem) => ({
+    const put = (item: StockItem): Write<'stock'> => ({
       Put: { TableName: 'stock', Item: { sku: item.sku, available: item.available, reserved: item.reserved } },
     });
     switch (event.kind) {

@@ -13,5 +13,8 @@ export const inventoryTables = {
   reservations: { partitionKey: 'reservationId' },
 } as const satisfies Record<string, TableDefinition>;
 
+/** The inventory's logical table names: what its `read`, `state.get` and writes may name (a misspelt one does not compile). */
+export type InventoryTable = keyof typeof inventoryTables;
+
 /** The inventory consumer's settings: the defaults, its own name, a FIFO-friendly topic name for Kafka. */
 export const inventorySettings = withOverrides({ consumerName: 'inventory-reservations', kafka: { topic: 'inventory' } });

@@ -678,7 +678,7 @@ describe('case C17: a replaced function does not repeat the side effect', () => 
     await placeOrders(env, 'O-1');
     let sends = 0;
     const counting = {
-      notifyCustomer: async (input: unknown, context: Parameters<typeof notifyCustomer>[1]) => {
+      notifyCustomer: async (...[input, context]: Parameters<typeof notifyCustomer>) => {
         sends += 1;
         return notifyCustomer(input, context);
       },

@@ -9,15 +9,15 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { createIdempotentConsumer, type IdempotentConsumerOptions, type OutcomeRecord } from 'idempotent-consumer';
-import type { OrderEvent } from '../../examples/cafe/domain/events.js';
+import { createIdempotentConsumer, type OutcomeRecord } from 'idempotent-consumer';
 import { cafeConsumerOptions, LEDGER_SK_PREFIX, NOTIFICATION_SK_PREFIX, ORDER_SK } from '../../examples/cafe/consumer.js';
 import { cafeTables } from '../../examples/cafe/settings.js';
 import { sqsRecord } from './sqsEvents.js';
 import { type TestResources, testResources } from './testResources.js';
 
 export { cafeTables };
-export type CafeOptions = IdempotentConsumerOptions<OrderEvent>;
+/** The café consumer's options, typed by its table names and side effects: a test's variant overrides some of them. */
+export type CafeOptions = typeof cafeConsumerOptions;
 
 /** The café's resources for a test file. */
 export function cafeResources(name: string, overrides: Parameters<typeof testResources>[2] = {}): Promise<TestResources> {

@@ -16,6 +16,7 @@ import {
   type IdempotentConsumerOptions,
   type Item,
   type OutcomeRecord,
+  type SideEffectHandlers,
 } from 'idempotent-consumer';
 import { sqsRecord } from './sqsEvents.js';
 import type { TestResources } from './testResources.js';
@@ -31,9 +32,9 @@ export interface ExecutionEnvironment {
  * with `createIdempotentConsumer(options, runtime)` on the test's resources, whose observer
  * collects every outcome. Two calls give two environments that share nothing but the tables.
  */
-export function consumerEnvironment<Event>(
+export function consumerEnvironment<Event, TableName extends string, Handlers extends SideEffectHandlers<TableName>>(
   env: TestResources,
-  options: IdempotentConsumerOptions<Event>,
+  options: IdempotentConsumerOptions<Event, TableName, Handlers>,
   runtime: { readonly dynamoDb?: DynamoDBClient } = {},
 ): ExecutionEnvironment {
   const outcomes: OutcomeRecord[] = [];

@@ -5,7 +5,7 @@
  * @module
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Item, SideEffectContext } from 'idempotent-consumer';
+import type { Item } from 'idempotent-consumer';
 import {
   cafeConsumerOptions,
   LEDGER_SK_PREFIX,
@@ -119,7 +119,7 @@ export function cafeWorkload(spec: CafeWorkloadSpec, prefix: string): Workload {
   });
 
   const effectRuns = new Map<string, number>();
-  const counted = async (input: unknown, context: SideEffectContext) => {
+  const counted = async (...[input, context]: Parameters<typeof notifyCustomer>) => {
     effectRuns.set(context.effectKey, (effectRuns.get(context.effectKey) ?? 0) + 1);
     return notifyCustomer(input, context);
   };

@@ -25,7 +25,7 @@ import { AttemptLog } from './inbox/AttemptLog.js';
 import { LogObserver } from './observability/LogObserver.js';
 import { MetricName, MetricsObserver } from './observability/MetricsObserver.js';
 import { combineObservers, type OutcomeObserver } from './observability/outcomes.js';
-import type { IdempotentConsumerOptions } from './types.js';
+import type { IdempotentConsumerOptions, SideEffectHandlers } from './types.js';
 import { startOnce } from './startOnce.js';
 
 /**
@@ -113,6 +113,14 @@ interface ConsumerEnvironment<Event> {
  * the `IdempotentConsumer` construct sets (`lambdaEnvironment()` in `idempotent-consumer/settings`),
  * read at the first invocation, when the clients are created too.
  *
+ * The table names and side effects are typed from the options: `read`, `state.get`, the writes'
+ * `TableName` and `context.tableName` accept only the keys of `tables` (when its type knows them:
+ * inline, or `as const`), and a decision's side-effect requests only the names of `sideEffects`,
+ * each with its handler's input type. The run-time checks stay, for JavaScript callers.
+ *
+ * @typeParam Event - the event type, from `schema` or `parse`
+ * @typeParam TableName - the logical table names, inferred from `tables` (`string` when it is left out or typed `Record<string, TableDefinition>`)
+ * @typeParam Handlers - the side effects, inferred from `sideEffects`
  * @throws ConsumerDefinitionError at once, when the options are malformed (no schema, a bad table name, …)
  * @example
  * export const handler = createIdempotentConsumer({
@@ -128,10 +136,11 @@ interface ConsumerEnvironment<Event> {
  *   },
  * });
  */
-export function createIdempotentConsumer<Event>(
-  options: IdempotentConsumerOptions<Event>,
-  runtime: ConsumerRuntimeOptions = {},
-): IdempotentConsumerHandler {
+export function createIdempotentConsumer<
+  Event,
+  TableName extends string = string,
+  Handlers extends SideEffectHandlers<TableName> = SideEffectHandlers<TableName>,
+>(options: IdempotentConsumerOptions<Event, TableName, Handlers>, runtime: ConsumerRuntimeOptions = {}): IdempotentConsumerHandler {
   const definition = defineConsumer(options);
   checkKafkaDecodingOptions(options.kafka);
   const ready = startOnce(() => buildEnvironment(definition, runtime));
@@ -179,9 +188,16 @@ export function createIdempotentConsumer<Event>(
  * const recordHandler = createRecordHandler(options);
  * export const handler = (event, context) =>
  *   processPartialResponse(event, recordHandler, new BatchProcessor(EventType.SQS), { context });
+ * @typeParam Event - the event type, from `schema` or `parse`
+ * @typeParam TableName - the logical table names, inferred from `tables` (as {@link createIdempotentConsumer})
+ * @typeParam Handlers - the side effects, inferred from `sideEffects`
  */
-export function createRecordHandler<Event>(
-  options: IdempotentConsumerOptions<Event>,
+export function createRecordHandler<
+  Event,
+  TableName extends string = string,
+  Handlers extends SideEffectHandlers<TableName> = SideEffectHandlers<TableName>,
+>(
+  options: IdempotentConsumerOptions<Event, TableName, Handlers>,
   runtime: ConsumerRuntimeOptions = {},
 ): (record: SQSRecord, context?: Context) => Promise<void> {
   const definition = defineConsumer(options);

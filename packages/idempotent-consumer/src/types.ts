@@ -8,6 +8,12 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { NativeAttributeValue } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 
+// Typed names: `createIdempotentConsumer` infers the consumer's logical table names from its
+// `tables` option and its side effects from its `sideEffects` option, and the types below take
+// them as parameters. Every parameter defaults to the wide form (`string` names, `unknown`
+// inputs), which is what each type was before it took one: code that names no parameter is
+// checked as before.
+
 /** A DynamoDB attribute value in its JavaScript form (lib-dynamodb's `NativeAttributeValue`). */
 export type AttributeValue = NativeAttributeValue;
 
@@ -34,10 +40,11 @@ export interface TableDefinition {
  *
  * @example
  * { table: 'accounts', key: { accountId: 'A-1', sk: 'BALANCE' } }
+ * @typeParam TableName - the consumer's logical table names (inferred from `tables`; `string` when they are not known)
  */
-export interface ItemKey {
+export interface ItemKey<TableName extends string = string> {
   /** The table's logical name: a key of the consumer's `tables` option. */
-  readonly table: string;
+  readonly table: TableName;
   /** The item's primary key: the partition key attribute, and the sort key attribute when the table has one. */
   readonly key: Readonly<Item>;
 }
@@ -46,8 +53,10 @@ export interface ItemKey {
  * The state a decision is made on: the items that `read` named for this event, as of one
  * consistent view, with the effects of the earlier events of the same batch already applied
  * (see "folding" in the README).
+ *
+ * @typeParam TableName - the consumer's logical table names (inferred from `tables`; `string` when they are not known)
  */
-export interface State {
+export interface State<TableName extends string = string> {
   /**
    * The item of `table` with this primary key, or `undefined` when it does not exist: a copy
    * (changing it changes nothing). Values are the document client's forms: strings, booleans,
@@ -60,7 +69,7 @@ export interface State {
    * @throws ConsumerDefinitionError when the key was not named by `read(event)`: a decision may
    *   only depend on what the engine read for it
    */
-  get<T extends Item = Item>(table: string, key: Readonly<Item>): T | undefined;
+  get<T extends Item = Item>(table: TableName, key: Readonly<Item>): T | undefined;
 }
 
 /**
@@ -76,18 +85,57 @@ export interface State {
  *   batch that reads the item waits for the commit.
  * - A write to an item that `read` did not name is sent as given ("blind"); if its own condition
  *   fails, the event is dead-lettered as `ConditionalWriteFailed`.
+ *
+ * With the consumer's table names known (`Write<'stock' | 'reservations'>`, what `decide` returns
+ * when `createIdempotentConsumer` inferred them from `tables`), `TableName` accepts only those
+ * names: a misspelt one is a compile error. A helper that builds writes outside `decide` says
+ * which names it writes: `(item: StockItem): Write<'stock'> => ({ Put: { TableName: 'stock', Item: item } })`.
+ *
+ * @typeParam TableName - the consumer's logical table names (`string`: any name, checked at run time only)
  */
-export type Write = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+export type Write<TableName extends string = string> = {
+  readonly [Action in 'ConditionCheck' | 'Put' | 'Delete' | 'Update']?:
+    | (Omit<NonNullable<SdkWrite[Action]>, 'TableName'> & {
+        /** The logical name of the table (a key of the consumer's `tables`), never a physical one. */
+        TableName: TableName | undefined;
+      })
+    | undefined;
+};
+
+/** lib-dynamodb's `TransactWriteItem`: one action of a `TransactWriteItems`. */
+type SdkWrite = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /**
  * An inline side effect a decision asks for; it runs, guarded, before the commit, and completes at
- * most once per effect key (see {@link SideEffectRequest.key}).
+ * most once per effect key (see {@link SideEffectRequestFields.key}).
+ *
+ * With the consumer's side effects known (what `decide` returns when `createIdempotentConsumer`
+ * inferred them from `sideEffects`), `name` accepts only their names and `input` only the input
+ * type of the named handler (required unless the handler accepts `undefined`).
+ *
+ * @typeParam Handlers - the consumer's side effects by name (`typeof` its `sideEffects` option); by
+ *   default any name, with an `unknown` input (checked at run time only)
+ * @example
+ * sideEffects: [{ name: 'sendReceipt', input: { invoiceId } }]
+ * sideEffects: [{ name: 'grantDailyBonus', input: { userId }, key: `${userId}:${event.at.slice(0, 10)}` }]
  */
-export interface SideEffectRequest {
+export type SideEffectRequest<Handlers = Readonly<Record<string, SideEffectHandler>>> = {
+  [Name in keyof Handlers & string]: SideEffectRequestFields<Name> &
+    (undefined extends SideEffectInput<Handlers[Name]>
+      ? {
+          /** What the effect needs, as JSON-serializable data: the handler's input (an omitted input arrives as `null`). */
+          readonly input?: SideEffectInput<Handlers[Name]>;
+        }
+      : {
+          /** What the effect needs, as JSON-serializable data: the handler's input. */
+          readonly input: SideEffectInput<Handlers[Name]>;
+        });
+}[keyof Handlers & string];
+
+/** The fields of a {@link SideEffectRequest} beside its `input`. */
+export interface SideEffectRequestFields<Name extends string = string> {
   /** A key of the consumer's `sideEffects` option. */
-  readonly name: string;
-  /** What the effect needs, as JSON-serializable data (it is also what Powertools stores). */
-  readonly input?: unknown;
+  readonly name: Name;
   /**
    * The effect's own key, when it must complete once per something other than this message: a
    * grant once per `userId:day`, a welcome mail once per account. Leave it out (the default) and
@@ -118,8 +166,18 @@ export interface SideEffectRequest {
   readonly key?: string;
 }
 
-/** What an inline side effect receives beside its input. */
-export interface SideEffectContext {
+/**
+ * The input type of a side-effect handler (its first parameter), `unknown` when it has none.
+ * @typeParam Handler - a {@link SideEffectHandler}
+ */
+export type SideEffectInput<Handler> = Handler extends (input: infer Input, ...rest: never[]) => unknown ? Input : unknown;
+
+/**
+ * What an inline side effect receives beside its input.
+ *
+ * @typeParam TableName - the consumer's logical table names (inferred from `tables`; `string` when they are not known)
+ */
+export interface SideEffectContext<TableName extends string = string> {
   /**
    * The idempotency key of the message whose request runs the effect (with a chosen `key`, the
    * first message that asked for it).
@@ -146,11 +204,29 @@ export interface SideEffectContext {
    * The physical name of one of the consumer's business tables.
    * @throws ConsumerDefinitionError when `logicalName` is not a key of `tables`
    */
-  readonly tableName: (logicalName: string) => string;
+  tableName(logicalName: TableName): string;
 }
 
-/** Runs one inline side effect. It should pass `context.effectKey` downstream. */
-export type SideEffectHandler = (input: unknown, context: SideEffectContext) => Promise<unknown>;
+/**
+ * Runs one inline side effect. It should pass `context.effectKey` downstream. Its result is not
+ * kept: a request that finds the effect completed does not run it and gets nothing back.
+ *
+ * @typeParam Input - what a decision's request hands it (`input`)
+ * @typeParam TableName - the consumer's logical table names, for `context.tableName`
+ */
+export type SideEffectHandler<Input = unknown, TableName extends string = string> = (
+  input: Input,
+  context: SideEffectContext<TableName>,
+) => Promise<unknown>;
+
+/**
+ * The `sideEffects` option: the consumer's inline side effects by name. Each handler's input type
+ * is what a decision's request for it must give.
+ *
+ * @typeParam TableName - the consumer's logical table names, for `context.tableName`
+ */
+// biome-ignore lint/suspicious/noExplicitAny: a handler of any input type is a side effect; `unknown` would refuse a typed input
+export type SideEffectHandlers<TableName extends string = string> = Readonly<Record<string, SideEffectHandler<any, TableName>>>;
 
 /**
  * A message to publish after the state change commits (the outbox). It is written as an item in
@@ -167,12 +243,17 @@ export interface OutgoingMessage {
   readonly attributes?: Readonly<Record<string, string>>;
 }
 
-/** What applying an event changes. Every part is optional: an empty decision records only the inbox row. */
-export interface Decision {
+/**
+ * What applying an event changes. Every part is optional: an empty decision records only the inbox row.
+ *
+ * @typeParam TableName - the consumer's logical table names (inferred from `tables`; `string` when they are not known)
+ * @typeParam Handlers - the consumer's side effects by name (inferred from `sideEffects`; by default any name)
+ */
+export interface Decision<TableName extends string = string, Handlers = Readonly<Record<string, SideEffectHandler>>> {
   /** DynamoDB writes, committed with the inbox row in one transaction. */
-  readonly writes?: readonly Write[];
+  readonly writes?: readonly Write<TableName>[];
   /** Inline side effects to run (guarded) before the commit. */
-  readonly sideEffects?: readonly SideEffectRequest[];
+  readonly sideEffects?: readonly SideEffectRequest<Handlers>[];
   /** Messages to publish through the outbox once the commit is done. */
   readonly outbox?: readonly OutgoingMessage[];
 }
@@ -192,9 +273,20 @@ export type EventSchema<Event> = StandardSchemaV1<unknown, Event>;
  * dead-letter queue, partial batch responses, backoff, attempt counting, logs, metrics) is the
  * library's.
  *
+ * `createIdempotentConsumer` infers the last two type parameters from the options themselves, so
+ * that a misspelt table or side-effect name is a compile error. Options declared apart from the
+ * call name them: `IdempotentConsumerOptions<MyEvent, keyof typeof myTables, typeof mySideEffects>`.
+ * Left out, names are `string` and inputs `unknown`: checked at run time only.
+ *
  * @typeParam Event - the validated event type (the schema's output)
+ * @typeParam TableName - the logical table names: the keys of `tables`
+ * @typeParam Handlers - the side effects: the type of `sideEffects`
  */
-export interface IdempotentConsumerOptions<Event> {
+export interface IdempotentConsumerOptions<
+  Event,
+  TableName extends string = string,
+  Handlers extends SideEffectHandlers<TableName> = Readonly<Record<string, SideEffectHandler<unknown, TableName>>>,
+> {
   /**
    * Validates a message body (parsed as JSON first). Any Standard Schema works; zod 4 schemas are
    * Standard Schemas. A body that is not JSON, or fails the schema, is dead-lettered as
@@ -226,24 +318,35 @@ export interface IdempotentConsumerOptions<Event> {
    * @default {}
    */
   readonly logFields?: (event: Event) => Readonly<Record<string, string | number | boolean | undefined>>;
-  /** The business tables, by logical name. Their physical names come from the environment (`TABLE_NAME_<NAME>`). @default {} */
-  readonly tables?: Readonly<Record<string, TableDefinition>>;
+  /**
+   * The business tables, by logical name. Their physical names come from the environment
+   * (`TABLE_NAME_<NAME>`). Its keys are the names `read`, `state.get`, the writes' `TableName` and
+   * `context.tableName` accept (declare it `as const satisfies Record<string, TableDefinition>`, or
+   * inline, so that they are known).
+   * @default {}
+   */
+  readonly tables?: Readonly<Record<TableName, TableDefinition>>;
   /**
    * The items a decision about `event` needs. The engine reads them for the whole batch (or
    * decides on what it already holds and lets the commit's conditions check it) and hands them
    * to `decide` through {@link State}. Pure.
    * @default () => []
    */
-  readonly read?: (event: Event) => readonly ItemKey[];
+  readonly read?: (event: Event) => readonly ItemKey<NoInfer<TableName>>[];
   /**
    * Decides what `event` does, from `state`. Pure: no I/O, no clock, no randomness (the engine
    * may call it more than once for one delivery, on newer state). Throw a `NonRetryableError`
    * subclass (its `name` is the dead-letter reason) for an event that can never apply, a
    * `RetryableError` subclass for one that may apply later (e.g. its predecessor has not arrived).
    */
-  readonly decide: (event: Event, state: State) => Decision | undefined | void;
-  /** The inline side effects a decision may ask for, by name. @default {} */
-  readonly sideEffects?: Readonly<Record<string, SideEffectHandler>>;
+  readonly decide: (event: Event, state: State<NoInfer<TableName>>) => Decision<NoInfer<TableName>, NoInfer<Handlers>> | undefined | void;
+  /**
+   * The inline side effects a decision may ask for, by name (no `#` in a name). Annotate each
+   * handler's input (`async (input: { invoiceId: string }, context) => …`): a decision's request for
+   * it must give that type.
+   * @default {}
+   */
+  readonly sideEffects?: Handlers;
   /**
    * Classifies errors that are not the library's own (`NonRetryableError`, `RetryableError` and
    * their subclasses are classified by their `retryable` flag). Return `undefined` to leave the

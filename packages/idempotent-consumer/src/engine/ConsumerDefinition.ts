@@ -16,6 +16,13 @@ export const MAX_READS_PER_EVENT = 50;
 /** Longest value of a log field, in characters. */
 const MAX_LOG_FIELD_LENGTH = 256;
 
+/**
+ * The options of any consumer, whatever its table names and side effects: what the engine takes
+ * (a consumer's typed options are checked against its own names where it is built).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the side effects of any consumer (their inputs are checked where the consumer is built)
+export type AnyConsumerOptions<Event> = IdempotentConsumerOptions<Event, string, any>;
+
 /** The user's options, checked and normalized: what the engine calls. */
 export interface ConsumerDefinition<Event = unknown> {
   /** Turns the parsed JSON body into an event. @throws NonRetryableError (e.g. `ValidationError`) */
@@ -39,7 +46,7 @@ export interface ConsumerDefinition<Event = unknown> {
  * @throws ConsumerDefinitionError naming what is wrong (no schema and no parse, both, a bad table
  *   name, a bad version attribute)
  */
-export function defineConsumer<Event>(options: IdempotentConsumerOptions<Event>): ConsumerDefinition<Event> {
+export function defineConsumer<Event>(options: AnyConsumerOptions<Event>): ConsumerDefinition<Event> {
   const problems: string[] = [];
   if ((options.schema === undefined) === (options.parse === undefined)) problems.push('give exactly one of `schema` and `parse`');
   if (options.schema !== undefined && typeof options.schema['~standard']?.validate !== 'function') {
