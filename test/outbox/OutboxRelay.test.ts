@@ -104,7 +104,7 @@ describe('OutboxRelay', () => {
     const { stack, relay, inboxTable, idempotencyTable, template } = synth({ settings });
     const topic = relay.destinations['default']!;
     template.hasResourceProperties('AWS::Lambda::Function', {
-      Runtime: 'nodejs22.x',
+      Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
       Timeout: 20,
       MemorySize: 512,

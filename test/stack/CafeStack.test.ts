@@ -50,7 +50,7 @@ describe('CafeStack (default settings)', () => {
   it('deploys the café handler with the café settings and the orders table by its logical name', () => {
     template.hasResourceProperties('AWS::Lambda::Function', {
       Handler: 'index.handler',
-      Runtime: 'nodejs22.x',
+      Runtime: 'nodejs24.x',
       Description: 'Idempotent consumer cafe-orders (SQS standard)',
       Environment: {
         Variables: Match.objectLike({

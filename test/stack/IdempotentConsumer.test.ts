@@ -63,7 +63,7 @@ describe('IdempotentConsumer: bundling the entry', () => {
     const { consumer, template } = synthConsumer({ bundle: true });
 
     template.hasResourceProperties('AWS::Lambda::Function', {
-      Runtime: 'nodejs22.x',
+      Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
       Handler: 'index.handler',
       Timeout: defaultSettings.function.timeoutSeconds,

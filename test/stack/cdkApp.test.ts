@@ -57,9 +57,10 @@ describe('consumerContext', () => {
       alarmEmail: 'ops@example.com',
       tableEncryption: TableEncryption.CUSTOMER_MANAGED,
     });
-    expect(contextOf({ fifo: false, tableEncryption: 'aws-managed' })).toEqual({
+    expect(contextOf({ fifo: false, tableEncryption: 'aws-managed', nodeRuntime: 'nodejs22.x' })).toEqual({
       fifo: false,
       tableEncryption: TableEncryption.AWS_MANAGED,
+      nodeRuntime: 'nodejs22.x',
     });
     expect(contextOf({ kafkaBootstrapServers: 'b1:9096, b2:9096', kafkaSecretArn: 'arn', kafkaTopic: 't' }).kafka).toEqual({
       bootstrapServers: ['b1:9096', 'b2:9096'],
@@ -77,7 +78,14 @@ describe('consumerContext', () => {
   it('reports every bad value at once, naming the key and the accepted values', () => {
     let error: unknown;
     try {
-      contextOf({ fifo: 'yes', tableEncryption: 'cmk', alarmEmail: 'nope', kafkaTopic: 42, kafkaClusterARN: 'x' });
+      contextOf({
+        fifo: 'yes',
+        tableEncryption: 'cmk',
+        alarmEmail: 'nope',
+        nodeRuntime: 'nodejs20.x',
+        kafkaTopic: 42,
+        kafkaClusterARN: 'x',
+      });
     } catch (caught) {
       error = caught;
     }
@@ -87,6 +95,7 @@ describe('consumerContext', () => {
       'CDK context "fifo" must be true or false (for example -c fifo=true), got "yes"',
       'alarm email "nope" is not an email address (for example -c alarmEmail=ops@example.com)',
       'CDK context "tableEncryption" must be one of default, aws-managed, customer-managed, got "cmk"',
+      'CDK context "nodeRuntime" must be one of nodejs22.x, nodejs24.x, got "nodejs20.x"',
       'CDK context "kafkaTopic" must be a non-empty string (for example -c kafkaTopic=...), got 42',
       'unknown CDK context "kafkaClusterARN": the Kafka keys are kafkaClusterArn, kafkaBootstrapServers, kafkaSecretArn, kafkaSecretKeyArn, kafkaTopic, kafkaConsumerGroup',
     ]);

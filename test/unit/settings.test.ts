@@ -21,6 +21,7 @@ describe('settingsProblems', () => {
   it('accepts the shipped defaults, standard and FIFO', () => {
     expect(settingsProblems(defaultSettings)).toEqual([]);
     expect(settingsProblems(withOverrides({ queue: { fifo: true } }))).toEqual([]);
+    expect(settingsProblems(withOverrides({ function: { runtime: 'nodejs22.x' } }))).toEqual([]);
   });
 
   it('case C9: names both values and the rule when the visibility timeout is too short', () => {
@@ -74,6 +75,11 @@ describe('settingsProblems', () => {
     ["function memory below Lambda's 128 MB", { function: { memorySizeMb: 64 } }, /function memory 64 MB/],
     ["function memory above Lambda's 10,240 MB", { function: { memorySizeMb: 20_000 } }, /function memory 20000 MB/],
     ["a backoff longer than SQS's longest visibility timeout", { retry: { backoffMaxSeconds: 50_000 } }, /backoffMaxSeconds 50000/],
+    [
+      'a runtime the library is not tested on',
+      { function: { runtime: 'nodejs20.x' as never } },
+      /function runtime "nodejs20.x" must be one of nodejs22.x, nodejs24.x/,
+    ],
   ])('rejects %s', (_what, overrides, message) => {
     expect(settingsProblems(withOverrides(overrides)).join('\n')).toMatch(message);
   });

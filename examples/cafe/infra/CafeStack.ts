@@ -52,7 +52,8 @@ export interface CafeStackProps extends StackProps {
  * CDK context overrides the props (`consumerContextKeys`), so a variant needs no code change:
  * `-c fifo=true`; `-c kafkaClusterArn=…` (MSK) or `-c kafkaBootstrapServers=host:port,…
  * -c kafkaSecretArn=…` (self-managed), with `-c kafkaSecretKeyArn`, `-c kafkaTopic`,
- * `-c kafkaConsumerGroup`; `-c alarmEmail=ops@example.com`; `-c tableEncryption=customer-managed`.
+ * `-c kafkaConsumerGroup`; `-c alarmEmail=ops@example.com`; `-c tableEncryption=customer-managed`;
+ * `-c nodeRuntime=nodejs22.x` (the function's and the relay's runtime; `nodejs24.x` by default).
  *
  * The stack needs no account or region at synth time (no lookups), so `cdk synth` works offline.
  *
@@ -76,7 +77,13 @@ export class CafeStack extends Stack {
     });
     const context = consumerContext(this);
     const base = props.settings ?? cafeSettings;
-    const settings = context.fifo === undefined ? base : withOverrides({ queue: { fifo: context.fifo } }, base);
+    const settings = withOverrides(
+      {
+        ...(context.fifo === undefined ? {} : { queue: { fifo: context.fifo } }),
+        ...(context.nodeRuntime === undefined ? {} : { function: { runtime: context.nodeRuntime } }),
+      },
+      base,
+    );
     const kafka = context.kafka === undefined ? props.kafka : { ...props.kafka, ...context.kafka };
     const monitoring: ConsumerMonitoringOptions = { ...props.monitoring, alarmEmail: context.alarmEmail ?? props.monitoring?.alarmEmail };
     validateMonitoringOptions(monitoring);

@@ -6,7 +6,7 @@
  * `npx cdk synth` needs no AWS account or region. Context selects the variants (see `CafeStack`):
  * `-c fifo=true`; `-c kafkaClusterArn=…` or `-c kafkaBootstrapServers=host:port,… -c kafkaSecretArn=…`
  * (with `-c kafkaSecretKeyArn`, `-c kafkaTopic`, `-c kafkaConsumerGroup`); `-c alarmEmail=…`;
- * `-c tableEncryption=customer-managed`.
+ * `-c tableEncryption=customer-managed`; `-c nodeRuntime=nodejs22.x` (or `nodejs24.x`, the default).
  */
 import { Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';

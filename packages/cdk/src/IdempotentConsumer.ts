@@ -16,7 +16,7 @@ import {
 import { AttributeType, BillingMode, type ITable, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
-import { Architecture, Function as LambdaFunction, type IFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, Function as LambdaFunction, type IFunction, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -38,7 +38,7 @@ import {
 } from 'idempotent-consumer/settings';
 import { InvalidSettingsError, settingsProblems } from 'idempotent-consumer/settings';
 import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
-import { defaultBundling } from './bundling.js';
+import { defaultBundling, esbuildTarget, lambdaRuntime, runtimeAcknowledgement } from './bundling.js';
 import { grantTableKey } from './tableKey.js';
 import { OutboxRelay, type OutboxRelayProps } from './OutboxRelay.js';
 
@@ -67,12 +67,6 @@ export const ConsumerTableActions = {
   /** Powertools idempotency's persistence layer (the side-effect guard). */
   idempotency: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
 } as const;
-
-/**
- * The Lambda runtime. Node.js 22 is the runtime this project builds (`target: node22`) and
- * supports; moving to a newer one is a change here and in the bundling target.
- */
-const functionRuntime = Runtime.NODEJS_22_X;
 
 /** SQS's longest queue name, in characters, `.fifo` suffix included. */
 const MAX_QUEUE_NAME_LENGTH = 80;
@@ -118,7 +112,8 @@ export interface IdempotentConsumerProps {
   /**
    * Path of the handler file, e.g. `src/handler.ts`, relative to the current directory (where
    * `cdk` runs) or absolute. It exports the handler built with `createIdempotentConsumer`; the
-   * construct bundles it with esbuild into a `nodejs22.x` arm64 function.
+   * construct bundles it with esbuild into an arm64 function on the runtime of
+   * `settings.function.runtime` (`nodejs24.x` by default, or `nodejs22.x`), for that Node.js.
    *
    * @default - none: give `existingFunction` instead
    */
@@ -198,12 +193,13 @@ export interface IdempotentConsumerProps {
    */
   readonly logRetention?: RetentionDays;
   /**
-   * esbuild options, applied over {@link defaultBundling} key by key (`entry` only). A handler in
+   * esbuild options, applied over {@link defaultBundling} key by key (`entry` only); its `target`
+   * is the Node.js of `settings.function.runtime` (`node22`, `node24`) unless given here. A handler in
    * a repository that imports this package by name from its sources needs
    * `{ esbuildArgs: { '--conditions': '@idempotent-consumer/source' } }`; a handler that imports
    * the installed package needs nothing.
    *
-   * @default defaultBundling
+   * @default defaultBundling, with the runtime's target
    */
   readonly bundling?: BundlingOptions;
   /**
@@ -433,6 +429,8 @@ export class IdempotentConsumer extends Construct {
         // The relay bundles from the consumer's project root and lock file unless `outbox` names its own.
         projectRoot: props.outbox.projectRoot ?? props.projectRoot,
         depsLockFilePath: props.outbox.depsLockFilePath ?? props.depsLockFilePath,
+        // And runs on the consumer's runtime.
+        runtime: props.outbox.runtime ?? settings.function.runtime,
         consumerName: settings.consumerName,
         inboxTable: this.inboxTable,
         idempotencyTable: this.idempotencyTable,
@@ -733,9 +731,9 @@ export class IdempotentConsumer extends Construct {
     return bucket;
   }
 
-  /** {@link defaultBundling} under `props.bundling`, the missing optional format modules external. */
-  private bundlingFor(props: IdempotentConsumerProps): BundlingOptions {
-    const bundling = { ...defaultBundling, ...props.bundling };
+  /** {@link defaultBundling} for the runtime's Node.js under `props.bundling`, the missing optional format modules external. */
+  private bundlingFor(settings: ConsumerSettings, props: IdempotentConsumerProps): BundlingOptions {
+    const bundling = { ...defaultBundling, target: esbuildTarget(settings.function.runtime), ...props.bundling };
     if (props.entry === undefined) return bundling;
     const entry = isAbsolute(props.entry) ? props.entry : resolve(props.entry);
     return { ...bundling, externalModules: withMissingFormatModulesExternal(entry, bundling.externalModules ?? []) };
@@ -754,7 +752,7 @@ export class IdempotentConsumer extends Construct {
       handler: props.handler ?? 'handler',
       projectRoot: props.projectRoot,
       depsLockFilePath: props.depsLockFilePath,
-      runtime: functionRuntime,
+      runtime: lambdaRuntime(settings.function.runtime),
       architecture: Architecture.ARM_64,
       timeout: Duration.seconds(settings.function.timeoutSeconds),
       memorySize: settings.function.memorySizeMb,
@@ -765,15 +763,9 @@ export class IdempotentConsumer extends Construct {
         `Idempotent consumer ${settings.consumerName} (SQS ${settings.queue.fifo ? 'FIFO' : 'standard'}` +
         `${props.kafka === undefined ? '' : `, Kafka topic ${settings.kafka.topic}`})`,
       environment: { ...this.environment },
-      bundling: this.bundlingFor(props),
+      bundling: this.bundlingFor(settings, props),
     });
-    Validations.of(fn).acknowledge({
-      id: 'AwsSolutions-L1',
-      reason:
-        'Node.js 22 (nodejs22.x) is the runtime this library targets, bundles for (esbuild target node22) and supports; it ' +
-        'is an LTS runtime that Lambda supports. Moving to a newer Node.js is a deliberate upgrade of the runtime and ' +
-        'bundling target in @idempotent-consumer/cdk (src/IdempotentConsumer.ts, src/bundling.ts).',
-    });
+    Validations.of(fn).acknowledge(runtimeAcknowledgement(settings.function.runtime, 'The consumer function'));
     return { function: fn, logGroup };
   }
 }

@@ -17,15 +17,15 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { grantTableKey } from './tableKey.js';
 import { Alias } from 'aws-cdk-lib/aws-kms';
-import { Architecture, FilterCriteria, Runtime, StartingPosition, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, FilterCriteria, StartingPosition, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { defaultBundling } from './bundling.js';
+import { defaultBundling, esbuildTarget, lambdaRuntime, runtimeAcknowledgement } from './bundling.js';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns';
 import { type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRICS_NAMESPACE } from 'idempotent-consumer/settings';
+import { defaultSettings, type LambdaNodeRuntime, METRICS_NAMESPACE } from 'idempotent-consumer/settings';
 import { OutboxMetricName } from 'idempotent-consumer/outbox';
 import {
   DEFAULT_DESTINATION,
@@ -93,6 +93,12 @@ export interface OutboxRelayProps {
    */
   readonly settings?: OutboxRelaySettings;
   /**
+   * The relay function's Lambda runtime, `nodejs22.x` or `nodejs24.x`; the relay is bundled for
+   * its Node.js (esbuild target `node22`, `node24`).
+   * @default defaultSettings.function.runtime ('nodejs24.x'); in an `IdempotentConsumer`, the consumer's `settings.function.runtime`
+   */
+  readonly runtime?: LambdaNodeRuntime;
+  /**
    * The relay's handler file, for destinations of your own (`createOutboxRelay({ destinations })`);
    * grant its function what they need (`relay.function`).
    * @default the library's relay handler (the built-in SNS and SQS destinations): `src/outbox/relayHandler.ts` of `idempotent-consumer`
@@ -143,8 +149,8 @@ export interface OutboxRelayAlarms {
  *
  * What it builds:
  * - **The function**: the library's relay entry (or `entry`), bundled locally with esbuild as the
- *   consumer is (ES module, AWS SDK bundled, source maps; Docker never needed), Node.js 22 on
- *   arm64, its own role and log group, and the environment of `outboxRelayEnvironment()`.
+ *   consumer is (ES module, AWS SDK bundled, source maps; Docker never needed), on the runtime
+ *   of `runtime` (Node.js 24 by default, or 22), arm64, its own role and log group, and the environment of `outboxRelayEnvironment()`.
  * - **The event source mapping** on the table's stream: starting at `TRIM_HORIZON` (nothing
  *   committed is skipped), **filter criteria** that let only the `INSERT`s of this consumer's
  *   outbox items through (`outboxFilterPattern`: the relay's own marks, TTL deletions and inbox
@@ -166,8 +172,9 @@ export interface OutboxRelayAlarms {
  * consumer's name, inbox and idempotency tables.
  *
  * @throws InvalidOutboxRelaySettingsError when the settings break a rule (nothing is created)
- * @throws Error when the inbox table has no stream, the consumer name or a destination name is
- *   malformed, or the alarm threshold is not a positive whole number of seconds
+ * @throws Error when the runtime is not `nodejs22.x` or `nodejs24.x`, the inbox table has no
+ *   stream, the consumer name or a destination name is malformed, or the alarm threshold is not
+ *   a positive whole number of seconds
  * @example
  * const relay = new OutboxRelay(this, 'OutboxRelay', {
  *   consumerName: consumer.settings.consumerName,
@@ -216,6 +223,8 @@ export class OutboxRelay extends Construct {
     if (!Number.isInteger(threshold) || threshold <= 0) {
       throw new Error(`OutboxRelay: oldest unpublished age threshold ${threshold} s must be a positive whole number of seconds`);
     }
+    const runtime = props.runtime ?? defaultSettings.function.runtime;
+    const functionRuntime = lambdaRuntime(runtime); // throws for a runtime that is not one of lambdaNodeRuntimes
     const named = { [DEFAULT_DESTINATION]: props.destination, ...props.destinations };
     for (const name of Object.keys(named)) destinationEnvironmentVariable(name); // throws for a malformed name
     this.settings = settings;
@@ -257,7 +266,7 @@ export class OutboxRelay extends Construct {
       handler: 'handler',
       projectRoot: props.projectRoot,
       depsLockFilePath: props.depsLockFilePath,
-      runtime: Runtime.NODEJS_22_X,
+      runtime: functionRuntime,
       architecture: Architecture.ARM_64,
       timeout: Duration.seconds(settings.timeoutSeconds),
       memorySize: settings.memorySizeMb,
@@ -277,14 +286,10 @@ export class OutboxRelay extends Construct {
         POWERTOOLS_LOG_LEVEL: 'INFO',
         NODE_OPTIONS: '--enable-source-maps',
       },
-      // The consumer's bundling, with nothing external and names kept.
-      bundling: { ...defaultBundling, externalModules: [], keepNames: true },
+      // The consumer's bundling, for the runtime's Node.js, with nothing external and names kept.
+      bundling: { ...defaultBundling, target: esbuildTarget(runtime), externalModules: [], keepNames: true },
     });
-    Validations.of(this.function).acknowledge({
-      id: 'AwsSolutions-L1',
-      reason:
-        'Node.js 22 (nodejs22.x) is the runtime this project targets and bundles for (esbuild target node22), as the consumer function does.',
-    });
+    Validations.of(this.function).acknowledge(runtimeAcknowledgement(runtime, 'The outbox relay function'));
 
     this.grant(role, inboxTable, idempotencyTable);
 

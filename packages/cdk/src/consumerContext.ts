@@ -1,6 +1,6 @@
 import { TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
-import { InvalidSettingsError } from 'idempotent-consumer/settings';
+import { InvalidSettingsError, type LambdaNodeRuntime, lambdaNodeRuntimes } from 'idempotent-consumer/settings';
 import { monitoringOptionsProblems } from './ConsumerMonitoring.js';
 import type { KafkaSourceOptions } from './KafkaSource.js';
 
@@ -15,6 +15,8 @@ export const consumerContextKeys = {
   alarmEmail: 'alarmEmail',
   /** `default`, `aws-managed` or `customer-managed`: encryption at rest of the tables. */
   tableEncryption: 'tableEncryption',
+  /** `nodejs22.x` or `nodejs24.x`: the Lambda runtime of the function and the outbox relay (`settings.function.runtime`). */
+  nodeRuntime: 'nodeRuntime',
   /** Amazon MSK: the cluster ARN. */
   kafkaClusterArn: 'kafkaClusterArn',
   /** Self-managed Kafka: `host:port,host:port` (or an array in `cdk.json`). */
@@ -37,6 +39,8 @@ export interface ConsumerContext {
   readonly alarmEmail?: string;
   /** `tableEncryption`: the encryption at rest of the library's tables (`default`, `aws-managed` or `customer-managed`). */
   readonly tableEncryption?: TableEncryption;
+  /** `nodeRuntime`: the Lambda runtime, to set as `settings.function.runtime`. */
+  readonly nodeRuntime?: LambdaNodeRuntime;
   /** The Kafka fields given by context, to apply over the app's own Kafka options field by field. */
   readonly kafka?: Partial<KafkaSourceOptions>;
 }
@@ -88,6 +92,12 @@ export function consumerContext(scope: Construct): ConsumerContext {
     );
   }
 
+  const runtimeText = text(keys.nodeRuntime);
+  const nodeRuntime = lambdaNodeRuntimes.find((runtime) => runtime === runtimeText);
+  if (runtimeText !== undefined && nodeRuntime === undefined) {
+    problems.push(`CDK context "${keys.nodeRuntime}" must be one of ${lambdaNodeRuntimes.join(', ')}, got ${JSON.stringify(runtimeText)}`);
+  }
+
   const servers: unknown = scope.node.tryGetContext(keys.kafkaBootstrapServers);
   let bootstrapServers: string[] | undefined;
   if (Array.isArray(servers)) bootstrapServers = servers.map(String);
@@ -118,6 +128,7 @@ export function consumerContext(scope: Construct): ConsumerContext {
   return {
     ...(fifo === undefined ? {} : { fifo }),
     ...(tableEncryption === undefined ? {} : { tableEncryption }),
+    ...(nodeRuntime === undefined ? {} : { nodeRuntime }),
     ...(alarmEmail === undefined ? {} : { alarmEmail }),
     ...(Object.keys(kafka).length === 0 ? {} : { kafka }),
   };

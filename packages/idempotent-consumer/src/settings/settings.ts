@@ -63,8 +63,28 @@ export interface QueueSettings {
   readonly deadLetterMaxMessageSizeBytes: number;
 }
 
+/**
+ * The Lambda runtimes the function may run on: Node.js 22 and 24, the ones the tests run on
+ * (`npm run test:node22`, `npm run test:node24`) and that Powertools for AWS Lambda (TypeScript)
+ * supports (Node.js 24 since v2.33.1).
+ */
+export const lambdaNodeRuntimes = ['nodejs22.x', 'nodejs24.x'] as const;
+
+/** A Lambda runtime identifier of {@link lambdaNodeRuntimes}. */
+export type LambdaNodeRuntime = (typeof lambdaNodeRuntimes)[number];
+
 /** Settings of the Lambda function and of its SQS event source mapping. */
 export interface FunctionSettings {
+  /**
+   * The Lambda runtime of the function, and of the outbox relay's
+   * (https://docs.aws.amazon.com/lambda/latest/dg/lambda-nodejs.html). The constructs bundle
+   * for its Node.js (esbuild `target` `node22` or `node24`). Lambda deprecates `nodejs22.x` on
+   * 30 April 2027 (new functions blocked from 1 June 2027, updates from 1 July 2027) and
+   * `nodejs24.x` on 30 April 2028, so new stacks get 24; `nodejs24.x` no longer runs
+   * callback-style handlers, which the library's handlers are not.
+   * @default 'nodejs24.x'
+   */
+  readonly runtime: LambdaNodeRuntime;
   /** Function timeout in seconds (1 to 900). @default 30 */
   readonly timeoutSeconds: number;
   /** Memory in MB (128 to 10,240, Lambda's range). @default 1024 */
@@ -245,6 +265,7 @@ export const defaultSettings: ConsumerSettings = {
     deadLetterMaxMessageSizeBytes: 1_048_576,
   },
   function: {
+    runtime: 'nodejs24.x',
     timeoutSeconds: 30,
     memorySizeMb: 1024,
     batchSize: 10,

@@ -1,6 +1,7 @@
 import {
   type ConsumerSettings,
   kafkaRetryAttempts,
+  lambdaNodeRuntimes,
   maxReceiveCount,
   RECEIVE_ALLOWANCE,
   requiredKafkaRetryAttempts,
@@ -38,6 +39,8 @@ export const DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES = 16_384;
  *   (https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html)
  * - retention 60 s to 14 days; the dead-letter queue keeps messages at least as long as the
  *   source (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html)
+ * - the function's runtime is one of {@link lambdaNodeRuntimes} (`nodejs22.x`, `nodejs24.x`): the
+ *   ones the library is tested on
  * - the inbox keeps its rows, and the side-effect guard its records, at least as long as a
  *   message can come back (source retention + dead-letter retention), else a redriven
  *   duplicate would be applied, or its side effect sent, twice.
@@ -82,6 +85,11 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
   }
   if (!Number.isInteger(settings.retry.maxAttempts) || settings.retry.maxAttempts < 1 || settings.retry.maxAttempts > 100) {
     problems.push(`maxAttempts ${settings.retry.maxAttempts} must be an integer from 1 to 100`);
+  }
+  if (!(lambdaNodeRuntimes as readonly string[]).includes(fn.runtime)) {
+    problems.push(
+      `function runtime ${JSON.stringify(fn.runtime)} must be one of ${lambdaNodeRuntimes.join(', ')} (the Lambda Node.js runtimes the library is tested on)`,
+    );
   }
   if (!Number.isInteger(fn.timeoutSeconds) || fn.timeoutSeconds < 1 || fn.timeoutSeconds > 900) {
     problems.push(`function timeout ${fn.timeoutSeconds} s must be an integer from 1 to 900 s`);
