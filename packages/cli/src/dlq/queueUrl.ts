@@ -35,7 +35,7 @@ export async function deadLetterQueueUrlFrom(
 export function parseQueueUrl(value: string, flag = '--queue-url'): URL {
   if (value.startsWith('arn:')) {
     throw new UsageError(
-      `${flag} takes a queue URL, not an ARN (${value}); find the URL with ` + '`aws sqs get-queue-url --queue-name <name>`',
+      `${flag} takes a queue URL, not an ARN (${value}); find the URL with \`aws sqs get-queue-url --queue-name <name>\``,
     );
   }
   let url: URL;
