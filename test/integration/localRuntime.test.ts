@@ -247,7 +247,11 @@ describe('npm start and idempotent-consumer local (the local runtime)', () => {
       () => [...cafe, '--input', 'examples/cafe/samples/orders.jsonl', '--screenshot', 'x.png'],
       /--screenshot needs --report/,
     ],
-    ['no --handler', () => ['--input', 'examples/cafe/samples/orders.jsonl'], /local needs --handler FILE \(a handler module\) or --app COMMAND --stack NAME/],
+    [
+      'no --handler',
+      () => ['--input', 'examples/cafe/samples/orders.jsonl'],
+      /local needs --handler FILE \(a handler module\) or --app COMMAND --stack NAME/,
+    ],
   ])('refuses %s with a clear error and exit code 2, before sending anything', async (_what, args, message) => {
     const result = await local(await args());
     expect(result.code, result.stderr).toBe(2);
