@@ -15,6 +15,7 @@ import { sqsDeliveries } from './batch/sqsDeliveries.js';
 import { type RuntimeConfig, readRuntimeConfig } from './config/runtimeConfig.js';
 import { BatchEngine } from './engine/BatchEngine.js';
 import { describeError } from './engine/describeError.js';
+import { invocationClock } from './engine/invocationClock.js';
 import type { InvocationClock, SideEffectExecutor } from './engine/Unit.js';
 import { MARSHALL_OPTIONS, UNMARSHALL_OPTIONS } from './engine/values.js';
 import { type ConsumerDefinition, defineConsumer } from './engine/ConsumerDefinition.js';
@@ -89,8 +90,6 @@ interface ConsumerEnvironment<Event> {
   readonly metrics: Metrics;
   readonly deps: ProcessDeliveriesDeps<Event>;
   readonly backoff: () => Promise<RetryBackoff>;
-  /** Registers each invocation's context with the side-effect guard once it is loaded. */
-  registerContext(context: Context): void;
 }
 
 /**
@@ -152,7 +151,6 @@ export function createIdempotentConsumer<
   const kafka = async (event: KafkaEvent, context: Context): Promise<KafkaBatchResponse> => {
     const env = await ready();
     const { handleKafkaEvent } = await import('./batch/handleKafkaEvent.js');
-    env.registerContext(context);
     env.logger.addContext(context);
     return handleKafkaEvent(event, context, env.deps, env.metrics, options.kafka);
   };
@@ -204,13 +202,9 @@ export function createRecordHandler<
   const ready = startOnce(() => buildEnvironment(definition, runtime));
   return async (record, context) => {
     const env = await ready();
-    if (context !== undefined) env.registerContext(context);
-    const clock: InvocationClock = { remainingTimeMs: () => (context === undefined ? 0 : context.getRemainingTimeInMillis()) };
-    const [result] = await processDeliveries(
-      sqsDeliveries([record], env.config.fifo),
-      env.deps,
-      context === undefined ? { remainingTimeMs: () => Number.MAX_SAFE_INTEGER } : clock,
-    );
+    // Without a context there is no deadline (no side effect starts: see SideEffectRunner).
+    const clock: InvocationClock = context === undefined ? { remainingTimeMs: () => Number.MAX_SAFE_INTEGER } : invocationClock(context);
+    const [result] = await processDeliveries(sqsDeliveries([record], env.config.fifo), env.deps, clock);
     env.metrics.publishStoredMetrics();
     if (result?.reported) {
       const failure = result.verdict.kind === 'retry' ? result.verdict.failure : undefined;
@@ -240,14 +234,12 @@ async function buildEnvironment<Event>(
       runtime.clients?.sqs ?? import('@aws-sdk/client-sqs').then(({ SQSClient: Client }) => new Client({})),
   );
 
-  let context: Context | undefined;
-  let loadedSideEffects: { registerLambdaContext(context: Context): void } | undefined;
   const loadSideEffects = startOnce(async (): Promise<SideEffectExecutor> => {
     const [{ SideEffectRunner }, { DynamoDBPersistenceLayer }] = await Promise.all([
       import('./sideEffects/SideEffectRunner.js'),
       import('@aws-lambda-powertools/idempotency/dynamodb'),
     ]);
-    const runner = new SideEffectRunner({
+    return new SideEffectRunner({
       handlers: definition.sideEffects,
       persistenceStore: new DynamoDBPersistenceLayer({ tableName: config.idempotencyTable, awsSdkV3Client: dynamoDb }),
       keyPrefix: config.consumerName,
@@ -256,9 +248,6 @@ async function buildEnvironment<Event>(
       documentClient: client,
       tables: config.tables,
     });
-    if (context !== undefined) runner.registerLambdaContext(context);
-    loadedSideEffects = runner;
-    return runner;
   });
 
   const deadLetters = startOnce(async (): Promise<DeadLetterSink> => {
@@ -313,10 +302,6 @@ async function buildEnvironment<Event>(
     metrics,
     deps,
     backoff,
-    registerContext(next: Context) {
-      context = next;
-      loadedSideEffects?.registerLambdaContext(next);
-    },
   };
 }
 
@@ -327,11 +312,10 @@ async function buildEnvironment<Event>(
  * message of a group is acknowledged), then the retries' visibility delays.
  */
 async function handleSqsEvent<Event>(event: SQSEvent, context: Context, env: ConsumerEnvironment<Event>): Promise<SQSBatchResponse> {
-  env.registerContext(context);
   env.logger.addContext(context);
   const { config, deps, logger, metrics } = env;
   const deliveries = sqsDeliveries(event.Records, config.fifo);
-  const results = await processDeliveries(deliveries, deps, { remainingTimeMs: () => context.getRemainingTimeInMillis() });
+  const results = await processDeliveries(deliveries, deps, invocationClock(context));
   const reported = new Set(results.filter((result) => result.reported).map((result) => result.delivery.messageId));
 
   const { BatchProcessor, EventType, SqsFifoPartialProcessorAsync, processPartialResponse } = await import('@aws-lambda-powertools/batch');

@@ -1,5 +1,6 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
+import { invocationClock } from '../engine/invocationClock.js';
 import { processDeliveries, type ProcessDeliveriesDeps } from '../engine/processDeliveries.js';
 import { MetricName } from '../observability/MetricsObserver.js';
 import { type KafkaBatchResponse, type KafkaCoordinates, kafkaBatchResponse } from './kafkaBatchResponse.js';
@@ -29,7 +30,7 @@ export async function handleKafkaEvent<Event>(
 ): Promise<KafkaBatchResponse> {
   const decoded = kafka === undefined ? undefined : await decodeKafkaRecords(Object.values(event.records ?? {}).flat(), kafka);
   const deliveries = kafkaDeliveries(event.records, kafkaEventSource(event), decoded);
-  const results = await processDeliveries(deliveries, deps, { remainingTimeMs: () => context.getRemainingTimeInMillis() });
+  const results = await processDeliveries(deliveries, deps, invocationClock(context));
   const failed: KafkaCoordinates[] = [];
   for (const result of results) {
     if (!result.reported) continue;

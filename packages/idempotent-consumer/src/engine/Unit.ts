@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 /**
  * The engine's working types: a unit (one parsed delivery) as it goes through the rounds of one
  * batch, what the engine believes of an item, and a round's plan (the folded item actions and the
@@ -15,6 +16,12 @@ import type { ParsedDelivery } from './parseDelivery.js';
 export interface InvocationClock {
   /** Milliseconds left before the invocation's deadline (Lambda's `getRemainingTimeInMillis()`). */
   remainingTimeMs(): number;
+  /**
+   * The invocation's own Lambda context, when it has one: what sets a side effect's lock expiry.
+   * It travels with the invocation, never through shared state, so invocations that one process
+   * serves at once (Lambda Managed Instances) each lock until their own deadline.
+   */
+  readonly lambdaContext?: Context;
 }
 
 /** Runs a guarded inline side effect (see `SideEffectRunner`). */

@@ -71,7 +71,7 @@ interface CallState {
  *    an in-progress record, calls the destination, then records the completion with the publish
  *    time. A message whose publish completed before is not sent again; one in progress in another
  *    invocation raises `IdempotencyAlreadyInProgressError` (the record is retried); the lock
- *    expires at the invocation's deadline, so a retry after a crash or timeout takes it over.
+ *    expires at the calling invocation's deadline, so a retry after a crash or timeout takes it over.
  * 2. The item is updated with `publishedAt` and `expiresAt` = now + `publishedTtlSeconds`, on the
  *    condition that it exists and is not marked yet (a mark never resurrects an expired item).
  *
@@ -82,17 +82,26 @@ interface CallState {
  */
 export class OutboxPublisher {
   readonly #options: OutboxPublisherOptions;
-  readonly #config: IdempotencyConfig;
-  readonly #guarded: (message: OutboxMessage, state: CallState) => Promise<StoredPublish>;
 
   constructor(options: OutboxPublisherOptions) {
     this.#options = options;
-    this.#config = new IdempotencyConfig({
+  }
+
+  /**
+   * The guarded publish of one call: its own Powertools config, whose in-progress record expires
+   * at the deadline of the calling invocation (`lambdaContext`). Nothing of one invocation is kept
+   * where another could read it, so a process serving several invocations at once (Lambda Managed
+   * Instances) locks each publish until its own invocation's deadline.
+   */
+  #guard(lambdaContext: Context): (message: OutboxMessage, state: CallState) => Promise<StoredPublish> {
+    const options = this.#options;
+    const config = new IdempotencyConfig({
       eventKeyJmesPath: 'messageId',
       expiresAfterSeconds: options.idempotencyTtlSeconds,
       throwOnNoIdempotencyKey: true,
+      lambdaContext,
     });
-    this.#guarded = makeIdempotent(
+    return makeIdempotent(
       async (message: OutboxMessage, state: CallState): Promise<StoredPublish> => {
         const destination = options.destination(message.destination);
         const receipt = await destination.publish(message);
@@ -104,29 +113,23 @@ export class OutboxPublisher {
           ...(receipt.destinationMessageId === undefined ? {} : { destinationMessageId: receipt.destinationMessageId }),
         };
       },
-      { persistenceStore: options.persistenceStore, config: this.#config, keyPrefix: options.keyPrefix },
+      { persistenceStore: options.persistenceStore, config, keyPrefix: options.keyPrefix },
     );
-  }
-
-  /**
-   * Arms the guard for one invocation: the in-progress record of a publish expires at this
-   * invocation's deadline. Call it at the start of every invocation, before {@link publish}.
-   */
-  registerLambdaContext(context: Context): void {
-    this.#config.registerLambdaContext(context);
   }
 
   /**
    * Publishes `message` (unless its publish completed before) and marks its item published.
    *
+   * @param lambdaContext - the calling invocation's Lambda context: the in-progress record of the
+   *   publish expires at its deadline
    * @throws OutboxMessageError when the message cannot be published as it is (unknown
    *   destination, reserved or too many attributes)
    * @throws Powertools' `IdempotencyAlreadyInProgressError` when another invocation is publishing it
    * @throws whatever the destination or DynamoDB throws
    */
-  async publish(message: OutboxMessage): Promise<PublishResult> {
+  async publish(message: OutboxMessage, lambdaContext: Context): Promise<PublishResult> {
     const state: CallState = { sent: false };
-    const stored = await this.#guarded(message, state);
+    const stored = await this.#guard(lambdaContext)(message, state);
     const marked = await this.#mark(message, stored.publishedAt);
     return {
       sent: state.sent,

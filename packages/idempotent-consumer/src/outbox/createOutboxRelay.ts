@@ -192,7 +192,6 @@ function describeError(error: unknown): { name: string; message: string } {
 async function relayBatch(event: DynamoDBStreamEvent, context: Context, env: RelayEnvironment): Promise<DynamoDBBatchResponse> {
   const { config, logger, metrics, publisher, onRelayed } = env;
   logger.addContext(context);
-  publisher.registerLambdaContext(context);
   const counts = { published: 0, replayed: 0, skipped: 0, failed: 0 };
   let metricsAdded = false;
   const addMetric = (name: string, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number): void => {
@@ -209,7 +208,7 @@ async function relayBatch(event: DynamoDBStreamEvent, context: Context, env: Rel
         logger.debug('stream record skipped', { sequenceNumber, reason: verdict.reason });
         return;
       }
-      const result = await publisher.publish(verdict.message);
+      const result = await publisher.publish(verdict.message, context);
       if (result.sent) {
         counts.published += 1;
         addMetric(OutboxMetricName.OutboxMessagesPublished, MetricUnit.Count, 1);

@@ -45,8 +45,8 @@ interface GuardedCall {
  * - an effect **in progress** in another invocation (another delivery of the message, or another
  *   message that asks for the same chosen key) raises Powertools' `IdempotencyAlreadyInProgressError`,
  *   which the classifier retries without counting an attempt, not before the lock expires;
- * - the lock expires at the invocation's deadline (`registerLambdaContext` on every invocation), so
- *   a delivery after a timeout takes it over;
+ * - the lock expires at the calling invocation's deadline (its Lambda context, carried by its
+ *   `InvocationClock`), so a delivery after a timeout takes it over;
  * - an effect never starts with less than `minRemainingMs` left: the lock would expire before the
  *   effect finished and another delivery could run it a second time (case C15). Such a message is
  *   retried without counting an attempt.
@@ -57,27 +57,34 @@ interface GuardedCall {
  */
 export class SideEffectRunner implements SideEffectExecutor {
   readonly #options: SideEffectRunnerOptions;
-  readonly #config: IdempotencyConfig;
-  readonly #guarded: (call: GuardedCall) => Promise<unknown>;
-  #clock: InvocationClock | undefined;
-  #registered = false;
 
   constructor(options: SideEffectRunnerOptions) {
     this.#options = options;
-    this.#config = new IdempotencyConfig({
+  }
+
+  /**
+   * The guarded function of one call: its own Powertools config, whose lock expires at the
+   * deadline of the calling invocation (`lambdaContext`), and a handler that reads that
+   * invocation's clock. Nothing of one invocation is kept where another one could read it: a
+   * process that serves several invocations at once (Lambda Managed Instances) keeps each
+   * effect's lock and `remainingTimeMs` its own.
+   */
+  #guard(lambdaContext: Context, clock: InvocationClock): (call: GuardedCall) => Promise<unknown> {
+    const options = this.#options;
+    const config = new IdempotencyConfig({
       eventKeyJmesPath: 'effectKey',
       expiresAfterSeconds: options.expiresAfterSeconds,
       throwOnNoIdempotencyKey: true,
+      lambdaContext,
     });
-    this.#guarded = makeIdempotent(
+    return makeIdempotent(
       async (call: GuardedCall): Promise<{ readonly done: true }> => {
         const handler = options.handlers[call.name];
         if (handler === undefined) throw new Error(`no side effect named ${call.name}`);
-        const clock = this.#clock;
         await handler(call.input, {
           idempotencyKey: call.idempotencyKey,
           effectKey: call.effectKey,
-          remainingTimeMs: () => clock?.remainingTimeMs() ?? 0,
+          remainingTimeMs: () => clock.remainingTimeMs(),
           documentClient: options.documentClient,
           tableName: (logicalName) => {
             const name = Object.hasOwn(options.tables, logicalName) ? options.tables[logicalName] : undefined;
@@ -87,23 +94,14 @@ export class SideEffectRunner implements SideEffectExecutor {
         });
         return { done: true };
       },
-      { persistenceStore: options.persistenceStore, config: this.#config, keyPrefix: options.keyPrefix },
+      { persistenceStore: options.persistenceStore, config, keyPrefix: options.keyPrefix },
     );
-  }
-
-  /**
-   * Arms the guard for one invocation: the in-progress lock of an effect expires at this
-   * invocation's deadline. Call it at the start of every invocation.
-   */
-  registerLambdaContext(context: Context): void {
-    this.#config.registerLambdaContext(context);
-    this.#registered = true;
   }
 
   /**
    * Runs one effect, at most once per effect key (see the class comment).
    *
-   * @throws NotAttempted when no Lambda context was registered or too little time is left to start
+   * @throws NotAttempted when the invocation has no Lambda context (`clock.lambdaContext`) or too little time is left to start
    * @throws Powertools' `IdempotencyAlreadyInProgressError` when another invocation holds the lock
    * @throws whatever the effect throws
    */
@@ -112,15 +110,15 @@ export class SideEffectRunner implements SideEffectExecutor {
     context: { readonly idempotencyKey: string; readonly effectKey: string },
     clock: InvocationClock,
   ): Promise<void> {
-    if (!this.#registered)
-      throw new NotAttempted('no Lambda context was registered: a side effect never starts without a finite lock expiry');
+    const lambdaContext = clock.lambdaContext;
+    if (lambdaContext === undefined)
+      throw new NotAttempted('the invocation has no Lambda context: a side effect never starts without a finite lock expiry');
     const remaining = clock.remainingTimeMs();
     if (!(remaining >= this.#options.minRemainingMs)) {
       throw new NotAttempted(
         `too little time left to start side effect ${request.name} (${Math.max(0, Math.floor(remaining))} ms; needs ${this.#options.minRemainingMs} ms)`,
       );
     }
-    this.#clock = clock;
     const call: GuardedCall = {
       effectKey: context.effectKey,
       idempotencyKey: context.idempotencyKey,
@@ -128,7 +126,7 @@ export class SideEffectRunner implements SideEffectExecutor {
       input: request.input ?? null,
     };
     try {
-      await this.#guarded(call);
+      await this.#guard(lambdaContext, clock)(call);
     } catch (error) {
       if (!(error instanceof Error) || error.name !== 'IdempotencyAlreadyInProgressError') throw error;
       const expiry = await this.#lockExpiry(call);
