@@ -68,7 +68,7 @@ describe('IdempotentConsumer: bundling the entry', () => {
       Handler: 'index.handler',
       Timeout: defaultSettings.function.timeoutSeconds,
       MemorySize: defaultSettings.function.memorySizeMb,
-      TracingConfig: Match.absent(),
+      TracingConfig: { Mode: 'Active' },
     });
     const staging = consumer.function.node.findAll().find((c): c is AssetStaging => c instanceof AssetStaging);
     const files = readdirSync(staging!.absoluteStagedPath);

@@ -176,6 +176,8 @@ export const TABLE_KEY_ACTIONS = [
 
 /** The rules the consumer acknowledges for cdk-nag (runtime, payload bucket logs, payload objects). */
 export const CONSUMER_ACKNOWLEDGED_RULES = [
+  // xray:PutTraceSegments and xray:PutTelemetryRecords of active tracing, in a policy of their own.
+  'AwsSolutions-IAM5[Resource::*]',
   'AwsSolutions-IAM5[Resource::<ConsumerPayloadBucketBF61D0D3.Arn>/*]',
   'AwsSolutions-L1',
   'AwsSolutions-S1',

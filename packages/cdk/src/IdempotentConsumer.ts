@@ -16,7 +16,7 @@ import {
 import { AttributeType, BillingMode, type ITable, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
-import { Architecture, Function as LambdaFunction, type IFunction, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, Function as LambdaFunction, type IFunction, type Tracing } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -39,6 +39,7 @@ import {
 import { InvalidSettingsError, settingsProblems } from 'idempotent-consumer/settings';
 import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
 import { defaultBundling, esbuildTarget, lambdaRuntime, runtimeAcknowledgement } from './bundling.js';
+import { configureTracing } from './tracing.js';
 import { grantTableKey } from './tableKey.js';
 import { OutboxRelay, type OutboxRelayProps } from './OutboxRelay.js';
 
@@ -193,6 +194,17 @@ export interface IdempotentConsumerProps {
    */
   readonly logRetention?: RetentionDays;
   /**
+   * X-Ray tracing of the function (with `entry` only), and of the outbox relay unless
+   * `outbox.tracing` says otherwise. `Tracing.ACTIVE` records a trace of each sampled invocation
+   * (Lambda's default sampling: the first request each second and 5 % of the others): the Lambda
+   * service's and the function's segments, initialization and invocation; the engine adds no
+   * subsegments of its own yet. X-Ray bills the traces it records beyond its free tier
+   * (https://aws.amazon.com/xray/pricing/). `Tracing.PASS_THROUGH` traces only a request that
+   * arrives sampled; `Tracing.DISABLED` none.
+   * @default Tracing.ACTIVE
+   */
+  readonly tracing?: Tracing;
+  /**
    * esbuild options, applied over {@link defaultBundling} key by key (`entry` only); its `target`
    * is the Node.js of `settings.function.runtime` (`node22`, `node24`) unless given here. A handler in
    * a repository that imports this package by name from its sources needs
@@ -283,8 +295,9 @@ export interface MonitoringOutputs {
  * - **Bundling is local** ({@link defaultBundling}): esbuild (a dev dependency of your project)
  *   bundles the handler into one ES module with a source map; Docker is never needed. The AWS
  *   SDK is bundled too, so the function runs the SDK version your tests run.
- * - **Tracing is off.** The engine does not use the Powertools Tracer; active X-Ray tracing
- *   would also need `xray:Put*` on `*`.
+ * - **Tracing is active** (`tracing`): Lambda records a trace of each sampled invocation, with
+ *   `xray:PutTraceSegments` and `xray:PutTelemetryRecords` on `*` in a policy of their own. The
+ *   engine adds no subsegments of its own yet.
  *
  * **Environment the engine reads** (built by `lambdaEnvironment()`): `CONSUMER_NAME`,
  * `INBOX_TABLE_NAME`, `IDEMPOTENCY_TABLE_NAME`, `DEAD_LETTER_QUEUE_URL`, `PAYLOAD_BUCKET_NAME`,
@@ -431,6 +444,8 @@ export class IdempotentConsumer extends Construct {
         depsLockFilePath: props.outbox.depsLockFilePath ?? props.depsLockFilePath,
         // And runs on the consumer's runtime.
         runtime: props.outbox.runtime ?? settings.function.runtime,
+        // And is traced as the consumer is.
+        tracing: props.outbox.tracing ?? props.tracing,
         consumerName: settings.consumerName,
         inboxTable: this.inboxTable,
         idempotencyTable: this.idempotencyTable,
@@ -758,7 +773,6 @@ export class IdempotentConsumer extends Construct {
       memorySize: settings.function.memorySizeMb,
       role,
       logGroup,
-      tracing: Tracing.DISABLED,
       description:
         `Idempotent consumer ${settings.consumerName} (SQS ${settings.queue.fifo ? 'FIFO' : 'standard'}` +
         `${props.kafka === undefined ? '' : `, Kafka topic ${settings.kafka.topic}`})`,
@@ -766,6 +780,7 @@ export class IdempotentConsumer extends Construct {
       bundling: this.bundlingFor(settings, props),
     });
     Validations.of(fn).acknowledge(runtimeAcknowledgement(settings.function.runtime, 'The consumer function'));
+    configureTracing(this, 'TracingPolicy', fn, role, props.tracing);
     return { function: fn, logGroup };
   }
 }
@@ -791,7 +806,7 @@ function powertoolsEnvironment(settings: ConsumerSettings): Record<string, strin
 }
 
 /** Names that only `entry` may use. */
-const ENTRY_ONLY_PROPS = ['handler', 'logRetention', 'bundling', 'projectRoot', 'depsLockFilePath'] as const;
+const ENTRY_ONLY_PROPS = ['handler', 'logRetention', 'bundling', 'projectRoot', 'depsLockFilePath', 'tracing'] as const;
 
 /**
  * Checks the props of an {@link IdempotentConsumer} (the settings are checked by

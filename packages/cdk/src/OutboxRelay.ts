@@ -17,10 +17,11 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { grantTableKey } from './tableKey.js';
 import { Alias } from 'aws-cdk-lib/aws-kms';
-import { Architecture, FilterCriteria, StartingPosition, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, FilterCriteria, StartingPosition, type Tracing } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { defaultBundling, esbuildTarget, lambdaRuntime, runtimeAcknowledgement } from './bundling.js';
+import { configureTracing } from './tracing.js';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns';
 import { type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
@@ -119,6 +120,12 @@ export interface OutboxRelayProps {
   readonly depsLockFilePath?: string;
   /** How long the relay's log group keeps log events. @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /**
+   * X-Ray tracing of the relay (see `IdempotentConsumerProps.tracing`): `Tracing.ACTIVE` records a
+   * trace of each sampled invocation; X-Ray bills the traces beyond its free tier.
+   * @default Tracing.ACTIVE (within an `IdempotentConsumer`: the consumer's `tracing`)
+   */
+  readonly tracing?: Tracing;
   /**
    * Age, in **seconds**, above which an unpublished outbox item counts as stuck: the threshold of
    * the `IteratorAge` and `OutboxPublishDelay` alarms (both in milliseconds in CloudWatch).
@@ -272,7 +279,6 @@ export class OutboxRelay extends Construct {
       memorySize: settings.memorySizeMb,
       role,
       logGroup: this.logGroup,
-      tracing: Tracing.DISABLED,
       description: `Outbox relay of the ${consumerName} consumer: inbox table stream → ${Object.keys(named).join(', ')}`,
       environment: {
         ...outboxRelayEnvironment(settings, {
@@ -290,6 +296,7 @@ export class OutboxRelay extends Construct {
       bundling: { ...defaultBundling, target: esbuildTarget(runtime), externalModules: [], keepNames: true },
     });
     Validations.of(this.function).acknowledge(runtimeAcknowledgement(runtime, 'The outbox relay function'));
+    configureTracing(this, 'TracingPolicy', this.function, role, props.tracing);
 
     this.grant(role, inboxTable, idempotencyTable);
 
