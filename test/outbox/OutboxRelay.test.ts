@@ -163,7 +163,8 @@ describe('OutboxRelay', () => {
         .sort(),
     ).toEqual([arn(stack, relay.destinations['audit']!), arn(stack, relay.onFailureQueue)].map((r) => JSON.stringify(r)).sort());
     const wildcards = all.filter((statement) => JSON.stringify(statement.Resource) === '"*"');
-    expect(wildcards.flatMap(actionsOf)).toEqual(['dynamodb:ListStreams']);
+    // dynamodb:ListStreams (the stream's event source), and the two X-Ray actions of active tracing.
+    expect(wildcards.flatMap(actionsOf).sort()).toEqual(['dynamodb:ListStreams', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
     expect(all.some((statement) => actionsOf(statement).some((action) => action.endsWith(':*')))).toBe(false);
     const roles = Object.values(template.findResources('AWS::IAM::Role')) as { Properties: { ManagedPolicyArns?: unknown } }[];
     expect(roles.every((role) => role.Properties.ManagedPolicyArns === undefined)).toBe(true);

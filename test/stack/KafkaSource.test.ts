@@ -64,7 +64,9 @@ describe('CafeStack without Kafka options', () => {
     expect(stack.consumer.kafkaSource).toBeUndefined();
     expect(allAllowedActions(template).filter((a) => /^(kafka|kafka-cluster|ec2|secretsmanager):/.test(a))).toEqual([]);
     const consumerPolicies = template.findResources('AWS::IAM::Policy', { Properties: { Roles: [refOf(stack.consumer.role)] } });
-    expect(Object.keys(consumerPolicies)).toHaveLength(1);
+    // The role's default policy, and the X-Ray policy of active tracing.
+    expect(Object.keys(consumerPolicies)).toHaveLength(2);
+    expect(Object.keys(consumerPolicies).filter((id) => id.includes('TracingPolicy'))).toHaveLength(1);
   });
 });
 
@@ -136,7 +138,10 @@ describe('CafeStack with an Amazon MSK event source and IAM authentication (-c k
   });
 
   it('allows the six EC2 network interface actions on * in a policy of their own, which the mapping depends on', () => {
-    const wildcard = consumerStatements(template).filter((statement) => statement.resources.includes('*'));
+    // (Besides the X-Ray actions of active tracing, in their own policy: see tracing.test.ts.)
+    const wildcard = consumerStatements(template).filter(
+      (statement) => statement.resources.includes('*') && !statement.actions.some((action) => action.startsWith('xray:')),
+    );
 
     expect(wildcard).toHaveLength(1);
     expect([...wildcard[0]!.actions].sort()).toEqual([
@@ -175,9 +180,11 @@ describe('CafeStack with an Amazon MSK event source and IAM authentication (-c k
       .findAll()
       .filter((c) => c.node.metadata.some((m) => JSON.stringify(m.data ?? '').includes('AwsSolutions-IAM5[Resource::*]')))
       .map((c) => c.node.path);
-    // (The outbox relay acknowledges its own: dynamodb:ListStreams on *, on its role.)
-    expect(acknowledgedOn.filter((path) => !path.includes('/OutboxRelay/'))).toEqual([
+    // (The outbox relay acknowledges its own: dynamodb:ListStreams on *, on its role; and the
+    // X-Ray policy of active tracing its two actions.)
+    expect(acknowledgedOn.filter((path) => !path.includes('/OutboxRelay/')).sort()).toEqual([
       'CafeOrders/Consumer/KafkaSource/NetworkInterfacePolicy',
+      'CafeOrders/Consumer/TracingPolicy',
     ]);
   });
 });
