@@ -29,8 +29,8 @@ export interface AttemptLogOptions {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-/** Tries of a skip's write: a skip that is not written shortens its message's budget by one attempt. */
-const SKIP_WRITE_TRIES = 4;
+/** Tries of a write of this log (a skip, a failure): a write lost miscounts its message. */
+const WRITE_TRIES = 4;
 /** What a write may meet that a later try may not: contention, throttling, a server's fault. */
 const TRANSIENT = new Set([
   'TransactionConflictException',
@@ -94,9 +94,9 @@ export class AttemptLog {
     // One token for every try: a try that failed after the server applied it (a 5xx, a timeout)
     // makes the next one fail its condition, so the skip is counted once.
     const token = randomUUID();
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        await this.#options.client.send(
+    try {
+      await this.#retryingTransient(() =>
+        this.#options.client.send(
           new UpdateCommand({
             TableName: this.#options.tableName,
             Key: { [tableKeys.inbox.partitionKey]: this.key(sourceId) },
@@ -122,14 +122,32 @@ export class AttemptLog {
               ':token': token,
             },
           }),
-        );
-        return;
+        ),
+      );
+    } catch (error) {
+      // Only this skip's own earlier try can have written its token: the skip is counted.
+      if (isConditionalCheckFailed(error)) return;
+      throw error;
+    }
+  }
+
+  /**
+   * Sends a write of this log, tried again (up to {@link WRITE_TRIES} tries in all, 50 to 400 ms
+   * apart) when it meets contention, throttling or a server's fault, beyond the SDK's own retries
+   * (the SDK does not retry a `TransactionConflictException`). A write lost here would miscount its
+   * message: a lost skip cuts its budget short, a lost failure lets the Kafka mapping's retry
+   * limit run out before the consumer dead-letters the record. Each write carries one token for
+   * all its tries, so a try the server applied counts once.
+   *
+   * @throws the last try's error, or the first error that is not transient
+   */
+  async #retryingTransient<T>(send: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await send();
       } catch (error) {
-        // Only this skip's own earlier try can have written its token: the skip is counted.
-        if (isConditionalCheckFailed(error)) return;
-        // Beyond the SDK's own retries: a skip lost here would cut its message's budget short.
         const transient = error instanceof Error && (TRANSIENT.has(error.name) || (error as { $fault?: string }).$fault === 'server');
-        if (!transient || attempt >= SKIP_WRITE_TRIES) throw error;
+        if (!transient || attempt >= WRITE_TRIES) throw error;
         await this.#sleep(25 * 2 ** attempt + Math.random() * 25);
       }
     }
@@ -179,8 +197,12 @@ export class AttemptLog {
    * The count belongs to one record: the update is conditional on the stored `recordIdentity`;
    * when another record's count is there, it restarts at 1 for this one.
    *
+   * A write that meets contention, throttling or a server's fault is tried again, as a skip's is
+   * (see {@link recordSkip}): a failure not counted would let the Kafka mapping's retry limit run
+   * out before the consumer dead-letters the record.
+   *
    * @returns the failed attempts of this record, this one included
-   * @throws the store's error
+   * @throws the store's error, when the last try fails or the error is not a transient one
    */
   async recordFailure(sourceId: string, recordIdentity: string, failure: RecordedFailure): Promise<number> {
     const now = this.#now();
@@ -191,14 +213,16 @@ export class AttemptLog {
     const notThisCall = '(attribute_not_exists(#token) OR #token <> :token)';
     for (let round = 0; ; round += 1) {
       try {
-        const output = await this.#options.client.send(
-          new UpdateCommand({
-            ...base,
-            UpdateExpression: `ADD #attempts :one SET ${base.UpdateExpression}`,
-            ConditionExpression: `(attribute_not_exists(#pk) OR #recordIdentity = :recordIdentity) AND ${notThisCall}`,
-            ReturnValues: 'UPDATED_NEW',
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
+        const output = await this.#retryingTransient(() =>
+          this.#options.client.send(
+            new UpdateCommand({
+              ...base,
+              UpdateExpression: `ADD #attempts :one SET ${base.UpdateExpression}`,
+              ConditionExpression: `(attribute_not_exists(#pk) OR #recordIdentity = :recordIdentity) AND ${notThisCall}`,
+              ReturnValues: 'UPDATED_NEW',
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            }),
+          ),
         );
         return Number(output.Attributes?.attempts ?? 1);
       } catch (error) {
@@ -207,13 +231,15 @@ export class AttemptLog {
         if (counted !== undefined) return counted;
       }
       try {
-        await this.#options.client.send(
-          new UpdateCommand({
-            ...base,
-            UpdateExpression: `SET #attempts = :one, ${base.UpdateExpression}`,
-            ConditionExpression: `attribute_exists(#pk) AND (attribute_not_exists(#recordIdentity) OR #recordIdentity <> :recordIdentity) AND ${notThisCall}`,
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
+        await this.#retryingTransient(() =>
+          this.#options.client.send(
+            new UpdateCommand({
+              ...base,
+              UpdateExpression: `SET #attempts = :one, ${base.UpdateExpression}`,
+              ConditionExpression: `attribute_exists(#pk) AND (attribute_not_exists(#recordIdentity) OR #recordIdentity <> :recordIdentity) AND ${notThisCall}`,
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            }),
+          ),
         );
         return 1;
       } catch (error) {
