@@ -140,6 +140,7 @@ afterAll(async () => {
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
 });
 
+// Skipped, with the reason printed, when /usr/bin/chromium is missing (CI sets IC_REQUIRE_BROWSER=1, which fails instead).
 describe.skipIf(noChromium !== undefined)(
   noChromium === undefined ? 'the HTML report in Chromium' : `the HTML report in Chromium (skipped: ${noChromium})`,
   () => {
@@ -391,6 +392,7 @@ describe.skipIf(noChromium !== undefined)(
   },
 );
 
+// Skipped, with the reason printed, when /usr/bin/chromium is missing (CI sets IC_REQUIRE_BROWSER=1, which fails instead).
 describe.skipIf(noChromium !== undefined)(
   noChromium === undefined ? 'writeHtmlReport with a screenshot' : `writeHtmlReport with a screenshot (skipped: ${noChromium})`,
   () => {

@@ -31,6 +31,8 @@ const describe = describeUnlessDeployedStack('it synthesizes and runs stacks of 
 /** Node.js binaries of the Lambda runtimes, when `npm run test:node22` / `test:node24` installed them. */
 const runtimes = 'tools/node-versions/node_modules';
 
+// Skipped against running emulators (--dynamodb-endpoint, LocalStack): the run creates and names its
+// resources from the template on the embedded emulators, which only this process starts.
 describe.skipIf(awsEndpoints().source !== 'embedded')('a CDK app run from its bundle', () => {
   let cafe: CloudAssembly;
   let inventory: CloudAssembly;
