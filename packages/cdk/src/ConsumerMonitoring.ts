@@ -74,6 +74,23 @@ export interface ConsumerAlarms {
 
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 
+/** What a `Throttles` alarm tells on Lambda (default). */
+const throttlesOnLambda =
+  'Lambda throttled the consumer function: the account or reserved concurrency is exhausted. Check ConcurrentExecutions ' +
+  'against the limits and raise them, or lower the event source maximum concurrency (SQS) or maximum pollers (Kafka).';
+
+/**
+ * What a `Throttles` alarm tells on Lambda Managed Instances: capacity scales asynchronously, and
+ * traffic that more than doubles within 5 minutes is throttled until it has
+ * (https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-core-concepts.html).
+ */
+const throttlesOnManagedInstances =
+  'Lambda throttled the consumer function on its capacity provider: its execution environments were saturated ' +
+  '(traffic more than doubled within 5 minutes, or the capacity provider reached its vCPU maximum or the function its ' +
+  "maxExecutionEnvironments). Throttled batches return to the queue and are retried. Check the capacity provider's " +
+  'CPUUtilization and the execution environment concurrency; raise minExecutionEnvironments, maxExecutionEnvironments ' +
+  "or the capacity provider's maxVCpuCount, or lower the event source maximum concurrency (SQS).";
+
 /**
  * Alarms and a dashboard for an {@link IdempotentConsumer}. Every alarm notifies one SNS
  * topic (on ALARM and on OK); an email address subscribes to it when given.
@@ -216,9 +233,7 @@ export class ConsumerMonitoring extends Construct {
       functionThrottles: alarm('FunctionThrottlesAlarm', {
         metric: functionMetric('Throttles', 'Sum', fiveMinutes),
         threshold: 0,
-        description:
-          'Lambda throttled the consumer function: the account or reserved concurrency is exhausted. Check ConcurrentExecutions ' +
-          'against the limits and raise them, or lower the event source maximum concurrency (SQS) or maximum pollers (Kafka).',
+        description: consumer.managedInstances === undefined ? throttlesOnLambda : throttlesOnManagedInstances,
       }),
       deadLettered: alarm('DeadLetteredAlarm', {
         metric: consumerMetric(MetricName.DeadLettered, 'Sum', undefined, fiveMinutes),

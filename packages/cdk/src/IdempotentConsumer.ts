@@ -42,6 +42,13 @@ import { defaultBundling, esbuildTarget, lambdaRuntime, runtimeAcknowledgement }
 import { configureTracing } from './tracing.js';
 import { grantTableKey } from './tableKey.js';
 import { OutboxRelay, type OutboxRelayProps } from './OutboxRelay.js';
+import {
+  attachToCapacityProvider,
+  type ManagedInstancesConfiguration,
+  type ManagedInstancesOptions,
+  managedFunctionShape,
+  managedInstancesProblems,
+} from './capacityProvider.js';
 
 /**
  * The DynamoDB actions the engine calls, by table. `TransactWriteItems` and `TransactGetItems`
@@ -251,6 +258,26 @@ export interface IdempotentConsumerProps {
    * @default - a new key when `tableEncryption` is CUSTOMER_MANAGED
    */
   readonly tableEncryptionKey?: IKey;
+  /**
+   * Runs the function on Lambda Managed Instances: on the EC2 instances of a capacity provider,
+   * where one execution environment serves up to `perExecutionEnvironmentMaxConcurrency` invocations
+   * at once (see {@link ManagedInstancesOptions}). Needs a function of at least 2048 MB
+   * (`settings.function.memorySizeMb`) on `nodejs22.x` or later, built from `entry` or a
+   * `lambda.Function` of this app, and an `arm64` capacity provider. The event source mappings keep
+   * invoking the function by its unqualified name, which runs its `$LATEST.PUBLISHED` version; the
+   * construct publishes it on every deployment. The outbox relay stays on Lambda (default).
+   *
+   * A function's compute type is fixed when it is created
+   * (https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/sam-property-function-capacityproviderconfig.html):
+   * the function built from `entry` then has the construct id `ManagedInstancesFunction` instead of
+   * `Function`, so that turning this on or off replaces the function (and its event source
+   * mappings) instead of failing the update; during the switch both mappings may poll the queue,
+   * which the inbox makes harmless.
+   *
+   * @default - the function runs on Lambda (default), one invocation per execution environment
+   * @throws InvalidSettingsError when the function or the options break a rule of Lambda Managed Instances ({@link managedInstancesProblems})
+   */
+  readonly managedInstances?: ManagedInstancesOptions;
 }
 
 /** What {@link IdempotentConsumer.addOutputs} writes of the consumer's monitoring: a `ConsumerMonitoring` has both. */
@@ -307,6 +334,13 @@ export interface MonitoringOutputs {
  * Powertools `POWERTOOLS_SERVICE_NAME` (the consumer name), `POWERTOOLS_METRICS_NAMESPACE`
  * (`IdempotentConsumer`), `POWERTOOLS_LOG_LEVEL` (`INFO`); `NODE_OPTIONS=--enable-source-maps`.
  *
+ * **Lambda Managed Instances.** With `managedInstances`, the function runs on a capacity
+ * provider's instances, many invocations per execution environment (a Node.js worker thread shares
+ * its globals between them). The engine keeps a batch's state to its own invocation and shares
+ * only the clients, the configuration and its item cache, which it trusts only through a
+ * version condition; Powertools' Logger and Metrics keep each invocation's keys apart (Lambda's
+ * `InvokeStore`). See {@link ManagedInstancesOptions}.
+ *
  * **Extension point: the outbox relay.** A later `outbox` prop turns on the inbox table's
  * DynamoDB stream (`stream` in {@link IdempotentConsumer.inboxTableOptions}) and adds a relay
  * function with its stream event source mapping after the consumer's own resources; the inbox
@@ -361,6 +395,8 @@ export class IdempotentConsumer extends Construct {
   private readonly withOutbox: boolean;
   /** How the inbox and idempotency tables are encrypted at rest. */
   public readonly tableEncryption: TableEncryption;
+  /** The function's Lambda Managed Instances configuration, defaults applied, when the `managedInstances` prop was given. */
+  public readonly managedInstances?: ManagedInstancesConfiguration;
 
   /**
    * @throws InvalidSettingsError when `props` break a rule (see the class comment); nothing is created
@@ -373,6 +409,9 @@ export class IdempotentConsumer extends Construct {
       ...settingsProblems(settings),
       ...(props.kafka === undefined ? [] : kafkaSourceProblems(props.kafka, settings)),
       ...consumerPropsProblems(props, settings),
+      ...(props.managedInstances === undefined
+        ? []
+        : managedInstancesProblems(props.managedInstances, managedFunctionShape(props.existingFunction, settings))),
     ];
     if (problems.length > 0) throw new InvalidSettingsError(problems);
     super(scope, id);
@@ -414,8 +453,12 @@ export class IdempotentConsumer extends Construct {
       this.function = props.existingFunction;
       this.setEnvironment(props.existingFunction);
     }
-    // consumerPropsProblems made sure that an existing function has a role.
+    // consumerPropsProblems made sure that an existing function has a role;
+    // managedInstancesProblems that a function for a capacity provider is a lambda.Function.
     this.role = this.function.role as IRole;
+    if (props.managedInstances !== undefined) {
+      this.managedInstances = attachToCapacityProvider(this.function as LambdaFunction, props.managedInstances);
+    }
 
     this.grantEngineAccess();
 
@@ -762,7 +805,8 @@ export class IdempotentConsumer extends Construct {
       description: `Runs the ${settings.consumerName} idempotent consumer`,
     });
     logGroup.grantWrite(role);
-    const fn = new NodejsFunction(this, 'Function', {
+    // A function's compute type is fixed at creation: another id replaces it when it changes.
+    const fn = new NodejsFunction(this, props.managedInstances === undefined ? 'Function' : 'ManagedInstancesFunction', {
       entry: props.entry,
       handler: props.handler ?? 'handler',
       projectRoot: props.projectRoot,

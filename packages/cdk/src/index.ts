@@ -15,6 +15,13 @@ export {
 } from './IdempotentConsumer.js';
 export { grantTableKey, TABLE_KEY_ACTIONS } from './tableKey.js';
 export {
+  managedFunctionShape,
+  managedInstancesProblems,
+  type ManagedFunctionShape,
+  type ManagedInstancesConfiguration,
+  type ManagedInstancesOptions,
+} from './capacityProvider.js';
+export {
   ConsumerMonitoring,
   monitoringOptionsProblems,
   validateMonitoringOptions,
