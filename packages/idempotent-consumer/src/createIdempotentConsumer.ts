@@ -26,12 +26,14 @@ import { AttemptLog } from './inbox/AttemptLog.js';
 import { LogObserver } from './observability/LogObserver.js';
 import { MetricName, MetricsObserver } from './observability/MetricsObserver.js';
 import { combineObservers, type OutcomeObserver } from './observability/outcomes.js';
+import type { SegmentTracer } from './observability/traceSegments.js';
 import type { IdempotentConsumerOptions, SideEffectHandlers } from './types.js';
 import { startOnce } from './startOnce.js';
 
 /**
  * What a handler runs with, beside the environment: for tests and the local runtime. In Lambda
- * leave it out: the clients are created once per execution environment from the defaults.
+ * leave it out (the clients are created once per execution environment from the defaults), or
+ * give only what you want to replace: your own logger, metrics or tracer.
  */
 export interface ConsumerRuntimeOptions {
   /** Where the configuration is read from. @default process.env */
@@ -52,6 +54,33 @@ export interface ConsumerRuntimeOptions {
    * @default setTimeout
    */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * A Powertools `Tracer` (`@aws-lambda-powertools/tracer`, an optional peer: install it to use
+   * this), or anything with its `isTracingEnabled`, `getSegment` and `setSegment` (see
+   * {@link SegmentTracer}). With it, each batch runs in an X-Ray subsegment `## batch` of the
+   * invocation's segment, annotated with `consumer`, `source` (`sqs`, `sqs-fifo`, `kafka`) and the
+   * counts by outcome (`deliveries`, `applied`, `duplicates`, `retried`, `deadLettered`), and its
+   * phases in subsegments of their own: `## parse`, then per round `## decide`, `## read` (when
+   * state is read), `## sideEffects` (when a decision asks for one), `## commit`, and `## deadLetter`.
+   * Their annotations are counts and names only, never a body, an attribute or a key (an
+   * idempotency key is made of the body). A phase that throws gets the error (`addError`); every
+   * subsegment is closed on every path. The AWS SDK calls of clients you capture
+   * (`tracer.captureAWSv3Client`, passed in `clients`) appear under the phase that made them.
+   *
+   * The function needs active tracing (the `IdempotentConsumer` construct's default). Cost: a few
+   * microseconds per phase when tracing; with a tracer that is disabled (outside Lambda, or
+   * `POWERTOOLS_TRACE_ENABLED=false`) or without one, nothing but a branch, and the tracer's
+   * package is never loaded by the library.
+   *
+   * Whether or not it is given, a dead letter and the outbox messages carry the trace header of the
+   * message they came from (SQS's `AWSTraceHeader`; for a Kafka record, the invocation's).
+   * @default none: no subsegment
+   * @example
+   * import { Tracer } from '@aws-lambda-powertools/tracer';
+   * const tracer = new Tracer({ serviceName: 'orders' });
+   * export const handler = createIdempotentConsumer(options, { tracer });
+   */
+  readonly tracer?: SegmentTracer;
 }
 
 /** A Lambda handler for SQS (standard and FIFO) and Kafka (Amazon MSK and self-managed) events, built by {@link createIdempotentConsumer}. */
@@ -272,6 +301,7 @@ async function buildEnvironment<Event>(
     logger,
     now,
     ...(runtime.sleep === undefined ? {} : { sleep: runtime.sleep }),
+    ...(runtime.tracer === undefined ? {} : { tracer: runtime.tracer }),
   });
   const deps: ProcessDeliveriesDeps<Event> = {
     definition,
@@ -290,6 +320,7 @@ async function buildEnvironment<Event>(
     observer: combineObservers(new LogObserver(logger), new MetricsObserver(metrics), runtime.observer),
     logger,
     now,
+    ...(runtime.tracer === undefined ? {} : { tracer: runtime.tracer }),
   };
   // Loaded at the first retry, with the SQS client: an invocation that retries nothing never loads either.
   const backoff = startOnce(async (): Promise<RetryBackoff> => {

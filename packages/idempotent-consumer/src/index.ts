@@ -58,3 +58,4 @@ export {
   ValidationError,
 } from './errors.js';
 export type { OutcomeObserver, OutcomeRecord } from './observability/outcomes.js';
+export type { SegmentTracer, TraceAnnotationValue, TraceSegment, TraceSubsegment } from './observability/traceSegments.js';

@@ -1,6 +1,7 @@
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import type { SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import type { Delivery } from '../engine/Delivery.js';
+import { traceHeaderOrUndefined } from '../observability/traceHeader.js';
 
 /**
  * The message attribute (SQS) or record header (Kafka) that marks a redrive of a dead letter:
@@ -14,7 +15,8 @@ export const REDRIVE_ATTRIBUTE = 'ic.redrive';
  * record's `ApproximateReceiveCount` (minus the receives the attempt log knows were not attempts);
  * on a FIFO queue the message group is the delivery's scope (the group stops at its first message
  * that must come back); the dead-letter origin keeps the source queue's ARN, the message group and
- * the producer's message attributes.
+ * the producer's message attributes; the X-Ray trace header (`AWSTraceHeader`), when well formed,
+ * goes on to the dead letter and the outbox messages.
  *
  * @param records - the `SQSEvent`'s records, in order
  * @param fifo - whether the source queue is FIFO
@@ -25,6 +27,7 @@ export function sqsDeliveries(records: readonly SQSRecord[], fifo: boolean): Del
     const group = record.attributes?.MessageGroupId;
     const { [REDRIVE_ATTRIBUTE]: _redrive, ...originalAttributes } = toSendMessageAttributes(record.messageAttributes);
     const redriveOf = redriveOfAttributes(record.messageAttributes);
+    const traceHeader = traceHeaderOrUndefined(record.attributes?.AWSTraceHeader);
     return {
       messageId: record.messageId,
       body: typeof record.body === 'string' ? record.body : '',
@@ -40,6 +43,7 @@ export function sqsDeliveries(records: readonly SQSRecord[], fifo: boolean): Del
         ...(Object.keys(originalAttributes).length > 0 ? { originalAttributes } : {}),
       },
       ...(redriveOf === undefined ? {} : { redriveOf }),
+      ...(traceHeader === undefined ? {} : { traceHeader }),
     };
   });
 }

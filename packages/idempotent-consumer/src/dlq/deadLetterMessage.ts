@@ -25,6 +25,11 @@
  *   not one SQS accepts. Otherwise all of them are packed, losslessly, into one more attribute,
  *   `ic.originalAttributes` (JSON, binary values in base64; see {@link serializeAttributes}).
  *
+ * - **The trace header**: the source message's X-Ray trace header (SQS's `AWSTraceHeader`; for a
+ *   Kafka record, the invocation's) as the `AWSTraceHeader` message system attribute, so the dead
+ *   letter continues the source message's trace. System attributes count toward neither the 10
+ *   message attributes nor the size.
+ *
  * Why this layout: the four consumer attributes are the fewest that keep what an operator filters
  * and reads at a glance (reason, error) apart from the rest, which leaves the most room for the
  * producer's attributes to stay real (so a message keeps them as its consumers and tools see
@@ -48,6 +53,7 @@ import type { MessageAttributeValue, SendMessageCommandInput } from '@aws-sdk/cl
 import { DeadLetterTooLargeError, InvalidFailureReasonError } from './deadLetterErrors.js';
 import { isValidFailureReason } from './failureReasons.js';
 import { EXTENDED_PAYLOAD_SIZE_ATTRIBUTE, formatPayloadPointer } from './payloadPointer.js';
+import { isTraceHeader, TRACE_HEADER_ATTRIBUTE } from '../observability/traceHeader.js';
 
 /** The prefix of every message attribute the consumer adds to a dead-letter message. Reserved: producers must not use it. */
 export const RESERVED_ATTRIBUTE_PREFIX = 'ic.';
@@ -177,6 +183,12 @@ export interface DeadLetterContext {
   readonly originalAttributes?: Readonly<Record<string, MessageAttributeValue>>;
   /** When the consumer gave up on it; written to `ic.context` as ISO 8601 in UTC. */
   readonly failedAt: Date;
+  /**
+   * The X-Ray trace header the dead letter carries on (the source message's `AWSTraceHeader`),
+   * sent as its `AWSTraceHeader` message system attribute, which counts toward neither the message's
+   * size nor its 10 attributes. Left out when absent or malformed (see `isTraceHeader`).
+   */
+  readonly traceHeader?: string;
 }
 
 /** Where an offloaded body is, and how to check it. */
@@ -343,6 +355,9 @@ export function buildDeadLetterMessage(queueUrl: string, context: DeadLetterCont
   }
 
   const input: SendMessageCommandInput = { QueueUrl: queueUrl, MessageBody: messageBody, MessageAttributes: attributes };
+  if (isTraceHeader(context.traceHeader)) {
+    input.MessageSystemAttributes = { [TRACE_HEADER_ATTRIBUTE]: { DataType: 'String', StringValue: context.traceHeader } };
+  }
   if (options.fifo) {
     if (context.messageGroupId === undefined || context.messageGroupId === '') {
       throw new Error(`a FIFO dead-letter queue needs a message group id (message ${context.originalMessageId})`);

@@ -6,6 +6,7 @@ import { ConditionalWriteFailed, FailureReason, IdempotencyConflict, InvalidWrit
 import type { SideEffectRequest } from '../types.js';
 import { type InboxRow, InboxStatus, toInboxRow } from '../inbox/inboxItems.js';
 import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
+import { type SegmentTracer, TraceSegmentName, traced } from '../observability/traceSegments.js';
 import { newVersion } from './conditions.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
 import type { DeadLetterOutcome } from './deadLetters.js';
@@ -70,6 +71,11 @@ export interface BatchEngineOptions<Event> {
   readonly now: () => Date;
   /** Waits `ms` milliseconds (tests make it instant). @default setTimeout */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * Opens a subsegment per phase of a round when given and tracing: `## read`, `## decide`,
+   * `## sideEffects`, `## commit`. @default none
+   */
+  readonly tracer?: SegmentTracer;
 }
 
 /**
@@ -161,6 +167,7 @@ export class BatchEngine<Event> {
   ): Promise<void> {
     const view = new Map<string, Known>();
     const limit = roundLimit(units.length);
+    const tracer = this.#options.tracer;
     for (let round = 0; ; round += 1) {
       const pending = units.filter((unit) => unit.verdict === undefined);
       if (pending.length === 0) return;
@@ -177,9 +184,22 @@ export class BatchEngine<Event> {
         return;
       }
       await this.#deadLetterBeforeSuccessors(units, deadLetter);
-      const { plan, packing } = this.#planAndPack(units, view, stops);
+      const { plan, packing } = traced(tracer, TraceSegmentName.Decide, (annotate) => {
+        const planned = this.#planAndPack(units, view, stops);
+        annotate({ round, units: pending.length, planned: planned.plan.plans.length, toRead: planned.plan.verify.size });
+        return planned;
+      });
       if (plan.verify.size > 0) {
-        await this.#verify(plan.verify, view);
+        await traced(tracer, TraceSegmentName.Read, (annotate) => {
+          const levels = [...plan.verify.values()];
+          annotate({
+            round,
+            units: levels.length,
+            snapshot: levels.filter((level) => level === 'snapshot').length,
+            consistent: levels.filter((level) => level === 'consistent').length,
+          });
+          return this.#verify(plan.verify, view);
+        });
         continue;
       }
       if (plan.plans.length === 0) {
@@ -192,10 +212,26 @@ export class BatchEngine<Event> {
         }
         continue;
       }
-      if (!(await this.#preflight(plan, view, effects.keys))) continue;
-      if (!(await this.#runSideEffects(plan, clock, effects))) continue;
+      const withEffects = plan.plans.filter((p) => p.sideEffects.length > 0);
+      if (
+        withEffects.length > 0 &&
+        !(await traced(tracer, TraceSegmentName.SideEffects, async (annotate) => {
+          annotate({ round, units: withEffects.length, effects: withEffects.reduce((sum, p) => sum + p.sideEffects.length, 0) });
+          return (await this.#preflight(plan, view, effects.keys)) && (await this.#runSideEffects(plan, clock, effects));
+        }))
+      )
+        continue;
       if (clock.remainingTimeMs() < COMMIT_MARGIN_MS) continue;
-      const contended = await Promise.all(packing!.transactions.map((transaction) => this.#commit(transaction, view, units)));
+      const transactions = packing!.transactions;
+      const contended = await traced(tracer, TraceSegmentName.Commit, (annotate) => {
+        annotate({
+          round,
+          transactions: transactions.length,
+          units: transactions.reduce((sum, transaction) => sum + transaction.units.length, 0),
+          actions: transactions.reduce((sum, transaction) => sum + transaction.actions.length, 0),
+        });
+        return Promise.all(transactions.map((transaction) => this.#commit(transaction, view, units)));
+      });
       if (contended.some(Boolean)) await this.#sleep(10 + Math.random() * 40);
     }
   }

@@ -48,6 +48,12 @@ export interface Delivery {
    * the inbox holds as dead-lettered; any other copy of it is acknowledged as a duplicate.
    */
   readonly redriveOf?: string;
+  /**
+   * The X-Ray trace header the message came with (SQS's `AWSTraceHeader` system attribute), which
+   * its dead letter and its outbox messages carry on; `undefined` when it came with none (a Kafka
+   * record): `processDeliveries` then gives them the invocation's own (`_X_AMZN_TRACE_ID`).
+   */
+  readonly traceHeader?: string;
 }
 
 /** What became of one delivery. */

@@ -12,6 +12,7 @@ import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { FailureReason, IdempotencyConflict } from '../errors.js';
 import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
+import { type SegmentTracer, TraceSegmentName, traced } from '../observability/traceSegments.js';
 import type { DeadLetterOrigin, Delivery } from './Delivery.js';
 import { describeError } from './describeError.js';
 
@@ -25,6 +26,11 @@ export interface DeadLetterRequest extends DeadLetterOrigin {
   /** The source's id of the message. */
   readonly originalMessageId: string;
   readonly failedAt: Date;
+  /**
+   * The X-Ray trace header of the source message (or of the invocation, for a source that gives
+   * none), for the dead letter's `AWSTraceHeader` system attribute.
+   */
+  readonly traceHeader?: string;
 }
 
 /** The outcome of one dead-letter send. */
@@ -66,6 +72,8 @@ export interface DeadLetterDeps {
   readonly deadLetters: () => Promise<DeadLetterSink>;
   readonly logger?: Logger;
   readonly now: () => Date;
+  /** Opens a `## deadLetter` subsegment around each call when given and tracing. @default none */
+  readonly tracer?: SegmentTracer;
 }
 
 /** A failure of the consumer's own dead-letter path: retried without using up the message's attempts. */
@@ -74,11 +82,22 @@ export function notCounted(error: unknown): Classification {
 }
 
 /**
- * Marks, then sends, each candidate (one `SendMessageBatch` per ten); never rejects.
+ * Marks, then sends, each candidate (one `SendMessageBatch` per ten); never rejects. Each dead
+ * letter carries its delivery's trace header. With a tracer, in a `## deadLetter` subsegment
+ * annotated with the counts (`messages`, `sent`, `duplicates`, `retried`).
  *
  * @returns one outcome per candidate, in order
  */
-export async function deadLetter(candidates: readonly DeadLetterCandidate[], deps: DeadLetterDeps): Promise<DeadLetterOutcome[]> {
+export function deadLetter(candidates: readonly DeadLetterCandidate[], deps: DeadLetterDeps): Promise<DeadLetterOutcome[]> {
+  return traced(deps.tracer, TraceSegmentName.DeadLetter, async (annotate) => {
+    const outcomes = await markAndSend(candidates, deps);
+    const count = (kind: DeadLetterOutcome['kind']) => outcomes.filter((outcome) => outcome.kind === kind).length;
+    annotate({ messages: candidates.length, sent: count('sent'), duplicates: count('duplicate'), retried: count('retry') });
+    return outcomes;
+  });
+}
+
+async function markAndSend(candidates: readonly DeadLetterCandidate[], deps: DeadLetterDeps): Promise<DeadLetterOutcome[]> {
   const { client, config, logger, now } = deps;
   const at = now();
   const outcomes: (DeadLetterOutcome | undefined)[] = await Promise.all(
@@ -123,6 +142,7 @@ export async function deadLetter(candidates: readonly DeadLetterCandidate[], dep
           attempts: candidate.attempt ?? 1,
           originalMessageId: candidate.delivery.messageId,
           failedAt: at,
+          ...(candidate.delivery.traceHeader === undefined ? {} : { traceHeader: candidate.delivery.traceHeader }),
         })),
       );
     } catch (error) {

@@ -5,6 +5,8 @@ import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { FailureReason, NotAttempted } from '../errors.js';
 import type { AttemptLog } from '../inbox/AttemptLog.js';
 import { Outcome, type OutcomeObserver } from '../observability/outcomes.js';
+import { invocationTraceHeader } from '../observability/traceHeader.js';
+import { type SegmentTracer, TraceSegmentName, traced } from '../observability/traceSegments.js';
 import type { BatchEngine } from './BatchEngine.js';
 import { describeError } from './describeError.js';
 import type { InvocationClock, Unit, UnitVerdict } from './Unit.js';
@@ -27,6 +29,8 @@ export interface ProcessDeliveriesDeps<Event> {
   readonly observer: OutcomeObserver;
   readonly logger?: Logger;
   readonly now: () => Date;
+  /** Opens the batch's subsegments (`## batch` and its phases) when given and tracing. @default none: no subsegment */
+  readonly tracer?: SegmentTracer;
 }
 
 /** A delivery's verdict while the batch is being settled. */
@@ -60,7 +64,11 @@ interface Working {
  *   inbox (conditional: never over an applied row — a message that was applied is acknowledged as
  *   a duplicate instead, never dead-lettered), then goes to the DLQ with its reason; a failed send
  *   makes it come back;
- * - receives that were not attempts are counted (SQS), and each outcome is reported to the observer.
+ * - receives that were not attempts are counted (SQS), and each outcome is reported to the observer;
+ * - **traces**: a delivery that came without an X-Ray trace header (a Kafka record) is given the
+ *   invocation's (`_X_AMZN_TRACE_ID`), which its dead letter and outbox items carry on; with a
+ *   tracer, the batch runs in a `## batch` subsegment annotated with the consumer, the source and the
+ *   counts by outcome, its phases in subsegments of their own (see `traceSegments.ts`).
  *
  * @returns one result per delivery, in order; never rejects
  */
@@ -69,9 +77,41 @@ export async function processDeliveries<Event>(
   deps: ProcessDeliveriesDeps<Event>,
   clock: InvocationClock,
 ): Promise<DeliveryResult[]> {
+  return traced(deps.tracer, TraceSegmentName.Batch, async (annotate) => {
+    const results = await processBatch(deliveries, deps, clock);
+    const count = (kind: Verdict['kind']) => results.filter((result) => result.verdict.kind === kind).length;
+    annotate({
+      consumer: deps.config.consumerName,
+      source: deliveries[0]?.attempts.kind === 'log' ? 'kafka' : deps.config.fifo ? 'sqs-fifo' : 'sqs',
+      deliveries: deliveries.length,
+      applied: count('applied'),
+      duplicates: count('duplicate'),
+      retried: count('retry'),
+      deadLettered: count('dead-lettered'),
+    });
+    return results;
+  });
+}
+
+/** A delivery with the invocation's trace header when it came without one. */
+function withTraceHeader(delivery: Delivery, invocationHeader: string | undefined): Delivery {
+  return delivery.traceHeader !== undefined || invocationHeader === undefined ? delivery : { ...delivery, traceHeader: invocationHeader };
+}
+
+async function processBatch<Event>(
+  deliveries: readonly Delivery[],
+  deps: ProcessDeliveriesDeps<Event>,
+  clock: InvocationClock,
+): Promise<DeliveryResult[]> {
   const started = performance.now();
   const { definition, config, engine, logger } = deps;
-  const parsed = deliveries.map((delivery) => parseDelivery(delivery, definition, config.tables));
+  const invocationHeader = invocationTraceHeader();
+  const parsed = traced(deps.tracer, TraceSegmentName.Parse, (annotate) => {
+    const all = deliveries.map((delivery) => parseDelivery(withTraceHeader(delivery, invocationHeader), definition, config.tables));
+    const ok = all.filter((p) => p.ok).length;
+    annotate({ deliveries: all.length, parsed: ok, rejected: all.length - ok });
+    return all;
+  });
   const units: Unit<Event>[] = [];
   const stops = new Map<string, number>();
   const working: Working[] = parsed.map((p, index) => {

@@ -38,7 +38,7 @@ export function inboxAction(
   };
 }
 
-/** The unit's outbox items, one per outgoing message, ids stable per key and position. */
+/** The unit's outbox items, one per outgoing message, ids stable per key and position, with its delivery's trace header. */
 export function outboxActions(
   unit: Unit,
   outbox: readonly OutgoingMessage[],
@@ -55,6 +55,7 @@ export function outboxActions(
       message,
       now: at,
       ttlSeconds: config.inboxTtlSeconds,
+      traceHeader: unit.delivery.traceHeader,
     }),
   }));
 }

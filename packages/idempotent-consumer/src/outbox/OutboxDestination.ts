@@ -32,6 +32,14 @@ export interface OutboxMessage {
   readonly attributes: Readonly<Record<string, string>>;
   /** When the item was committed (ISO 8601, the consumer's clock). */
   readonly createdAt: string;
+  /**
+   * The X-Ray trace header of the message whose decision emitted it (its SQS `AWSTraceHeader`, or
+   * the consumer invocation's for a Kafka record), for the destination to carry on: the built-in SQS
+   * destination sends it as the `AWSTraceHeader` message system attribute, the SNS one as the
+   * `Publish` request's `X-Amzn-Trace-Id` header. `undefined` for items written without one (before
+   * the consumer stored it, or outside Lambda).
+   */
+  readonly traceHeader?: string;
 }
 
 /** What a destination reports about one publish (for logs). */

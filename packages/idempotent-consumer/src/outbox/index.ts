@@ -26,3 +26,4 @@ export { redriveOutbox, type RedriveOutboxOptions, type RedriveOutboxResult } fr
 export { outboxMessageId, OUTBOX_KIND } from './outboxItems.js';
 export { outboxFilterPattern } from './outboxStreamRecords.js';
 export * from './outboxRelaySettings.js';
+export type { SegmentTracer, TraceAnnotationValue, TraceSegment, TraceSubsegment } from '../observability/traceSegments.js';

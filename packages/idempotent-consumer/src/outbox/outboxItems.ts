@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { tableKeys } from '../settings/settings.js';
 import { expiresAt } from '../inbox/inboxItems.js';
+import { isTraceHeader } from '../observability/traceHeader.js';
 import type { OutgoingMessage } from '../types.js';
 
 /** The `kind` attribute of outbox items: the relay's event filter selects on it. */
@@ -15,7 +16,12 @@ export function outboxMessageId(consumerName: string, idempotencyKey: string, po
   return createHash('sha256').update(`${consumerName}\u0000${idempotencyKey}\u0000${position}`).digest('hex');
 }
 
-/** The outbox item of one outgoing message, as a conditional `Put` for the batch's transaction. */
+/**
+ * The outbox item of one outgoing message, as a conditional `Put` for the batch's transaction.
+ * `traceHeader` (the X-Ray trace header of the message whose decision emitted it) is stored as the
+ * item's `traceHeader` attribute when well formed, for the relay to publish with; items written
+ * before it existed have none and are published without one.
+ */
 export function outboxPut(options: {
   readonly tableName: string;
   readonly consumerName: string;
@@ -25,8 +31,9 @@ export function outboxPut(options: {
   readonly message: OutgoingMessage;
   readonly now: Date;
   readonly ttlSeconds: number;
+  readonly traceHeader?: string | undefined;
 }) {
-  const { tableName, consumerName, idempotencyKey, orderingKey, position, message, now, ttlSeconds } = options;
+  const { tableName, consumerName, idempotencyKey, orderingKey, position, message, now, ttlSeconds, traceHeader } = options;
   const messageId = outboxMessageId(consumerName, idempotencyKey, position);
   const body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
   return {
@@ -44,6 +51,7 @@ export function outboxPut(options: {
       ...(message.attributes === undefined || Object.keys(message.attributes).length === 0
         ? {}
         : { attributes: { ...message.attributes } }),
+      ...(isTraceHeader(traceHeader) ? { traceHeader } : {}),
       createdAt: now.toISOString(),
       [tableKeys.inbox.ttlAttribute]: expiresAt(now, ttlSeconds),
     },

@@ -9,6 +9,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { tableKeys } from '../settings/settings.js';
 import { OutboxMessageError, type OutboxMessage } from './OutboxDestination.js';
 import { OUTBOX_KIND } from './outboxItems.js';
+import { traceHeaderOrUndefined } from '../observability/traceHeader.js';
 
 /**
  * The filter pattern of the relay's event source mapping: new outbox items of one consumer
@@ -94,6 +95,8 @@ export function readOutboxRecord(record: DynamoDBRecord, consumerName: string): 
       `outbox item ${JSON.stringify(pk)} (stream record ${record.dynamodb?.SequenceNumber ?? '?'}) is malformed: ${problems.join('; ')}`,
     );
   }
+  // Optional: items written before it was stored have none; one that is not a trace header is not carried on.
+  const traceHeader = traceHeaderOrUndefined(item['traceHeader']);
   return {
     kind: 'publish',
     message: {
@@ -106,6 +109,7 @@ export function readOutboxRecord(record: DynamoDBRecord, consumerName: string): 
       body,
       attributes,
       createdAt,
+      ...(traceHeader === undefined ? {} : { traceHeader }),
     },
   };
 }

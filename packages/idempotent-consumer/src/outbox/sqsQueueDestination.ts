@@ -7,6 +7,7 @@ import {
   type PublishReceipt,
 } from './OutboxDestination.js';
 import { lazyClient } from './lazyClient.js';
+import { TRACE_HEADER_ATTRIBUTE, traceHeaderOrUndefined } from '../observability/traceHeader.js';
 
 /** Options of {@link sqsQueueDestination}. */
 export interface SqsQueueDestinationOptions {
@@ -24,7 +25,9 @@ export interface SqsQueueDestinationOptions {
  * `MessageBody`, the decision's attributes and `outboxMessageId` as string message attributes.
  * On a FIFO queue (`.fifo`) the message id is the `MessageDeduplicationId` (SQS accepts a second
  * send with the same id within its 5-minute deduplication interval but does not deliver it) and
- * the item's group the `MessageGroupId` (see `fifoMessageGroupId`).
+ * the item's group the `MessageGroupId` (see `fifoMessageGroupId`). The message's X-Ray trace
+ * header (`OutboxMessage.traceHeader`, when well formed) is the `AWSTraceHeader` message system
+ * attribute, so the message continues the trace of the message that emitted it.
  *
  * `@aws-sdk/client-sqs` is loaded at the first publish. Rules:
  * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html and
@@ -38,11 +41,15 @@ export function sqsQueueDestination(options: SqsQueueDestinationOptions): Outbox
     target: queueUrl,
     async publish(message: OutboxMessage): Promise<PublishReceipt> {
       const [{ SendMessageCommand }, sqs] = await Promise.all([import('@aws-sdk/client-sqs'), load()]);
+      const traceHeader = traceHeaderOrUndefined(message.traceHeader);
       const output = await sqs.send(
         new SendMessageCommand({
           QueueUrl: queueUrl,
           MessageBody: message.body,
           MessageAttributes: messageAttributes(message),
+          ...(traceHeader === undefined
+            ? {}
+            : { MessageSystemAttributes: { [TRACE_HEADER_ATTRIBUTE]: { DataType: 'String', StringValue: traceHeader } } }),
           ...(fifo ? { MessageGroupId: fifoMessageGroupId(message.messageGroupId), MessageDeduplicationId: message.messageId } : {}),
         }),
       );
