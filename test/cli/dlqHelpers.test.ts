@@ -150,6 +150,17 @@ describe('buildRedriveMessage', () => {
     });
   });
 
+  it("carries the dead letter's X-Ray trace header back as the AWSTraceHeader system attribute, and no malformed one", () => {
+    const header = 'Root=1-6b0f6c77-2b11a03c513ebac2bffb0081;Parent=53995c3f42cd8ad8;Sampled=1';
+    const target = 'https://sqs.us-east-1.amazonaws.com/1/orders';
+    expect(buildRedriveMessage(record({ systemAttributes: { AWSTraceHeader: header } }), target).MessageSystemAttributes).toEqual({
+      AWSTraceHeader: { DataType: 'String', StringValue: header },
+    });
+    expect(
+      buildRedriveMessage(record({ systemAttributes: { AWSTraceHeader: 'not a header' } }), target).MessageSystemAttributes,
+    ).toBeUndefined();
+  });
+
   it('sends the body read back from S3 in place of the pointer, and refuses what does not fit the target', () => {
     const offloaded = record({ offloaded: { bucket: 'b', key: 'k', bytes: 9, sha256: 'x' } });
     const target = 'https://sqs.us-east-1.amazonaws.com/1/orders';

@@ -3,6 +3,7 @@ import type { MessageAttributeValue, SendMessageCommandInput } from '@aws-sdk/cl
 import { REDRIVE_ATTRIBUTE } from 'idempotent-consumer/dlq';
 import { attributesSize, DeadLetterAttribute, serializeAttributes, SQS_MAX_MESSAGE_ATTRIBUTES } from 'idempotent-consumer/dlq';
 import type { DeadLetterRecord } from 'idempotent-consumer/dlq';
+import { isTraceHeader, TRACE_HEADER_ATTRIBUTE } from 'idempotent-consumer/observability';
 import { isFifoQueueUrl } from './queueUrl.js';
 
 /** A dead-letter message that cannot be redriven as it is, and why. */
@@ -50,6 +51,9 @@ export interface RedriveMessageOptions {
  *   attribute dropped, those packed in `ic.originalAttributes` restored; a message moved by the
  *   redrive policy keeps all of its own), and for a message the consumer dead-lettered the
  *   redrive mark `ic.redrive` (see {@link redriveAttributes});
+ * - the X-Ray trace header the dead letter carries (its `AWSTraceHeader` system attribute: the
+ *   source message's, which the consumer carried on), as the same system attribute, so the
+ *   redriven delivery joins the message's trace; one that is not well formed is left out;
  * - for a FIFO target, the original message group (the DLQ message's `MessageGroupId`, else
  *   `coordinates.messageGroupId`) and a deduplication id derived from the DLQ message id
  *   (SHA-256 of `redrive:<id>`, hex): a rerun after an interruption within SQS's 5-minute
@@ -92,6 +96,10 @@ export function buildRedriveMessage(
     MessageBody: body,
     ...(Object.keys(attributes).length > 0 ? { MessageAttributes: attributes } : {}),
   };
+  const traceHeader = record.systemAttributes[TRACE_HEADER_ATTRIBUTE];
+  if (isTraceHeader(traceHeader)) {
+    input.MessageSystemAttributes = { [TRACE_HEADER_ATTRIBUTE]: { DataType: 'String', StringValue: traceHeader } };
+  }
   if (isFifoQueueUrl(targetQueueUrl)) {
     if (record.messageGroupId === undefined || record.messageGroupId === '') {
       throw new NotRedrivableError(`it has no message group, and ${targetQueueUrl} is a FIFO queue`);
