@@ -35,6 +35,10 @@ const ISSUE_FIGURES = [
   'throughputRatioToBaseline',
   'p50BatchMs',
   'p99BatchMs',
+  'roundTripsPerBatch',
+  'baselineRoundTripsPerBatch',
+  'modeledAwsMsPerBatch',
+  'lambdaUsdPerMillion',
 ] as const;
 
 describe('npm run bench --silent -- --json, a short run', () => {
@@ -101,7 +105,8 @@ describe('npm run bench --silent -- --json, a short run', () => {
       expect.arrayContaining(['bundleBytes', 'initMs', 'baselineBundleBytes', 'baselineInitMs']),
     );
     expect(report.heap).toMatchObject({ from: 20, to: 60 });
-    expect(report.targets).toHaveLength(8);
+    expect(report.coldStart).toHaveProperty('machine.quiet');
+    expect(report.targets).toHaveLength(13);
   });
 
   it('ends every message of every scenario as it must, on both sides', () => {
@@ -133,5 +138,14 @@ describe('npm run bench --silent -- --json, a short run', () => {
     // Engine: no write for a duplicate. Baseline: the refused lock put, 1 write unit.
     expect(of('duplicates')).toMatchObject({ writeUnitsPerMessage: 0, baselineWriteUnitsPerMessage: 1, baselineReadUnitsPerMessage: 0 });
     expect(of('fresh')).toMatchObject({ dynamoDbRequestsPerMessage: 0.1, baselineDynamoDbRequestsPerMessage: 4 });
+    // Like with like: the baseline writes the payment's outbox item in its transaction (order, ledger entry, outbox item: 6),
+    // besides its lock and completion (2) and the notification's lock, send and completion (3).
+    expect(of('fresh-side-effect')).toMatchObject({ baselineWriteUnitsPerMessage: 11, baselineReadUnitsPerMessage: 1 });
+  });
+
+  it('counts the round trips on the critical path: requests in flight together once', () => {
+    const of = (name: string) => report.scenarios.find((s) => s.name === name)!;
+    // Engine: one transaction per batch. Baseline: the records in parallel, each a lock, a read, a write and a completion.
+    expect(of('fresh')).toMatchObject({ roundTripsPerBatch: 1, baselineRoundTripsPerBatch: 4 });
   });
 });

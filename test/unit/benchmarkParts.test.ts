@@ -1,11 +1,17 @@
 /**
  * The benchmark's own parts that its figures rest on: AWS's item-size and capacity-unit rules,
- * the simulated queue's redelivery and redrive, and the flags.
+ * the simulated queue's redelivery and redrive, the flags, the round trips on the critical path
+ * and the latency model, the machine-load verdict, and the baseline's outbox item.
  */
 import { describe, expect, it } from 'vitest';
 import { attributeValueSize, itemSizeBytes, readUnits, usdPerMillionMessages, writeUnits } from '../../tools/bench/capacity.js';
 import { FlagError, parseFlags } from '../../tools/bench/flags.js';
 import { SimulatedQueue } from '../../tools/bench/SimulatedQueue.js';
+import { ASSUMED_LATENCY_MS, assumedLatencyMs, lambdaUsdPerMillionMessages } from '../../tools/bench/latencyModel.js';
+import { judgeLoad } from '../../tools/bench/machineLoad.js';
+import { baselineOutboxMessageId, outboxPut } from '../../tools/bench/powertoolsBaseline.js';
+import { criticalPath } from '../../tools/bench/roundTrips.js';
+import { outboxMessageId } from 'idempotent-consumer/outbox';
 
 describe('item sizes (AWS: the sum of attribute name lengths and value sizes)', () => {
   it('counts strings in UTF-8 bytes, numbers by significant digits, lists and maps with 3 bytes of overhead', () => {
@@ -79,14 +85,14 @@ describe('the simulated queue', () => {
 });
 
 describe('the benchmark flags', () => {
-  it('has defaults that measure everything: 3 repetitions, batch sizes 1, 10 and 100, every scenario, heap and cold start', () => {
+  it('has defaults that measure everything: 3 repetitions, batch sizes 1, 10 and 100, every scenario, heap and cold start (20 imports a side)', () => {
     const flags = parseFlags([]);
     expect(flags).toMatchObject({
       repetitions: 3,
       batchSizes: [1, 10, 100],
       scenarios: ['fresh', 'duplicates', 'fresh-side-effect', 'mixed', 'poison'],
       heap: { from: 1000, to: 10000 },
-      coldStartRuns: 10,
+      coldStartRuns: 20,
       json: false,
     });
   });
@@ -120,5 +126,92 @@ describe('the benchmark flags', () => {
   ])('refuses %j with a clear message', (argv, message) => {
     expect(() => parseFlags(argv)).toThrow(FlagError);
     expect(() => parseFlags(argv)).toThrow(message);
+  });
+});
+
+describe('round trips on the critical path (requests in flight together count once)', () => {
+  const request = (startMs: number, endMs: number, operation = 'PutItem', service = 'dynamodb') => ({ service, operation, startMs, endMs });
+
+  it('counts requests that overlap in time once, and each request sent after a response once more', () => {
+    // Arrange: three sent together; then one after the first response; then one after that one's.
+    const requests = [request(0, 10), request(1, 12), request(2, 11), request(10.5, 20), request(20.2, 25)];
+    // Act
+    const path = criticalPath(requests);
+    // Assert
+    expect(path.roundTrips).toBe(3);
+    expect(criticalPath([request(0, 5), request(0, 5), request(0, 5)]).roundTrips).toBe(1);
+    expect(criticalPath([request(0, 1), request(1, 2), request(2, 3), request(3, 4)]).roundTrips).toBe(4);
+    expect(criticalPath([]).roundTrips).toBe(0);
+  });
+
+  it('does not count a slow server queue as round trips: parallel chains count as long as the longest chain', () => {
+    // Arrange: two records, each a chain of 2 requests sent together at 0; the server answers the
+    // second record's first request late, after the first record's whole chain (whose requests do
+    // not overlap it). A chain of non-overlapping requests would count 3; each record waited for 2.
+    const requests = [
+      request(0, 5), // record 1, first
+      request(0, 30), // record 2, first, answered late
+      request(5.1, 29), // record 1, second: sent after record 1's first response
+      request(30.1, 35), // record 2, second: sent after record 2's first response
+    ];
+    // Act + Assert
+    expect(criticalPath(requests).roundTrips).toBe(2);
+  });
+
+  it('is independent of the order the requests are given in, and refuses an interval that ends before it starts', () => {
+    const requests = [request(10.5, 20), request(0, 10), request(20.2, 25), request(1, 12)];
+    expect(criticalPath(requests).roundTrips).toBe(criticalPath([...requests].reverse()).roundTrips);
+    expect(() => criticalPath([request(5, 4)])).toThrow(RangeError);
+  });
+
+  it('models the critical path’s AWS latency from the assumed latency of each request on it', () => {
+    // A lock write, then a read, then a transaction: 5 + 5 + 15 ms; an SQS send beside the read adds nothing.
+    const requests = [
+      request(0, 3, 'PutItem'),
+      request(3.1, 6, 'GetItem'),
+      request(3.2, 9, 'SendMessage', 'sqs'),
+      request(6.1, 8, 'TransactWriteItems'),
+    ];
+    const path = criticalPath(requests, assumedLatencyMs);
+    expect(path.roundTrips).toBe(3);
+    expect(path.modeledMs).toBe(ASSUMED_LATENCY_MS.dynamoDbSingleItem * 2 + ASSUMED_LATENCY_MS.dynamoDbTransaction);
+    expect(assumedLatencyMs({ service: 'dynamodb', operation: 'BatchGetItem' })).toBe(ASSUMED_LATENCY_MS.dynamoDbBatch);
+    expect(assumedLatencyMs({ service: 'sqs', operation: 'SendMessage' })).toBe(ASSUMED_LATENCY_MS.sqs);
+  });
+
+  it('prices the modeled wait at Lambda’s arm64 rate: 1 s per message at 1,024 MB is $13.33 per million', () => {
+    expect(lambdaUsdPerMillionMessages(1000)).toBeCloseTo(13.3334);
+    expect(lambdaUsdPerMillionMessages(10, 2048)).toBeCloseTo(0.266668);
+  });
+});
+
+describe('whether the machine was quiet', () => {
+  const sample = (load: number, ratio: number) => ({
+    loadAverage: [load, load, load] as [number, number, number],
+    calibrationWallToCpu: ratio,
+    calibrationCpuMs: 40,
+  });
+
+  it('is quiet when the load is below half the cores and the calibration loop is not kept waiting, before and after', () => {
+    expect(judgeLoad(sample(0.2, 1.01), sample(0.5, 1.05), 2)).toMatchObject({ quiet: true, reasons: [] });
+  });
+
+  it('says why it was not quiet', () => {
+    const verdict = judgeLoad(sample(0.2, 1.0), sample(3.5, 1.8), 2);
+    expect(verdict.quiet).toBe(false);
+    expect(verdict.reasons).toEqual([expect.stringMatching(/load average 3.5 after/), expect.stringMatching(/1.8× its CPU time/)]);
+  });
+});
+
+describe('the baseline’s outbox item (like with like)', () => {
+  it('has the id the engine gives the same message, so the items are the same size', () => {
+    expect(baselineOutboxMessageId('cafe-orders', 'evt-1', 0)).toBe(outboxMessageId('cafe-orders', 'evt-1', 0));
+    const put = outboxPut('outbox', 'cafe-orders', { orderId: 'o-1', eventId: 'evt-1', points: 10 }, 60, new Date(0));
+    expect(put.Item).toMatchObject({
+      pk: `cafe-orders#outbox#${outboxMessageId('cafe-orders', 'evt-1', 0)}`,
+      kind: 'outbox',
+      expiresAt: 60,
+    });
+    expect(JSON.parse(put.Item.body)).toEqual({ type: 'PaymentReceived', orderId: 'o-1', eventId: 'evt-1', points: 10 });
   });
 });

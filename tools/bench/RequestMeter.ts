@@ -17,6 +17,7 @@ import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { itemSizeBytes, READ_UNIT_BYTES, type ReadMode, readUnits, writeUnits } from './capacity.js';
+import type { RequestInterval } from './roundTrips.js';
 
 type AttributeMap = Record<string, AttributeValue>;
 
@@ -162,11 +163,39 @@ export class RequestMeter {
   tally = new Tally();
   /** When `false`, requests pass uncounted and no item size is kept (for the heap measurement). */
   enabled = true;
+  /**
+   * Where each request's start and end are recorded, when set: the benchmark sets a new array
+   * before each invocation and reads the invocation's round trips from it (`roundTrips.ts`).
+   */
+  intervals: RequestInterval[] | undefined;
 
   constructor(readonly sizes: ItemSizes) {}
 
+  /**
+   * Records when each request of `client` is sent and when its response (or error) reaches the
+   * caller: the outermost middleware (first of the `initialize` step), so the interval holds
+   * everything the caller waits for, the SDK's retries included.
+   */
+  #recordIntervals(client: DynamoDBClient | SQSClient, service: 'dynamodb' | 'sqs'): void {
+    (client as DynamoDBClient).middlewareStack.add(
+      (next, context) => async (args) => {
+        const intervals = this.enabled ? this.intervals : undefined;
+        if (intervals === undefined) return next(args);
+        const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
+        const startMs = performance.now();
+        try {
+          return await next(args);
+        } finally {
+          intervals.push({ service, operation, startMs, endMs: performance.now() });
+        }
+      },
+      { step: 'initialize', priority: 'high', name: 'benchmarkRoundTrips' },
+    );
+  }
+
   /** Counts and bills every request of `client` from now on. */
   instrumentDynamoDb(client: DynamoDBClient): void {
+    this.#recordIntervals(client, 'dynamodb');
     // Before serialization: ask an UpdateItem for the updated item, and hide it from the caller again.
     client.middlewareStack.add(
       (next, context) => async (args) => {
@@ -207,6 +236,7 @@ export class RequestMeter {
 
   /** Counts every request of `client` from now on. */
   instrumentSqs(client: SQSClient): void {
+    this.#recordIntervals(client, 'sqs');
     client.middlewareStack.add(
       (next, context) => (args) => {
         if (this.enabled) increment(this.tally.sqs, (context.commandName ?? 'Unknown').replace(/Command$/, ''));

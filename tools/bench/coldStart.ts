@@ -1,11 +1,15 @@
 /**
  * Cold start: the café handler (`examples/cafe/handler.ts`) and the baseline
- * (`scripts/bench/baselineLambda.ts`) bundled exactly as the stack bundles a consumer
+ * (`tools/bench/baselineLambda.ts`) bundled exactly as the stack bundles a consumer
  * (`lib/IdempotentConsumer.ts`: esbuild, ESM, `target: node22`, `platform: node`, minified, with
  * a source map and no sources content, main fields `module,main`, the AWS SDK bundled, the
  * `createRequire` banner), plus the `@idempotent-consumer/source` condition so the in-repo
  * package resolves to its sources (and esbuild's default `module` condition, kept); then each imported in fresh Node.js processes, interleaved
  * (engine, baseline, …), with `--enable-source-maps` as the stack's `NODE_OPTIONS` sets it.
+ * The pairs alternate which side goes first (engine then baseline, then baseline then engine), so
+ * neither always runs right after the other's process; the ratio of each pair (engine ÷ baseline)
+ * is reported beside the medians, since a drift of the machine's load touches both of a pair.
+ * Whether the machine was quiet is judged by `machineLoad.ts`, before and after the imports.
  *
  * The init figure is the time `import()` of the bundle takes inside the process (what Lambda's
  * init phase spends on the handler module; Node.js's own start is the same for both and left
@@ -19,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
+import { judgeLoad, type MachineLoad, sampleLoad } from './machineLoad.js';
 
 /** The median (the mean of the middle two of an even count). */
 export function median(values: readonly number[]): number {
@@ -67,8 +72,13 @@ export interface ColdStart {
   /** Median CPU time (user + system) of the import, in milliseconds: steadier than wall time on a busy machine. */
   readonly initCpuMs: number;
   readonly baselineInitCpuMs: number;
+  /** Median of the pairs' ratios, engine ÷ baseline, of wall time and of CPU time. */
+  readonly pairedWallRatio: number;
+  readonly pairedCpuRatio: number;
   /** Imports per side. */
   readonly runs: number;
+  /** The load of the machine before and after the imports, and whether it was quiet. */
+  readonly machine: MachineLoad;
   /** Fastest and slowest wall times. */
   readonly initMsRange: readonly [number, number];
   readonly baselineInitMsRange: readonly [number, number];
@@ -203,12 +213,20 @@ export async function measureColdStart(options: ColdStartOptions): Promise<ColdS
     // One import each first, not counted: the operating system's file cache.
     await importOnce(timer, engine.file);
     await importOnce(timer, baseline.file);
+    const before = sampleLoad();
     const engineTimes: ImportTime[] = [];
     const baselineTimes: ImportTime[] = [];
     for (let i = 0; i < options.runs; i += 1) {
-      engineTimes.push(await importOnce(timer, engine.file));
-      baselineTimes.push(await importOnce(timer, baseline.file));
+      if (i % 2 === 0) {
+        engineTimes.push(await importOnce(timer, engine.file));
+        baselineTimes.push(await importOnce(timer, baseline.file));
+      } else {
+        baselineTimes.push(await importOnce(timer, baseline.file));
+        engineTimes.push(await importOnce(timer, engine.file));
+      }
     }
+    const machine = judgeLoad(before, sampleLoad());
+    const ratio = (of: (t: ImportTime) => number) => Number(median(engineTimes.map((t, i) => of(t) / of(baselineTimes[i]!))).toFixed(3));
     const ms = (n: number) => Number(n.toFixed(1));
     const wall = (times: ImportTime[]) => times.map((t) => t.wallMs);
     const cpu = (times: ImportTime[]) => times.map((t) => t.cpuMs);
@@ -219,7 +237,10 @@ export async function measureColdStart(options: ColdStartOptions): Promise<ColdS
       baselineInitMs: ms(median(wall(baselineTimes))),
       initCpuMs: ms(median(cpu(engineTimes))),
       baselineInitCpuMs: ms(median(cpu(baselineTimes))),
+      pairedWallRatio: ratio((t) => t.wallMs),
+      pairedCpuRatio: ratio((t) => t.cpuMs),
       runs: options.runs,
+      machine,
       initMsRange: [ms(Math.min(...wall(engineTimes))), ms(Math.max(...wall(engineTimes)))],
       baselineInitMsRange: [ms(Math.min(...wall(baselineTimes))), ms(Math.max(...wall(baselineTimes)))],
       sourceMapBytes: (await stat(`${engine.file}.map`)).size,

@@ -1,5 +1,5 @@
 /**
- * The flags of `npm run bench` (see `scripts/benchmark.ts`), parsed and checked.
+ * The flags of `npm run bench` (see `tools/bench/main.ts`), parsed and checked.
  *
  * @module
  */
@@ -63,7 +63,7 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
         'batch-sizes': { type: 'string', default: '1,10,100' },
         scenarios: { type: 'string', default: ALL_SCENARIOS.join(',') },
         'heap-messages': { type: 'string', default: '1000,10000' },
-        'cold-start-runs': { type: 'string', default: '10' },
+        'cold-start-runs': { type: 'string', default: '20' },
         sample: { type: 'string', default: 'examples/cafe/samples/orders.jsonl' },
         'dynamodb-endpoint': { type: 'string' },
         'sqs-endpoint': { type: 'string' },

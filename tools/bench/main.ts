@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the engine (the café handler built with `createIdempotentConsumer`) side by
  * side with the same consumer written the typical Powertools way (`makeIdempotent` per record,
- * see `scripts/bench/powertoolsBaseline.ts`), on one DynamoDB Local and one SQS server,
+ * see `tools/bench/powertoolsBaseline.ts`), on one DynamoDB Local and one SQS server,
  * interleaved (engine, baseline, engine, …), over several repetitions.
  *
  *   npm run bench                                   # the full run (7 to 11 min on 2 busy cores)
@@ -9,11 +9,14 @@
  *   npm run bench --silent -- --json                # text on stderr; one JSON object, the last line of stdout
  *
  * Per scenario and batch size it reports DynamoDB requests and capacity units per message
- * (counted from the requests with AWS's billing rules: `scripts/bench/capacity.ts`), US dollars
- * per million messages at on-demand prices, SQS requests per message, messages per second,
- * p50/p99 batch latency and the ratios to the baseline; then the heap growth from 1,000 to
- * 10,000 messages and the cold start of both bundled as the stack bundles them. The scenarios
- * are in `scripts/bench/scenarios.ts`; the issue's targets are checked at the end.
+ * (counted from the requests with AWS's billing rules: `tools/bench/capacity.ts`), US dollars
+ * per million messages at on-demand prices, SQS requests per message, the sequential round trips
+ * on an invocation's critical path (`tools/bench/roundTrips.ts`) with the AWS latency and Lambda
+ * duration cost they model (`tools/bench/latencyModel.ts`), messages per second, p50/p99 batch
+ * latency and the ratios to the baseline; then the heap growth from 1,000 to 10,000 messages and
+ * the cold start of both bundled as the stack bundles them, with whether the machine was quiet
+ * (`tools/bench/machineLoad.ts`). The scenarios are in `tools/bench/scenarios.ts`; the issues'
+ * targets are checked at the end.
  *
  * Flags:
  *   --messages N           messages per run (mixed is always the sample's 510)   default 300
@@ -21,7 +24,7 @@
  *   --batch-sizes LIST     batch sizes, e.g. 1,10,100                             default 1,10,100
  *   --scenarios LIST       fresh,duplicates,fresh-side-effect,mixed,poison       default all
  *   --heap-messages A,B    heap growth measured from A to B messages (0: skip)    default 1000,10000
- *   --cold-start-runs N    fresh-process imports per side (0: skip)              default 10
+ *   --cold-start-runs N    fresh-process imports per side (0: skip)              default 20
  *   --sample FILE          the mixed scenario's stream                            default examples/cafe/samples/orders.jsonl
  *   --dynamodb-endpoint URL --sqs-endpoint URL   use these instead of starting the embedded emulators
  *   --json                 the JSON summary as the last line of stdout
@@ -40,6 +43,7 @@ import { runScenarios, scenarioFigures, warmUp } from './runScenarios.js';
 import { measureHeapGrowth } from './heapGrowth.js';
 import { measureColdStart } from './coldStart.js';
 import { ON_DEMAND_PRICES } from './capacity.js';
+import { ASSUMED_LATENCY_MS, LAMBDA_PRICES } from './latencyModel.js';
 
 async function main(): Promise<number> {
   let flags: Flags | 'help';
@@ -85,6 +89,7 @@ async function main(): Promise<number> {
       repetitions: flags.repetitions,
       messagesPerRun: flags.messages,
       pricing: ON_DEMAND_PRICES,
+      latencyModel: { assumedLatencyMs: ASSUMED_LATENCY_MS, lambda: LAMBDA_PRICES },
       scenarios,
       ...(heap === undefined ? {} : { heap }),
       ...(coldStart === undefined ? {} : { coldStart }),

@@ -11,20 +11,26 @@
  * - the record's work: a consistent `GetItem` of the order, `decideOrder`, the notification
  *   guarded by its own `makeIdempotent` (lock, send, completion) *before* the writes (so a retry
  *   of a record whose writes failed does not notify twice), then the business writes: one
- *   conditional `PutItem` for one item, a `TransactWriteItems` for several (the order and its
- *   ledger entry). The order carries a version for optimistic concurrency, as the engine's does;
+ *   conditional `PutItem` for one item, a `TransactWriteItems` for several (the order, its
+ *   ledger entry and, for a payment, its outbox item). The order carries a version for optimistic
+ *   concurrency, as the engine's does;
  * - every error is thrown: the record is reported as a batch item failure and comes back until
  *   the queue's redrive policy moves it to the dead-letter queue (no reasons attached), the way a
  *   Powertools consumer without a classifier of its own behaves.
  *
- * It publishes no outbox message (the engine also writes a `PaymentReceived` outbox item for
- * each payment): its figures are those of doing less.
+ * Like with like: where the engine writes an outbox item (a `PaymentReceived` message for each
+ * payment), the baseline writes the same item, as a Powertools user with an outbox would: in the
+ * transaction of the payment's own writes, to an outbox table of its own, with the same attributes
+ * (so the same size and units) and the same stable message id (SHA-256 of consumer name,
+ * idempotency key and position, the formula of `outboxMessageId` in `idempotent-consumer/outbox`,
+ * computed here so that the baseline's bundle does not carry the engine's relay).
  *
  * @module
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { createHash } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   DynamoDBDocumentClient,
@@ -52,6 +58,12 @@ export interface PowertoolsBaselineOptions {
   readonly ordersTable: string;
   /** Physical name of the Powertools idempotency table (partition key `id`). */
   readonly idempotencyTable: string;
+  /** Physical name of the outbox table (partition key `pk`, TTL attribute `expiresAt`). */
+  readonly outboxTable: string;
+  /** The consumer's name, in the outbox items' ids (the engine's `consumerName`). @default 'cafe-orders' */
+  readonly consumerName?: string;
+  /** How long an outbox item is kept, in seconds (the engine's `inboxTtlSeconds`). @default 2,592,000 (30 days) */
+  readonly outboxTtlSeconds?: number;
   /** Told what became of each record of each invocation (for the benchmark's counts). */
   readonly onOutcome?: (messageId: string, outcome: BaselineOutcome) => void;
 }
@@ -67,7 +79,9 @@ export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatch
  *   then retries the whole batch
  */
 export function createPowertoolsBaseline(options: PowertoolsBaselineOptions): SqsHandler {
-  const { dynamoDb, ordersTable, idempotencyTable } = options;
+  const { dynamoDb, ordersTable, idempotencyTable, outboxTable } = options;
+  const consumerName = options.consumerName ?? 'cafe-orders';
+  const outboxTtlSeconds = options.outboxTtlSeconds ?? 30 * 24 * 3600;
   const documentClient = DynamoDBDocumentClient.from(dynamoDb, { marshallOptions: { removeUndefinedValues: true } });
   const recordConfig = new IdempotencyConfig({ eventKeyJmesPath: 'powertools_json(body).eventId' });
   const notificationConfig = new IdempotencyConfig({ eventKeyJmesPath: 'eventId' });
@@ -114,12 +128,14 @@ export function createPowertoolsBaseline(options: PowertoolsBaselineOptions): Sq
             ExpressionAttributeValues: { ':v': version ?? 0 },
           }),
     };
-    if (change.ledger.length === 0) {
+    if (change.ledger.length === 0 && change.paymentReceived === undefined) {
       await documentClient.send(new PutCommand(orderPut));
     } else {
+      const payment = change.paymentReceived;
       const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [
         { Put: orderPut },
         ...change.ledger.map((entry) => ({ Put: ledgerPut(ordersTable, entry) })),
+        ...(payment === undefined ? [] : [{ Put: outboxPut(outboxTable, consumerName, payment, outboxTtlSeconds) }]),
       ];
       await documentClient.send(new TransactWriteCommand({ TransactItems: items }));
     }
@@ -163,6 +179,39 @@ function toOrder(item: Record<string, unknown> | undefined): Order | undefined {
     status: item.status as Order['status'],
     history: item.history as Order['history'],
     pointsAwarded: Number(item.pointsAwarded),
+  };
+}
+
+/**
+ * The stable id of the `position`-th outgoing message of the event with `idempotencyKey`: the
+ * formula of the engine's `outboxMessageId` (SHA-256, hex, of consumer name, key and position).
+ */
+export function baselineOutboxMessageId(consumerName: string, idempotencyKey: string, position: number): string {
+  return createHash('sha256').update(`${consumerName}\u0000${idempotencyKey}\u0000${position}`).digest('hex');
+}
+
+/**
+ * The payment's outbox item, as a conditional `Put` (lib-dynamodb shape): the attributes the
+ * engine writes for the café's `PaymentReceived` message.
+ */
+export function outboxPut(tableName: string, consumerName: string, payment: PaymentReceived, ttlSeconds: number, now = new Date()) {
+  const messageId = baselineOutboxMessageId(consumerName, payment.eventId, 0);
+  return {
+    TableName: tableName,
+    Item: {
+      pk: `${consumerName}#outbox#${messageId}`,
+      kind: 'outbox',
+      consumer: consumerName,
+      messageId,
+      idempotencyKey: payment.eventId,
+      position: 0,
+      destination: 'default',
+      messageGroupId: payment.orderId,
+      body: JSON.stringify({ type: 'PaymentReceived', ...payment }),
+      createdAt: now.toISOString(),
+      expiresAt: Math.floor(now.getTime() / 1000) + ttlSeconds,
+    },
+    ConditionExpression: 'attribute_not_exists(pk)',
   };
 }
 

@@ -5,11 +5,12 @@
  * @module
  */
 import type { ON_DEMAND_PRICES } from './capacity.js';
+import type { ASSUMED_LATENCY_MS, LAMBDA_PRICES } from './latencyModel.js';
 import type { ColdStart } from './coldStart.js';
 import type { HeapGrowth } from './heapGrowth.js';
 import type { ScenarioFigures } from './runScenarios.js';
 
-/** One of the issue's targets, checked. */
+/** One of the issues' targets, checked. */
 export interface TargetCheck {
   /** e.g. `fresh@10 dynamoDbRequestsPerMessage ≤ 0.15`. */
   readonly target: string;
@@ -25,6 +26,8 @@ export interface BenchmarkReport {
   readonly repetitions: number;
   readonly messagesPerRun: number;
   readonly pricing: typeof ON_DEMAND_PRICES;
+  /** The latencies assumed per request and Lambda's duration price, for the modeled figures. */
+  readonly latencyModel: { readonly assumedLatencyMs: typeof ASSUMED_LATENCY_MS; readonly lambda: typeof LAMBDA_PRICES };
   readonly scenarios: readonly ScenarioFigures[];
   readonly heap?: HeapGrowth;
   readonly coldStart?: ColdStart;
@@ -34,7 +37,10 @@ export interface BenchmarkReport {
   readonly ok: boolean;
 }
 
-/** The issue's targets ("Done means"), against the report's figures. */
+/**
+ * The issues' targets ("Done means"), against the report's figures: issue 17's requests,
+ * throughput and units; issue 19's dollars, round trips and cold start.
+ */
 export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart'>): TargetCheck[] {
   const find = (name: string, batchSize: number) => report.scenarios.find((s) => s.name === name && s.batchSize === batchSize);
   const atMost = (target: string, figure: number | undefined, limit: number | undefined): TargetCheck => ({
@@ -43,6 +49,8 @@ export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart
     limit: limit ?? null,
     met: figure === undefined || limit === undefined ? null : figure <= limit,
   });
+  const ratioAtMost = (target: string, figure: number | undefined, baseline: number | undefined, share: number): TargetCheck =>
+    atMost(target, figure, baseline === undefined ? undefined : Number((baseline * share).toFixed(3)));
   const fresh10 = find('fresh', 10);
   const mixed10 = find('mixed', 10);
   return [
@@ -67,6 +75,31 @@ export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart
       mixed10?.baselineCapacityUnitsPerMessage,
     ),
     atMost('coldStart.initMs ≤ coldStart.baselineInitMs', report.coldStart?.initMs, report.coldStart?.baselineInitMs),
+    {
+      target: 'every scenario usdPerMillion ≤ baselineUsdPerMillion (figure: the scenarios above)',
+      figure: report.scenarios.filter((s) => s.usdPerMillion > s.baselineUsdPerMillion).length,
+      limit: 0,
+      met: report.scenarios.length === 0 ? null : report.scenarios.every((s) => s.usdPerMillion <= s.baselineUsdPerMillion),
+    },
+    ratioAtMost('fresh@10 usdPerMillion ≤ 0.7 × baselineUsdPerMillion', fresh10?.usdPerMillion, fresh10?.baselineUsdPerMillion, 0.7),
+    ratioAtMost(
+      'duplicates@10 usdPerMillion ≤ 0.5 × baselineUsdPerMillion',
+      find('duplicates', 10)?.usdPerMillion,
+      find('duplicates', 10)?.baselineUsdPerMillion,
+      0.5,
+    ),
+    ratioAtMost(
+      'fresh@10 roundTripsPerBatch ≤ baselineRoundTripsPerBatch ÷ 3',
+      fresh10?.roundTripsPerBatch,
+      fresh10?.baselineRoundTripsPerBatch,
+      1 / 3,
+    ),
+    ratioAtMost(
+      'mixed@10 roundTripsPerBatch ≤ baselineRoundTripsPerBatch ÷ 3',
+      mixed10?.roundTripsPerBatch,
+      mixed10?.baselineRoundTripsPerBatch,
+      1 / 3,
+    ),
   ];
 }
 
@@ -95,6 +128,29 @@ export function formatReport(report: BenchmarkReport): string {
         `${pad(s.usdPerMillion.toFixed(2), 8)}${pad(s.baselineUsdPerMillion.toFixed(2), 8)} │${pad(s.sqsRequestsPerMessage.toFixed(3), 8)} │` +
         `${pad(s.messagesPerSecond.toFixed(0), 8)}${pad(s.baselineMessagesPerSecond.toFixed(0), 8)}${pad(`${s.throughputRatioToBaseline.toFixed(2)}×`, 7)} │` +
         `${pad(`${s.p50BatchMs.toFixed(1)} / ${s.p99BatchMs.toFixed(1)}`, 21)} │${pad(`${s.baselineP50BatchMs.toFixed(1)} / ${s.baselineP99BatchMs.toFixed(1)}`, 16)}`,
+    );
+  }
+  lines.push('');
+  lines.push(
+    `Round trips on an invocation's critical path (requests in flight together count once), mean and most per batch; invocations per message;`,
+  );
+  const l = report.latencyModel;
+  lines.push(
+    `modeled AWS latency per batch (assumed: DynamoDB single-item ${l.assumedLatencyMs.dynamoDbSingleItem} ms, batch ${l.assumedLatencyMs.dynamoDbBatch} ms, ` +
+      `transaction ${l.assumedLatencyMs.dynamoDbTransaction} ms, SQS ${l.assumedLatencyMs.sqs} ms) and its Lambda duration, US$ per million messages ` +
+      `(${l.lambda.architecture}, ${l.lambda.memorySizeMb} MB, $${l.lambda.usdPerGbSecond}/GB-s).`,
+  );
+  lines.push('');
+  lines.push(
+    `${'scenario'.padEnd(18)}${pad('batch', 5)} │${pad('round trips engine', 19)} │${pad('baseline', 12)} │${pad('ratio', 6)} │${pad('invocations/msg', 16)} │${pad('modeled ms/batch', 17)} │${pad('Lambda $/million', 17)}`,
+  );
+  for (const s of report.scenarios) {
+    lines.push(
+      `${s.name.padEnd(18)}${pad(s.batchSize, 5)} │${pad(`${s.roundTripsPerBatch.toFixed(2)} (max ${s.maxRoundTripsPerBatch})`, 19)} │` +
+        `${pad(`${s.baselineRoundTripsPerBatch.toFixed(2)} (${s.baselineMaxRoundTripsPerBatch})`, 12)} │${pad(s.roundTripRatioToBaseline.toFixed(2), 6)} │` +
+        `${pad(`${s.invocationsPerMessage.toFixed(2)} ${s.baselineInvocationsPerMessage.toFixed(2)}`, 16)} │` +
+        `${pad(`${s.modeledAwsMsPerBatch.toFixed(0)} ${s.baselineModeledAwsMsPerBatch.toFixed(0)}`, 17)} │` +
+        `${pad(`${s.lambdaUsdPerMillion.toFixed(3)} ${s.baselineLambdaUsdPerMillion.toFixed(3)}`, 17)}`,
     );
   }
   lines.push('');
@@ -130,6 +186,12 @@ export function formatReport(report: BenchmarkReport): string {
         `baseline ${(c.baselineBundleBytes / 1024).toFixed(0)} KiB (map ${(c.baselineSourceMapBytes / 1024).toFixed(0)} KiB), ${c.baselineInitMs} ms wall, ${c.baselineInitCpuMs} ms CPU.`,
     );
     lines.push(
+      `  pairs (engine ÷ baseline, median): wall ${c.pairedWallRatio}×, CPU ${c.pairedCpuRatio}×. Machine ${c.machine.quiet ? 'quiet' : 'NOT quiet'}: ` +
+        `load average ${c.machine.before.loadAverage.join(' ')} before, ${c.machine.after.loadAverage.join(' ')} after (${c.machine.cores} cores); ` +
+        `calibration loop wall ÷ CPU ${c.machine.before.calibrationWallToCpu} before, ${c.machine.after.calibrationWallToCpu} after` +
+        `${c.machine.reasons.length === 0 ? '' : ` (${c.machine.reasons.join('; ')})`}.`,
+    );
+    lines.push(
       `  largest parts of the engine's bundle: ${c.largestInputs
         .slice(0, 8)
         .map((p) => `${p.name} ${(p.bytes / 1024).toFixed(0)} KiB`)
@@ -137,7 +199,7 @@ export function formatReport(report: BenchmarkReport): string {
     );
   }
   lines.push('');
-  lines.push("The issue's targets:");
+  lines.push("The issues' targets:");
   for (const t of report.targets)
     lines.push(
       `  ${t.met === null ? 'not measured' : t.met ? 'met    ' : 'MISSED '} ${t.target}: ${t.figure ?? '-'}${t.limit === null ? '' : ` (limit ${t.limit})`}`,

@@ -7,6 +7,8 @@
 import type { SQSBatchResponse } from 'aws-lambda';
 import { createLambdaContext } from '@idempotent-consumer/local/internal';
 import { usdPerMillionMessages } from './capacity.js';
+import { assumedLatencyMs, lambdaUsdPerMillionMessages } from './latencyModel.js';
+import { criticalPath } from './roundTrips.js';
 import { Tally } from './RequestMeter.js';
 import { type ExpectedOutcomes, ScenarioName, scenarioMessages } from './scenarios.js';
 import { type DeliveryCounts, emptyCounts, type Side, type SideName, type Sides } from './sides.js';
@@ -38,6 +40,10 @@ export interface Run {
   readonly handlerMs: number;
   /** Each invocation's duration, in milliseconds. */
   readonly batchMs: readonly number[];
+  /** Each invocation's sequential round trips to DynamoDB and SQS (`roundTrips.ts`). */
+  readonly roundTrips: readonly number[];
+  /** Each invocation's modeled AWS latency, in milliseconds (`latencyModel.ts`). */
+  readonly modeledAwsMs: readonly number[];
   readonly tally: Tally;
   readonly outcomes: FinalOutcomes;
 }
@@ -63,11 +69,20 @@ export async function drain(
   batchSize: number,
   queueArn: string,
   afterInvocation?: (delivered: number) => void,
-): Promise<{ batchMs: number[]; handlerMs: number; redriven: number; counts: DeliveryCounts }> {
+): Promise<{
+  batchMs: number[];
+  handlerMs: number;
+  roundTrips: number[];
+  modeledAwsMs: number[];
+  redriven: number;
+  counts: DeliveryCounts;
+}> {
   const counts = emptyCounts();
   side.counts = counts;
   const queue = new SimulatedQueue(messages, { queueArn, maxReceiveCount: side.maxReceiveCount });
   const batchMs: number[] = [];
+  const roundTrips: number[] = [];
+  const modeledAwsMs: number[] = [];
   let redriven = 0;
   let delivered = 0;
   while (!queue.isEmpty) {
@@ -80,6 +95,8 @@ export async function drain(
       memorySizeMb: 1024,
       logStreamName: 'benchmark',
     });
+    const intervals: NonNullable<Side['meter']['intervals']> = [];
+    side.meter.intervals = intervals;
     const started = performance.now();
     let response: SQSBatchResponse | undefined;
     try {
@@ -88,6 +105,10 @@ export async function drain(
       response = undefined; // an invocation error: Lambda returns every record of the batch to the queue
     }
     batchMs.push(performance.now() - started);
+    side.meter.intervals = undefined;
+    const path = criticalPath(intervals, assumedLatencyMs);
+    roundTrips.push(path.roundTrips);
+    modeledAwsMs.push(path.modeledMs);
     const failed = new Set(
       response === undefined ? records.map((r) => r.messageId) : response.batchItemFailures.map((f) => f.itemIdentifier),
     );
@@ -95,7 +116,7 @@ export async function drain(
     delivered += records.length;
     afterInvocation?.(delivered);
   }
-  return { batchMs, handlerMs: batchMs.reduce((a, b) => a + b, 0), redriven, counts };
+  return { batchMs, handlerMs: batchMs.reduce((a, b) => a + b, 0), roundTrips, modeledAwsMs, redriven, counts };
 }
 
 /** One side's run: setup (not counted), then the scenario's messages (counted). */
@@ -124,6 +145,8 @@ async function runOne(
     invocations: result.batchMs.length,
     handlerMs: result.handlerMs,
     batchMs: result.batchMs,
+    roundTrips: result.roundTrips,
+    modeledAwsMs: result.modeledAwsMs,
     tally,
     outcomes: {
       applied: result.counts.applied,
@@ -171,7 +194,7 @@ export async function runScenarios(sides: Sides, options: RunScenariosOptions): 
           options.log(
             `  rep ${rep + 1} batch ${String(batchSize).padStart(3)} ${name.padEnd(17)} ${side.name.padEnd(8)} ` +
               `${(run.tally.dynamoDbRequests / run.messages).toFixed(3)} req/msg, ${((run.tally.readUnits + run.tally.writeUnits) / run.messages).toFixed(2)} units/msg, ` +
-              `${((run.messages * 1000) / run.handlerMs).toFixed(0)} msg/s`,
+              `${mean(run.roundTrips).toFixed(2)} round trips/batch, ${((run.messages * 1000) / run.handlerMs).toFixed(0)} msg/s`,
           );
         }
       }
@@ -199,6 +222,23 @@ export interface ScenarioFigures {
   /** DynamoDB on demand, US dollars per million messages (us-east-1). */
   readonly usdPerMillion: number;
   readonly baselineUsdPerMillion: number;
+  /** Sequential DynamoDB and SQS round trips on an invocation's critical path (`roundTrips.ts`), mean over the invocations. */
+  readonly roundTripsPerBatch: number;
+  readonly baselineRoundTripsPerBatch: number;
+  /** The most round trips of one invocation. */
+  readonly maxRoundTripsPerBatch: number;
+  readonly baselineMaxRoundTripsPerBatch: number;
+  /** `roundTripsPerBatch` ÷ the baseline's. */
+  readonly roundTripRatioToBaseline: number;
+  /** Invocations per message (a retried delivery is invoked again). */
+  readonly invocationsPerMessage: number;
+  readonly baselineInvocationsPerMessage: number;
+  /** The critical path's modeled AWS latency per invocation, in milliseconds, mean (`latencyModel.ts`: assumed latencies, not measured). */
+  readonly modeledAwsMsPerBatch: number;
+  readonly baselineModeledAwsMsPerBatch: number;
+  /** Lambda duration (arm64, 1,024 MB, us-east-1) spent waiting for AWS as modeled, US dollars per million messages. */
+  readonly lambdaUsdPerMillion: number;
+  readonly baselineLambdaUsdPerMillion: number;
   readonly sqsRequestsPerMessage: number;
   readonly baselineSqsRequestsPerMessage: number;
   /** Messages ÷ the invocations' summed duration. */
@@ -227,6 +267,9 @@ export interface ScenarioFigures {
 
 const round = (n: number, digits = 3): number => (Number.isFinite(n) ? Number(n.toFixed(digits)) : n);
 
+const sumOf = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
+const mean = (values: readonly number[]): number => (values.length === 0 ? 0 : sumOf(values) / values.length);
+
 /** Nearest-rank percentile. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
@@ -238,6 +281,8 @@ interface Aggregate {
   messages: number;
   handlerMs: number;
   batchMs: number[];
+  roundTrips: number[];
+  modeledAwsMs: number[];
   tally: Tally;
   outcomes: FinalOutcomes;
   runs: Run[];
@@ -248,6 +293,8 @@ function aggregate(runs: readonly Run[]): Aggregate {
     messages: 0,
     handlerMs: 0,
     batchMs: [],
+    roundTrips: [],
+    modeledAwsMs: [],
     tally: new Tally(),
     outcomes: { applied: 0, duplicate: 0, deadLettered: 0, redriven: 0, retriedDeliveries: 0 },
     runs: [...runs],
@@ -256,6 +303,8 @@ function aggregate(runs: readonly Run[]): Aggregate {
     total.messages += run.messages;
     total.handlerMs += run.handlerMs;
     total.batchMs.push(...run.batchMs);
+    total.roundTrips.push(...run.roundTrips);
+    total.modeledAwsMs.push(...run.modeledAwsMs);
     total.tally.add(run.tally);
     for (const key of Object.keys(total.outcomes) as (keyof FinalOutcomes)[]) total.outcomes[key] += run.outcomes[key];
   }
@@ -318,6 +367,7 @@ export function scenarioFigures(
       const bps = (b.messages * 1000) / b.handlerMs;
       const units = (a: Aggregate) => ({ read: a.tally.readUnits / a.messages, write: a.tally.writeUnits / a.messages });
       const [eu, bu] = [units(e), units(b)];
+      const lambdaUsd = (a: Aggregate) => lambdaUsdPerMillionMessages(sumOf(a.modeledAwsMs) / a.messages);
       figures.push({
         name,
         batchSize,
@@ -333,6 +383,17 @@ export function scenarioFigures(
         baselineWriteUnitsPerMessage: round(bu.write),
         usdPerMillion: round(usdPerMillionMessages(eu.read, eu.write), 2),
         baselineUsdPerMillion: round(usdPerMillionMessages(bu.read, bu.write), 2),
+        roundTripsPerBatch: round(mean(e.roundTrips), 2),
+        baselineRoundTripsPerBatch: round(mean(b.roundTrips), 2),
+        maxRoundTripsPerBatch: Math.max(0, ...e.roundTrips),
+        baselineMaxRoundTripsPerBatch: Math.max(0, ...b.roundTrips),
+        roundTripRatioToBaseline: round(mean(e.roundTrips) / mean(b.roundTrips), 2),
+        invocationsPerMessage: round(e.roundTrips.length / e.messages),
+        baselineInvocationsPerMessage: round(b.roundTrips.length / b.messages),
+        modeledAwsMsPerBatch: round(mean(e.modeledAwsMs), 1),
+        baselineModeledAwsMsPerBatch: round(mean(b.modeledAwsMs), 1),
+        lambdaUsdPerMillion: round(lambdaUsd(e), 3),
+        baselineLambdaUsdPerMillion: round(lambdaUsd(b), 3),
         sqsRequestsPerMessage: round(e.tally.sqsRequests / e.messages),
         baselineSqsRequestsPerMessage: round(b.tally.sqsRequests / b.messages),
         messagesPerSecond: round(eps, 1),

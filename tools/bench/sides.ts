@@ -97,6 +97,7 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
     engineOrders: `${prefix}engine-orders`,
     baselineIdempotency: `${prefix}baseline-Idempotency`,
     baselineOrders: `${prefix}baseline-orders`,
+    baselineOutbox: `${prefix}baseline-Outbox`,
   };
   const orderKeys = [cafeTables.orders.partitionKey, cafeTables.orders.sortKey];
   const tables: [string, readonly string[]][] = [
@@ -105,6 +106,7 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
     [names.engineOrders, orderKeys],
     [names.baselineIdempotency, [tableKeys.idempotency.partitionKey]],
     [names.baselineOrders, orderKeys],
+    [names.baselineOutbox, [tableKeys.inbox.partitionKey]],
   ];
   await Promise.all(tables.map(([name, keys]) => createTable(admin.dynamoDb, name, keys)));
   for (const [name, keys] of tables) sizes.registerTable(name, keys);
@@ -159,6 +161,9 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
       dynamoDb: baselineDynamoDb,
       ordersTable: names.baselineOrders,
       idempotencyTable: names.baselineIdempotency,
+      outboxTable: names.baselineOutbox,
+      consumerName: cafeSettings.consumerName,
+      outboxTtlSeconds: cafeSettings.idempotency.inboxTtlSeconds,
       onOutcome: (_messageId, outcome) => {
         const counts = baseline.counts;
         if (outcome === 'applied') counts.applied += 1;
