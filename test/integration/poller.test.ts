@@ -216,6 +216,49 @@ describe('SqsEventSourcePoller', () => {
     });
   });
 
+  describe('execution environments shared by invocations (Lambda Managed Instances)', () => {
+    it('gives concurrencyPerEnvironment workers one handler, whose invocations overlap, each in its own store context', async () => {
+      const env = await queue('shared-environments');
+      await sendMessages(
+        env.sqs,
+        env.resources.queueUrl,
+        Array.from({ length: 24 }, (_, i) => `m-${i}`),
+      );
+      const handlers: LocalSqsHandler[] = [];
+      let active = 0;
+      let mostActive = 0;
+      const mismatches: string[] = [];
+      const createHandler = (): LocalSqsHandler => {
+        const handler: LocalSqsHandler = async (_event, context) => {
+          active += 1;
+          mostActive = Math.max(mostActive, active);
+          await sleep(100);
+          const requestId = globalThis.awslambda?.InvokeStore?.getRequestId();
+          if (requestId !== context.awsRequestId) mismatches.push(`${requestId} for ${context.awsRequestId}`);
+          active -= 1;
+          return { batchItemFailures: [] };
+        };
+        handlers.push(handler);
+        return handler;
+      };
+      const { poller: instance, reports } = poller(env, createHandler, { concurrency: 6, concurrencyPerEnvironment: 3, batchSize: 2 });
+
+      await instance.runUntilIdle(untilIdle);
+
+      expect(handlers).toHaveLength(2);
+      expect(reports.reduce((sum, report) => sum + report.batchSize, 0)).toBe(24);
+      expect(mostActive).toBeGreaterThan(2);
+      expect(mismatches).toEqual([]);
+    });
+
+    it('refuses a concurrencyPerEnvironment that is not a positive integer', async () => {
+      const env = await queue('shared-environments-bad');
+      expect(() => poller(env, () => () => ({ batchItemFailures: [] }), { concurrencyPerEnvironment: 0 })).toThrow(
+        'concurrencyPerEnvironment 0 must be a positive integer',
+      );
+    });
+  });
+
   describe('the deadline', () => {
     it('stops a timed-out invocation: its later writes never reach DynamoDB, and its batch comes back', async () => {
       // Arrange

@@ -3,7 +3,8 @@
  * (`lambdaRuntime.mjs`): the handler named by `_HANDLER`, loaded once; the context's remaining
  * time; errors named as Lambda names them; a timed-out or crashed environment replaced; bare
  * imports the bundle leaves out found through `NODE_PATH`; every line written before the answer
- * read before the invocation ends. Small bundles written here, no emulators.
+ * read before the invocation ends; many invocations at once in one environment (Lambda Managed
+ * Instances), each in Lambda's per-invocation store. Small bundles written here, no emulators.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,8 @@ import { createLambdaContext } from '../../packages/local/src/lambdaContext.js';
 const bundle = `
 import { lookup } from 'node:dns/promises';
 let invocations = 0;
+let active = 0;
+let mostActive = 0;
 export const handler = async (event, context) => {
   invocations += 1;
   console.log(JSON.stringify({ level: 'INFO', message: 'invoked', n: invocations }));
@@ -32,6 +35,16 @@ export const handler = async (event, context) => {
       return (await import('provided-by-the-runtime')).value;
     case 'lookup':
       return (await lookup('sqs.us-east-1.localhost')).address;
+    case 'overlap': {
+      // What Lambda's per-invocation store says before and after waiting while others run.
+      active += 1;
+      mostActive = Math.max(mostActive, active);
+      const store = globalThis.awslambda.InvokeStore;
+      const before = { requestId: store.getRequestId(), traceId: store.getXRayTraceId(), envTraceId: process.env._X_AMZN_TRACE_ID };
+      await new Promise((resolve) => setTimeout(resolve, event.waitMs));
+      active -= 1;
+      return { before, after: { requestId: store.getRequestId(), traceId: store.getXRayTraceId() }, contextRequestId: context.awsRequestId, mostActive, pid: process.pid };
+    }
     case 'lines':
       for (let i = 0; i < 200; i += 1) process.stdout.write(JSON.stringify({ i }) + '\\n');
       return 'done';
@@ -147,4 +160,56 @@ describe('FunctionHost (a bundle in child processes, as Lambda runs it)', () => 
     await host.createHandler()({ kind: 'lines' }, context());
     expect(lines.filter((l) => l.line.startsWith('{"i":')).length).toBe(200);
   });
+  it("runs each invocation in Lambda's per-invocation store, with _X_AMZN_TRACE_ID, one at a time by default", async () => {
+    const handler = host.createHandler();
+    const result = (await handler({ kind: 'overlap', waitMs: 0 }, context())) as Overlap;
+    expect(result.before.requestId).toBe(result.contextRequestId);
+    expect(result.before.traceId).toMatch(/^Root=1-[0-9a-f]{8}-[0-9a-f]{24};Parent=[0-9a-f]{16};Sampled=0$/);
+    expect(result.before.envTraceId).toBe(result.before.traceId);
+  });
+
+  it('serves many invocations at once in one environment (AWS_LAMBDA_MAX_CONCURRENCY), each reading its own request id and trace', async () => {
+    const shared = hostFor('index.handler', { AWS_LAMBDA_MAX_CONCURRENCY: '8' });
+    try {
+      const handler = shared.createHandler();
+      const results = (await Promise.all(
+        Array.from({ length: 8 }, (_, i) => handler({ kind: 'overlap', waitMs: 200 + 20 * (i % 3) }, context())),
+      )) as Overlap[];
+      expect(new Set(results.map((r) => r.pid)).size).toBe(1);
+      expect(Math.max(...results.map((r) => r.mostActive))).toBeGreaterThan(1);
+      for (const result of results) {
+        expect(result.before.requestId).toBe(result.contextRequestId);
+        expect(result.after.requestId).toBe(result.contextRequestId);
+        expect(result.after.traceId).toBe(result.before.traceId);
+      }
+      expect(new Set(results.map((r) => r.before.traceId)).size).toBe(8);
+      expect(shared.running).toBe(1);
+    } finally {
+      await shared.stop();
+    }
+  });
+
+  it("fails the other invocations of an environment stopped at one invocation's timeout", async () => {
+    const shared = hostFor('index.handler', { AWS_LAMBDA_MAX_CONCURRENCY: '2' });
+    try {
+      const handler = shared.createHandler();
+      const [hung, waiting] = await Promise.all([
+        handler({ kind: 'hang' }, context(1)).catch((e: unknown) => e),
+        handler({ kind: 'overlap', waitMs: 5_000 }, context()).catch((e: unknown) => e),
+      ]);
+      expect(hung).toMatchObject({ name: 'Sandbox.Timedout' });
+      expect(waiting).toMatchObject({ name: 'Runtime.ExitError', message: expect.stringContaining('stopped') });
+      await expect(handler({ kind: 'echo' }, context())).resolves.toMatchObject({ invocations: 1 });
+    } finally {
+      await shared.stop();
+    }
+  });
 });
+
+interface Overlap {
+  readonly before: { readonly requestId: string; readonly traceId: string; readonly envTraceId: string | undefined };
+  readonly after: { readonly requestId: string; readonly traceId: string };
+  readonly contextRequestId: string;
+  readonly mostActive: number;
+  readonly pid: number;
+}

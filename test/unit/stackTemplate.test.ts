@@ -9,8 +9,8 @@ import { CloudAssemblyError, TemplateMismatchError } from '../../packages/local/
 import { logLevelOf, logLevelRank, outcomeFromLogLine } from '../../packages/local/src/app/functionOutput.js';
 import { nodeBinaryFor, runtimeMajor } from '../../packages/local/src/app/nodeRuntime.js';
 import { localName } from '../../packages/local/src/app/provisionStack.js';
-import { resolveEnvironment } from '../../packages/local/src/app/runLocalApp.js';
-import { logicalTableName, planStackRun, templateDifferences } from '../../packages/local/src/app/stackPlan.js';
+import { lambdaProcessEnvironment, resolveEnvironment } from '../../packages/local/src/app/runLocalApp.js';
+import { concurrencyPerEnvironment, logicalTableName, planStackRun, templateDifferences } from '../../packages/local/src/app/stackPlan.js';
 import {
   type CfnTemplate,
   NO_VALUE,
@@ -403,6 +403,62 @@ describe('templateDifferences and TemplateMismatchError', () => {
     expect(templateDifferences(withoutReports, {}).map((d) => d.template)).toEqual([
       'no ReportBatchItemFailures on Shop/Consumer/Function/SqsEventSource',
     ]);
+  });
+});
+
+describe('Lambda Managed Instances in the template: invocations per execution environment', () => {
+  /** The shop's template with the consumer function on a capacity provider (`config` is its `LambdaManagedInstancesCapacityProviderConfig`). */
+  const onCapacityProvider = (config: Record<string, unknown>) => {
+    const template = shopTemplate();
+    const fn = template.Resources!.Function!;
+    const managed = {
+      ...fn,
+      Properties: {
+        ...fn.Properties,
+        CapacityProviderConfig: {
+          LambdaManagedInstancesCapacityProviderConfig: { CapacityProviderArn: 'arn:aws:lambda:::capacity-provider:cp', ...config },
+        },
+      },
+    };
+    const withManaged = { ...template, Resources: { ...template.Resources, Function: managed } };
+    return planStackRun(readStackTemplate(withManaged, 'Shop'));
+  };
+
+  it("takes the template's PerExecutionEnvironmentMaxConcurrency, AWS's Node.js default without it, and 1 without a capacity provider", () => {
+    expect(concurrencyPerEnvironment(onCapacityProvider({ PerExecutionEnvironmentMaxConcurrency: 32 }).consumer, undefined)).toBe(32);
+    expect(concurrencyPerEnvironment(onCapacityProvider({}).consumer, undefined)).toBe(64);
+    const plain = planStackRun(readStackTemplate(shopTemplate(), 'Shop'));
+    expect(plain.consumer.capacityProvider).toBeUndefined();
+    expect(concurrencyPerEnvironment(plain.consumer, undefined)).toBe(1);
+    expect(concurrencyPerEnvironment(plain.consumer, 4)).toBe(4);
+  });
+
+  it('holds --concurrency-per-process to the template, naming both', () => {
+    const managed = onCapacityProvider({ PerExecutionEnvironmentMaxConcurrency: 32 });
+    expect(templateDifferences(managed, { concurrencyPerProcess: 32 })).toEqual([]);
+    expect(templateDifferences(managed, { concurrencyPerProcess: 8 })).toEqual([
+      {
+        setting: 'concurrency per execution environment',
+        template:
+          '32 (CapacityProviderConfig.LambdaManagedInstancesCapacityProviderConfig.PerExecutionEnvironmentMaxConcurrency of Shop/Consumer/Function)',
+        local: '--concurrency-per-process 8',
+      },
+    ]);
+    const plain = planStackRun(readStackTemplate(shopTemplate(), 'Shop'));
+    expect(templateDifferences(plain, { concurrencyPerProcess: 1 })).toEqual([]);
+    expect(templateDifferences(plain, { concurrencyPerProcess: 4 }).map((d) => d.template)).toEqual([
+      '1 (Shop/Consumer/Function has no CapacityProviderConfig: one invocation at a time per execution environment)',
+    ]);
+  });
+
+  it('gives the function AWS_LAMBDA_MAX_CONCURRENCY on a capacity provider or above 1, as Lambda Managed Instances do, and not otherwise', () => {
+    const endpoints = { dynamoDb: 'http://127.0.0.1:1', sqs: 'http://127.0.0.1:2', s3: 'http://127.0.0.1:2' };
+    const common = { functionName: 'f', code: '/code', environment: {}, endpoints, logLevel: undefined };
+    const managed = onCapacityProvider({ PerExecutionEnvironmentMaxConcurrency: 32 }).consumer;
+    expect(lambdaProcessEnvironment({ ...common, fn: managed, concurrencyPerEnvironment: 32 }).AWS_LAMBDA_MAX_CONCURRENCY).toBe('32');
+    const plain = planStackRun(readStackTemplate(shopTemplate(), 'Shop')).consumer;
+    expect(lambdaProcessEnvironment({ ...common, fn: plain }).AWS_LAMBDA_MAX_CONCURRENCY).toBeUndefined();
+    expect(lambdaProcessEnvironment({ ...common, fn: plain, concurrencyPerEnvironment: 4 }).AWS_LAMBDA_MAX_CONCURRENCY).toBe('4');
   });
 });
 

@@ -6,13 +6,16 @@
 import type { Context } from 'aws-lambda';
 import { createInvocationGuard } from './aws/invocationGuard.js';
 import type { InvocationOutcome } from './judgeBatchResponse.js';
+import { newTraceHeader, runInInvocationStore } from './lambdaInvokeStore.js';
 
 /**
  * Calls `handler(event, context)` inside an invocation guard (`local/aws/invocationGuard.ts`)
  * that is killed when `timeoutSeconds` run out, so the calls it makes afterwards on clients
- * prepared with `guardInvocations` are refused, as Lambda stops a function at its timeout. The
- * response is passed through JSON, as the Node.js runtime sends it (a response JSON cannot carry
- * counts as a throw). Never rejects.
+ * prepared with `guardInvocations` are refused, as Lambda stops a function at its timeout. It
+ * runs in Lambda's per-invocation store (`lambdaInvokeStore.ts`) with the context's request id and
+ * a new trace header, as Lambda's Node.js runtime runs each invocation. The response is passed
+ * through JSON, as the Node.js runtime sends it (a response JSON cannot carry counts as a throw).
+ * Never rejects.
  *
  * @param timeoutSeconds - the function timeout, in seconds
  */
@@ -31,7 +34,7 @@ export async function invokeWithinTimeout<E>(
     }, timeoutSeconds * 1_000);
   });
   const finished = Promise.resolve()
-    .then(() => guard.run(() => handler(event, context)))
+    .then(() => guard.run(() => runInInvocationStore(context.awsRequestId, newTraceHeader(), () => handler(event, context))))
     .then(
       (response): InvocationOutcome => {
         try {

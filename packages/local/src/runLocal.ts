@@ -39,6 +39,7 @@ import { PartitionedLog } from './kafka/PartitionedLog.js';
 import { MetricsCapture, type MetricTotals } from './metricsCapture.js';
 import { countOutboxItems } from './outbox/countOutboxItems.js';
 import { startLocalRelay } from './outbox/startLocalRelay.js';
+import { runInInitContext } from './lambdaInvokeStore.js';
 import { inProducerOrder } from './producerOrder.js';
 import type { LocalResources } from './provision.js';
 import { buildReport, type DeadLetterSnapshot, type RunReport, type SentMessage } from './report.js';
@@ -102,6 +103,18 @@ export interface LocalRunOptions {
   readonly seed?: number;
   /** Kafka: partitions of the local topic. @default 3 */
   readonly partitions?: number;
+  /**
+   * SQS: how many invocations one execution environment serves at once, as on Lambda Managed
+   * Instances (a capacity provider): the mapping's workers share environments (handler instances,
+   * or with `runLocalApp` processes) this many to one, and `AWS_LAMBDA_MAX_CONCURRENCY` is set, as
+   * Lambda sets it, so Powertools keeps per-invocation state in Lambda's per-invocation store
+   * (https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-nodejs-runtime.html).
+   * The local Kafka mapping invokes one batch at a time, so on Kafka only the variable changes.
+   * With `runLocalApp`, a template's `PerExecutionEnvironmentMaxConcurrency` is used when this is
+   * not given; both given and different is an error.
+   * @default 1, or the template's
+   */
+  readonly concurrencyPerProcess?: number;
   /** Kafka: which reading of AWS's retry rule the local event source follows. @default 'resume-from-lowest-offset' */
   readonly kafkaRetryReading?: KafkaRetryReading;
   /** Run the outbox relay on the inbox table's stream (to a local FIFO queue). @default true */
@@ -203,10 +216,12 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       eventSourceSqs: consumer.eventSourceSqs,
       guarded: consumer.guarded,
       capturesProcessOutput: true,
+      concurrencyPerEnvironment: options.concurrencyPerProcess ?? 1,
       orderingKeyOf: (message) => orderingKeyOf(definition, message),
       sqsPollerOptions: pollerOptionsFromSettings(settings),
       kafkaPollerOptions: kafkaPollerOptionsFromSettings(settings),
-      newEnvironment: () => handler.withRuntime(local.runtime({ observer: run.observer, logLevel: run.logLevel })),
+      // Made as an execution environment's init: in a context of Lambda's store of its own.
+      newEnvironment: () => runInInitContext(() => handler.withRuntime(local.runtime({ observer: run.observer, logLevel: run.logLevel }))),
       startRelay: async () => {
         run.say('starting the outbox relay');
         const queue = await admin.sqs.send(
@@ -283,6 +298,8 @@ export interface LocalRunTarget {
   readonly guarded: readonly AnySdkClient[];
   /** Whether the consumer writes to this process's standard output and error (its metrics are captured there), or `capture` is fed. */
   readonly capturesProcessOutput: boolean;
+  /** SQS: invocations one execution environment serves at once (see {@link LocalRunOptions.concurrencyPerProcess}). */
+  readonly concurrencyPerEnvironment: number;
   /** An input message's ordering key: its FIFO message group and Kafka key. */
   readonly orderingKeyOf: (message: InputMessage) => string | undefined;
   /** The SQS event source mapping's settings. */
@@ -383,6 +400,14 @@ export async function runLocalTarget(
         ? inProducerOrder(options.input, keyOf, options.eventTime)
         : [...options.input];
 
+    if (target.capturesProcessOutput && target.concurrencyPerEnvironment > 1 && process.env.AWS_LAMBDA_MAX_CONCURRENCY === undefined) {
+      // Lambda Managed Instances set it; Powertools then keeps its per-invocation state in
+      // Lambda's per-invocation store, which the local pollers keep (invokeWithinTimeout.ts).
+      process.env.AWS_LAMBDA_MAX_CONCURRENCY = String(target.concurrencyPerEnvironment);
+      stops.unshift(() => {
+        delete process.env.AWS_LAMBDA_MAX_CONCURRENCY;
+      });
+    }
     if (target.capturesProcessOutput) {
       capture.start();
       stops.unshift(() => capture.stop());
@@ -421,6 +446,7 @@ export async function runLocalTarget(
           queueUrl: resources.queueUrl,
           queueArn: resources.queueArn,
           ...target.sqsPollerOptions,
+          concurrencyPerEnvironment: target.concurrencyPerEnvironment,
           createHandler: () => target.newEnvironment().sqs,
           guardedClients: target.guarded,
           onInvocation: () => {

@@ -47,8 +47,18 @@ export interface SqsEventSourcePollerOptions {
    * with what one receive returns. @default defaultSettings.function.maxBatchingWindowSeconds
    */
   readonly maxBatchingWindowSeconds?: number;
-  /** Workers, i.e. concurrent execution environments. @default defaultSettings.function.maxConcurrency */
+  /** Workers, i.e. concurrent invocations of the function. @default defaultSettings.function.maxConcurrency */
   readonly concurrency?: number;
+  /**
+   * How many workers share one execution environment (one handler from `createHandler`), as on
+   * Lambda Managed Instances, where one Node.js process serves up to the function's
+   * `PerExecutionEnvironmentMaxConcurrency` invocations at once
+   * (https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances.html). `concurrency`
+   * workers use `ceil(concurrency / concurrencyPerEnvironment)` environments. An invocation that
+   * runs past the timeout replaces its environment for every worker that shares it.
+   * @default 1 (an environment serves one invocation at a time, as on Lambda's default compute)
+   */
+  readonly concurrencyPerEnvironment?: number;
   /** Function timeout in seconds. @default defaultSettings.function.timeoutSeconds */
   readonly functionTimeoutSeconds?: number;
   /** Reported as the context's `memoryLimitInMB`. @default defaultSettings.function.memorySizeMb */
@@ -142,11 +152,17 @@ interface ExecutionEnvironment {
   logStreamName: string;
 }
 
+/** Where the workers that share one execution environment find it (replaced when an invocation in it times out). */
+interface EnvironmentSlot {
+  environment: ExecutionEnvironment | undefined;
+}
+
 /**
  * Polls an SQS queue and invokes handlers with batches, as Lambda's SQS event source mapping
  * does with `ReportBatchItemFailures`:
  *
- * - `concurrency` workers; each is one execution environment with its own handler instance.
+ * - `concurrency` workers; each is one execution environment with its own handler instance, or
+ *   `concurrencyPerEnvironment` of them share one (Lambda Managed Instances).
  * - A worker receives up to `batchSize` messages (10 per ReceiveMessage, long polling
  *   `waitTimeSeconds`, all system and message attributes), gathering more for up to
  *   `maxBatchingWindowSeconds` after the first arrives, and invokes its handler with the SQS
@@ -180,6 +196,7 @@ export class SqsEventSourcePoller {
   private readonly batchSize: number;
   private readonly batchingWindowMs: number;
   private readonly concurrency: number;
+  private readonly concurrencyPerEnvironment: number;
   private readonly functionTimeoutSeconds: number;
   private readonly memorySizeMb: number;
   private readonly fifo: boolean;
@@ -203,6 +220,7 @@ export class SqsEventSourcePoller {
     this.batchSize = options.batchSize ?? fn.batchSize;
     this.batchingWindowMs = (options.maxBatchingWindowSeconds ?? fn.maxBatchingWindowSeconds) * 1_000;
     this.concurrency = options.concurrency ?? fn.maxConcurrency;
+    this.concurrencyPerEnvironment = options.concurrencyPerEnvironment ?? 1;
     this.functionTimeoutSeconds = options.functionTimeoutSeconds ?? fn.timeoutSeconds;
     this.memorySizeMb = options.memorySizeMb ?? fn.memorySizeMb;
     this.fifo = options.fifo ?? queueName.endsWith('.fifo');
@@ -219,6 +237,10 @@ export class SqsEventSourcePoller {
     check(isIntegerIn(this.batchSize, 1, maxBatchSize), `batchSize ${this.batchSize} is outside 1..${maxBatchSize}`);
     check(this.batchingWindowMs >= 0 && this.batchingWindowMs <= 300_000, 'maxBatchingWindowSeconds must be 0..300');
     check(isIntegerIn(this.concurrency, 1, Number.MAX_SAFE_INTEGER), `concurrency ${this.concurrency} must be a positive integer`);
+    check(
+      isIntegerIn(this.concurrencyPerEnvironment, 1, Number.MAX_SAFE_INTEGER),
+      `concurrencyPerEnvironment ${this.concurrencyPerEnvironment} must be a positive integer`,
+    );
     check(this.functionTimeoutSeconds > 0 && this.functionTimeoutSeconds <= 900, 'functionTimeoutSeconds must be in (0, 900]');
     check(isIntegerIn(this.waitTimeSeconds, 0, 20), 'waitTimeSeconds must be an integer 0..20');
   }
@@ -232,7 +254,12 @@ export class SqsEventSourcePoller {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.workers = Array.from({ length: this.concurrency }, (_, index) => this.runWorker(index + 1));
+    const slots: EnvironmentSlot[] = Array.from({ length: Math.ceil(this.concurrency / this.concurrencyPerEnvironment) }, () => ({
+      environment: undefined,
+    }));
+    this.workers = Array.from({ length: this.concurrency }, (_, index) =>
+      this.runWorker(index + 1, slots[Math.floor(index / this.concurrencyPerEnvironment)]!),
+    );
   }
 
   /**
@@ -315,12 +342,11 @@ export class SqsEventSourcePoller {
   }
 
   /** One worker: never rejects (errors go to `onError`); ends when stopped or when `createHandler` throws. */
-  private async runWorker(workerId: number): Promise<void> {
-    let environment: ExecutionEnvironment | undefined;
+  private async runWorker(workerId: number, slot: EnvironmentSlot): Promise<void> {
     while (this.running) {
-      if (environment === undefined) {
+      if (slot.environment === undefined) {
         try {
-          environment = this.newEnvironment();
+          slot.environment = this.newEnvironment();
         } catch (error) {
           this.reportError(new Error(`createHandler() threw: worker ${workerId} stops`, { cause: error }));
           return;
@@ -341,8 +367,12 @@ export class SqsEventSourcePoller {
       try {
         await this.guard.acquire(groups);
         try {
+          // Another worker of the slot may have dropped a timed-out environment while this one received.
+          const environment = slot.environment ?? this.newEnvironment();
+          slot.environment = environment;
           const outcome = await this.invoke(workerId, environment, messages, groups);
-          if (outcome === 'timed-out') environment = undefined; // Lambda replaces a timed-out environment
+          // Lambda replaces a timed-out environment (once, when workers share it).
+          if (outcome === 'timed-out' && slot.environment === environment) slot.environment = undefined;
         } finally {
           this.guard.release(groups);
         }

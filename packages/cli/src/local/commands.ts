@@ -36,11 +36,15 @@ Examples:
   idempotent-consumer local --handler src/handler.ts --input events.jsonl --report run.html --screenshot run.png
   idempotent-consumer local --app "npx tsx bin/app.ts" --stack MyConsumer --settings src/settings.ts#settings --input events.jsonl
   idempotent-consumer local --app cdk.out --stack MyConsumer --input events.jsonl   # an assembly already synthesized
+  idempotent-consumer local --app . --stack MyConsumer --input events.jsonl --keep-running --outputs-file cdk-outputs.json --endpoints-file local.env
 
 With --app the deployed artifact runs: the CDK app is synthesized (cdk synth, offline), and the
 consumer's bundle (and its outbox relay's) runs in child processes as Lambda runs it, with the
 environment and event source mappings of the stack's template, on the stack's own tables and
 queues; a setting the template and --settings (or --fifo, --source) disagree on stops the run.
+With --keep-running, --outputs-file and --endpoints-file let what is made for a deployed stack use
+the local one: with IC_OUTPUTS_FILE and the endpoints file's variables, the integration suite's
+deployed-stack mode runs against it; outputs, send and dlq take --outputs-file.
 
 Input: JSON Lines, one message body per line (a JSON string line sends its content as the body).
 What is checked: every message ends once as applied, duplicate or dead-lettered (and is in the DLQ
@@ -106,6 +110,11 @@ export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome
       0,
     )
     .option('--partitions <n>', 'Kafka: partitions of the local topic (default 3)', positiveInteger(1000))
+    .option(
+      '--concurrency-per-process <n>',
+      "SQS: invocations one execution environment serves at once, as on Lambda Managed Instances (AWS_LAMBDA_MAX_CONCURRENCY is set); with --app, the template's PerExecutionEnvironmentMaxConcurrency unless given (default 1)",
+      positiveInteger(64),
+    )
     .addOption(
       new Option('--kafka-retry-reading <reading>', "Kafka: how the local mapping reads AWS's retry rule (see docs/aws-rules.md)").choices([
         'resume-from-lowest-offset',
@@ -118,6 +127,14 @@ export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome
     .option('--report <file.html>', 'also write the report as a self-contained HTML page')
     .option('--screenshot <file.png>', 'with --report: also write a PNG of the page (headless Chromium)')
     .option('--keep-running', 'after the report, keep consuming until Ctrl-C (redrive from the DLQ and watch it processed)')
+    .option(
+      '--outputs-file <file>',
+      "with --app and --keep-running: once the report is out (everything provisioned, the functions running), write the stack's outputs to FILE as `cdk deploy --outputs-file` does, resolved to the local queue URLs, table names and ARNs",
+    )
+    .option(
+      '--endpoints-file <file>',
+      "with --app and --keep-running: at the same moment (just before --outputs-file), write the emulators' endpoints, region and credentials to FILE as NAME=value lines (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, …)",
+    )
     .addOption(new Option('--log-level <level>', "the consumer's log level").choices(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']))
     .option(
       '--timeout <seconds>',

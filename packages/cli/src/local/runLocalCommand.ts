@@ -19,6 +19,7 @@ import type { OutcomeRecord } from 'idempotent-consumer/observability';
 import type { CliIo } from '../cliIo.js';
 import { DlqToolError, UsageError } from '../dlq/errors.js';
 import { loadExport, loadHandler, loadSettings, parseModuleSpec } from './loadExport.js';
+import { checkOutputFileFlags } from './outputFileFlags.js';
 
 /** The `local` command's flags, as commander parsed them. */
 export interface LocalFlags {
@@ -45,6 +46,7 @@ export interface LocalFlags {
   readonly seed?: string;
   readonly transientFailureRate: number;
   readonly partitions?: number;
+  readonly concurrencyPerProcess?: number;
   readonly kafkaRetryReading?: 'resume-from-lowest-offset' | 'retry-reported-records';
   readonly relay: boolean;
   readonly dataDir?: string;
@@ -52,6 +54,10 @@ export interface LocalFlags {
   readonly report?: string;
   readonly screenshot?: string;
   readonly keepRunning?: boolean;
+  /** With `app` and `keepRunning`: write the stack's outputs here, as `cdk deploy --outputs-file` does. */
+  readonly outputsFile?: string;
+  /** With `app` and `keepRunning`: write the emulators' endpoints here, as `NAME=value` lines. */
+  readonly endpointsFile?: string;
   readonly logLevel?: string;
   readonly timeout?: number;
 }
@@ -75,6 +81,7 @@ const flagsNpmSwallows = [
   'transient-failure-rate',
   'log-level',
   'partitions',
+  'concurrency-per-process',
   'handler',
   'settings',
   'check',
@@ -83,6 +90,8 @@ const flagsNpmSwallows = [
   'context',
   'function',
   'runtimes',
+  'outputs-file',
+  'endpoints-file',
 ];
 
 /**
@@ -144,6 +153,7 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
     if (appOnly !== undefined) throw new UsageError(`--${appOnly} goes with --app (a CDK app run from its bundle), not with --handler`);
   }
   const app = flags.app === undefined ? undefined : appFlags(flags, faults.rates);
+  const outputFiles = await checkOutputFileFlags(flags);
   const handler = flags.handler === undefined ? undefined : await loadHandler(flags.handler);
   const baseSettings = flags.settings === undefined ? defaultSettings : await loadSettings(flags.settings);
   const check =
@@ -222,6 +232,8 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
         `  export QUEUE_URL=${running.resources.queueUrl} DLQ_URL=${running.resources.deadLetterQueueUrl}`,
         '  npx idempotent-consumer dlq list',
         '  npx idempotent-consumer dlq redrive --reason RetriesExhausted --dry-run',
+        ...(outputFiles.outputsFile === undefined ? [] : [`Stack outputs (as cdk deploy --outputs-file): ${outputFiles.outputsFile}`]),
+        ...(outputFiles.endpointsFile === undefined ? [] : [`Endpoints, region, credentials (NAME=value): ${outputFiles.endpointsFile}`]),
         `DynamoDB Local: ${running.dynamoDbEndpoint} (inbox ${running.resources.inboxTable}` +
           `${Object.values(running.resources.tables).length > 0 ? `, tables ${Object.values(running.resources.tables).join(', ')}` : ''})`,
         '',
@@ -236,6 +248,7 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
     ...(flags.dataDir === undefined ? {} : { dataDir: flags.dataDir }),
     ...(flags.logLevel === undefined ? {} : { logLevel: flags.logLevel }),
     ...(flags.partitions === undefined ? {} : { partitions: flags.partitions }),
+    ...(flags.concurrencyPerProcess === undefined ? {} : { concurrencyPerProcess: flags.concurrencyPerProcess }),
     ...(flags.kafkaRetryReading === undefined ? {} : { kafkaRetryReading: flags.kafkaRetryReading }),
     relay: flags.relay,
     ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
@@ -266,6 +279,7 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
             ...(flags.settings === undefined ? {} : { settings: { value: baseSettings, name: flags.settings } }),
             ...(flags.fifo === true ? { fifo: true } : {}),
             ...(flags.source === undefined ? {} : { source: flags.source }),
+            ...outputFiles,
             onNote: (note) => progress.say(`Note: ${note}`),
           });
     if (flags.keepRunning === true && io.signal !== undefined)

@@ -12,6 +12,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Context } from 'aws-lambda';
+import { newTraceHeader } from '../lambdaInvokeStore.js';
 
 /** The child's end-of-invocation mark on standard output and error (see `lambdaRuntime.mjs`). */
 const END_MARK = '\u001eic-invocation-end';
@@ -55,11 +56,18 @@ interface Invocation {
   marks: Set<'stdout' | 'stderr'>;
 }
 
-/** One execution environment: a child process, started at its first invocation. */
+/**
+ * One execution environment: a child process, started at its first invocation. It serves the
+ * invocations it is given at once (on Lambda Managed Instances, up to the function's
+ * `PerExecutionEnvironmentMaxConcurrency`; the caller decides how many): each is matched to its
+ * answer and end marks by id. One that runs past its timeout stops the process, and the others
+ * in it fail with `Runtime.ExitError`, as when the process crashes.
+ */
 class ExecutionEnvironment {
   #child: ChildProcess | undefined;
   #ready: Promise<void> | undefined;
-  #current: Invocation | undefined;
+  /** The invocations of the current child not settled yet, by id. */
+  readonly #inFlight = new Map<string, Invocation>();
 
   constructor(private readonly options: FunctionHostOptions) {}
 
@@ -68,29 +76,31 @@ class ExecutionEnvironment {
     const deadlineMs = Date.now() + context.getRemainingTimeInMillis();
     if (this.#child === undefined) this.#start();
     const child = this.#child!;
+    // The trace header of the invocation: the local event source's (Lambda's per-invocation store), else a new one.
+    const traceHeader = globalThis.awslambda?.InvokeStore?.getXRayTraceId() ?? newTraceHeader();
     let timer: NodeJS.Timeout | undefined;
     try {
       return await new Promise<unknown>((resolve, reject) => {
         const id = randomUUID();
         const settle = (outcome: { response: unknown } | { error: Error }) => {
-          if (this.#current?.id === id) this.#current = undefined;
+          if (!this.#inFlight.delete(id)) return;
           if ('error' in outcome) reject(outcome.error);
           else resolve(outcome.response);
         };
-        this.#current = { id, done: settle, marks: new Set(['stdout', 'stderr']) };
+        this.#inFlight.set(id, { id, done: settle, marks: new Set(['stdout', 'stderr']) });
         timer = setTimeout(
           () => {
             // Lambda stops the function at its timeout: nothing it would still do reaches the stores.
-            this.kill();
             settle({ error: new FunctionError('Sandbox.Timedout', `${this.options.name}: the invocation ran past its timeout`) });
+            this.kill();
           },
           Math.max(0, deadlineMs - Date.now()),
         );
         this.#ready!.then(
           () => {
-            if (this.#current?.id !== id) return;
+            if (!this.#inFlight.has(id)) return;
             const { getRemainingTimeInMillis: _, done: _d, fail: _f, succeed: _s, ...plain } = context;
-            child.send({ type: 'invoke', id, event, deadlineMs, context: plain });
+            child.send({ type: 'invoke', id, event, deadlineMs, context: plain, traceHeader });
           },
           (error: unknown) => settle({ error: error as Error }),
         );
@@ -131,13 +141,13 @@ class ExecutionEnvironment {
         );
         failed(error);
       } else if (message.type === 'result' || message.type === 'error') {
-        const current = this.#current;
-        if (!mine() || current?.id !== message.id) return;
-        current.answer =
+        const invocation = this.#inFlight.get(message.id);
+        if (!mine() || invocation === undefined) return;
+        invocation.answer =
           message.type === 'result'
             ? { response: JSON.parse(message.response) as unknown }
             : { error: new FunctionError(message.error.errorType, message.error.errorMessage, message.error.trace) };
-        this.#settleIfRead(current);
+        this.#settleIfRead(invocation);
       }
     });
     child.on('error', (error) => failed(error));
@@ -154,8 +164,7 @@ class ExecutionEnvironment {
       failed(error);
       if (!mine()) return;
       this.#child = undefined;
-      const current = this.#current;
-      if (current !== undefined && current.answer === undefined) current.done({ error });
+      this.#failInFlight(error);
     });
   }
 
@@ -169,8 +178,8 @@ class ExecutionEnvironment {
         continue;
       }
       if (at > 0) this.options.onLine(line.slice(0, at), stream);
-      const invocation = this.#current;
-      if (current && invocation !== undefined && line.slice(at + END_MARK.length + 1) === invocation.id) {
+      const invocation = current ? this.#inFlight.get(line.slice(at + END_MARK.length + 1)) : undefined;
+      if (invocation !== undefined) {
         invocation.marks.delete(stream);
         this.#settleIfRead(invocation);
       }
@@ -182,11 +191,19 @@ class ExecutionEnvironment {
     if (invocation.answer !== undefined && invocation.marks.size === 0) invocation.done(invocation.answer);
   }
 
+  /** Fails every invocation of the stopped process that has no answer yet (an answered one waits for nothing more). */
+  #failInFlight(error: Error): void {
+    for (const invocation of [...this.#inFlight.values()]) invocation.done(invocation.answer ?? { error });
+  }
+
   /** Kills the child process, if any. */
   kill(): void {
     const child = this.#child;
     this.#child = undefined;
     if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (child !== undefined) {
+      this.#failInFlight(new FunctionError('Runtime.ExitError', `${this.options.name}: the execution environment was stopped`));
+    }
   }
 
   /** Whether the child is still running. */

@@ -18,7 +18,13 @@
  * URLs of the local SQS server (`http://sqs.us-east-1.localhost:<port>/…`), which the AWS SDK uses
  * as the endpoint of a queue's requests, reach it.
  *
- * Protocol (IPC): the parent sends `{ type: 'invoke', id, event, deadlineMs, context }`; this
+ * - Each invocation runs inside Lambda's per-invocation store (`@aws/lambda-invoke-store`, made
+ *   before the handler loads, as the runtime makes it), with its request id and trace header:
+ *   the multi-invocation kind (`AsyncLocalStorage`) when `AWS_LAMBDA_MAX_CONCURRENCY` is set (Lambda
+ *   Managed Instances, where invocations overlap in one process), else the single kind, with
+ *   `_X_AMZN_TRACE_ID` set for each invocation.
+ *
+ * Protocol (IPC): the parent sends `{ type: 'invoke', id, event, deadlineMs, context, traceHeader }`; this
  * answers `{ type: 'ready' }` once loaded, `{ type: 'init-error', error }` when loading failed
  * (and exits), then `{ type: 'result', id, response }` or `{ type: 'error', id, error }` per
  * invocation, after writing the line `END_MARK id` to standard output and standard error, so the
@@ -29,6 +35,7 @@ import { existsSync } from 'node:fs';
 import { register } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
 
 const END_MARK = '\u001eic-invocation-end';
 
@@ -123,9 +130,14 @@ async function loadHandler() {
   return handler;
 }
 
+const store = await InvokeStore.getInstanceAsync();
+const multi = 'AWS_LAMBDA_MAX_CONCURRENCY' in process.env;
+
 let handler;
 try {
-  handler = await loadHandler();
+  // On Lambda Managed Instances the init runs in a context of the store too (Powertools' Metrics
+  // touches it when made at the module's top level).
+  handler = multi ? await store.run({}, loadHandler) : await loadHandler();
 } catch (error) {
   await send({ type: 'init-error', error: describe(error) });
   process.exit(1);
@@ -133,7 +145,7 @@ try {
 
 process.on('message', async (message) => {
   if (message?.type !== 'invoke') return;
-  const { id, event, deadlineMs } = message;
+  const { id, event, deadlineMs, traceHeader } = message;
   const context = {
     ...message.context,
     callbackWaitsForEmptyEventLoop: true,
@@ -150,7 +162,12 @@ process.on('message', async (message) => {
   };
   let answer;
   try {
-    const response = await handler(event, context);
+    if (!multi) process.env._X_AMZN_TRACE_ID = traceHeader;
+    const invocation = {
+      [InvokeStoreBase.PROTECTED_KEYS.REQUEST_ID]: context.awsRequestId,
+      [InvokeStoreBase.PROTECTED_KEYS.X_RAY_TRACE_ID]: traceHeader,
+    };
+    const response = await store.run(invocation, () => handler(event, context));
     answer = { type: 'result', id, response: JSON.stringify(response) ?? 'null' };
   } catch (error) {
     answer = { type: 'error', id, error: describe(error) };

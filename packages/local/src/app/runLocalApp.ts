@@ -28,9 +28,10 @@ import { type LocalRunOptions, type LocalRunResult, orderingKeyOf, runLocalTarge
 import { synthesizeApp, readAssemblyStack } from './cloudAssembly.js';
 import { FunctionHost, lambdaRuntimeScript } from './functionHost.js';
 import { logLevelOf, logLevelRank, outcomeFromLogLine } from './functionOutput.js';
+import { type CfnTemplateWithOutputs, localEndpointEnvironment, localStackOutputs, writeLocalOutputFiles } from './localStackOutputs.js';
 import { type NodeBinary, nodeBinaryFor } from './nodeRuntime.js';
 import { localAccountId, provisionStack } from './provisionStack.js';
-import { planStackRun, type StackRunPlan, templateDifferences } from './stackPlan.js';
+import { concurrencyPerEnvironment, planStackRun, type StackRunPlan, templateDifferences } from './stackPlan.js';
 import {
   type FunctionModel,
   functionAssetDirectory,
@@ -74,6 +75,20 @@ export interface LocalAppRunOptions extends Omit<LocalRunOptions, 'handler' | 's
   readonly onSynthOutput?: (line: string) => void;
   /** Receives a note about how the run differs from Lambda (the Node.js version, the log level). */
   readonly onNote?: (note: string) => void;
+  /**
+   * Write the stack's outputs to this file as `cdk deploy --outputs-file` does (`{ "<StackName>":
+   * { "<OutputKey>": "<value>" } }`), resolved to the local queue URLs, table names and ARNs
+   * (`localStackOutputs`; an output that cannot be resolved is left out, in a note): at the report,
+   * everything provisioned and the functions running, before `onReport`. With `keepRunning`, what
+   * reads a deployed stack's outputs can then use the running local stack. @default - not written
+   */
+  readonly outputsFile?: string;
+  /**
+   * Write the emulators' endpoints, region and credentials to this file as `NAME=value` lines
+   * (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SQS`, …; `localEndpointEnvironment`), at the
+   * same moment, just before `outputsFile`. @default - not written
+   */
+  readonly endpointsFile?: string;
 }
 
 /**
@@ -144,6 +159,8 @@ export interface PreparedStackRun {
   readonly relayCode: string | undefined;
   /** The consumer's handler as the bundle exports it, imported in this process for the producer's side (ordering keys, table names). */
   readonly handler: IdempotentConsumerHandler | undefined;
+  /** The stack's template as synthesized, its `Outputs` included. */
+  readonly template: CfnTemplateWithOutputs;
 }
 
 /**
@@ -171,7 +188,15 @@ export async function prepareStackRun(directory: string, stack: string, function
   const handler = await importHandler(consumerCode, firstPlan.consumer);
   const tableNames = Object.keys(handler?.options?.tables ?? {});
   const plan = planStackRun(model, { ...(functionId === undefined ? {} : { functionId }), tableNames });
-  return { stackName, plan, model, consumerCode, relayCode: plan.relay === undefined ? undefined : codeOf(plan.relay.fn), handler };
+  return {
+    stackName,
+    plan,
+    model,
+    consumerCode,
+    relayCode: plan.relay === undefined ? undefined : codeOf(plan.relay.fn),
+    handler,
+    template,
+  };
 }
 
 async function importHandler(code: string, fn: FunctionModel): Promise<IdempotentConsumerHandler | undefined> {
@@ -200,8 +225,10 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
     ...(options.settings === undefined ? {} : { settings: options.settings }),
     ...(options.fifo === undefined ? {} : { fifo: options.fifo }),
     ...(options.source === undefined ? {} : { source: options.source }),
+    ...(options.concurrencyPerProcess === undefined ? {} : { concurrencyPerProcess: options.concurrencyPerProcess }),
   });
   if (differences.length > 0) throw new TemplateMismatchError(differences);
+  const perEnvironment = concurrencyPerEnvironment(plan.consumer, options.concurrencyPerProcess);
   const settings = assertValidSettings(plan.settings);
   const source = options.source ?? (plan.sqs !== undefined ? 'sqs' : 'kafka');
   const definition = prepared.handler === undefined ? undefined : defineConsumer(prepared.handler.options);
@@ -217,8 +244,16 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
     return level === undefined || logLevelRank(level) >= logLevelRank(userLevel);
   };
 
+  // The stack's outputs and endpoints (--outputs-file, --endpoints-file), written at the report.
+  let writeOutputFiles: (() => Promise<void>) | undefined;
   return runLocalTarget(
-    options,
+    {
+      ...options,
+      onReport: async (result, running) => {
+        await writeOutputFiles?.();
+        await options.onReport?.(result, running);
+      },
+    },
     source,
     async (run) => {
       if (options.dataDir !== undefined) run.stops.unshift(await lockDataDir(options.dataDir));
@@ -261,6 +296,14 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
         types: prepared.model.types,
       };
       const consumerEnvironment = resolveEnvironment(plan.consumer, context);
+      if (options.outputsFile !== undefined || options.endpointsFile !== undefined) {
+        const outputs = localStackOutputs(prepared.template, context, prefix);
+        const { outputsFile, endpointsFile } = options;
+        if (outputsFile !== undefined)
+          for (const { key, why } of outputs.leftOut) options.onNote?.(`the output ${key} is not in ${outputsFile}: ${why}`);
+        const files = { ...(outputsFile === undefined ? {} : { outputsFile }), ...(endpointsFile === undefined ? {} : { endpointsFile }) };
+        writeOutputFiles = () => writeLocalOutputFiles(files, prepared.stackName, outputs.values, localEndpointEnvironment(endpoints));
+      }
       const resources = localResources(plan, values, consumerEnvironment);
 
       const notes = new Set<string>();
@@ -272,7 +315,9 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
       const hostOf = (fn: FunctionModel, code: string, environment: Record<string, string>): FunctionHost => {
         const node = nodeBinaryFor(fn.runtime, options.nodeModules ?? [], options.cwd ?? process.cwd());
         if (!node.matches) note(nodeNote(fn, node));
-        run.say(`running ${fn.path} (${fn.runtime}) on Node.js ${node.version}`);
+        const perProcess = fn === plan.consumer ? perEnvironment : concurrencyPerEnvironment(fn, undefined);
+        const shared = perProcess > 1 ? `, up to ${perProcess} invocations at once per execution environment` : '';
+        run.say(`running ${fn.path} (${fn.runtime}) on Node.js ${node.version}${shared}`);
         const functionName = localFunctionName(values, fn);
         const host = new FunctionHost({
           name: fn.path,
@@ -285,6 +330,7 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
             environment,
             endpoints,
             logLevel: childLogLevel(fn, environment, userLevel, note),
+            concurrencyPerEnvironment: perProcess,
           }),
           onLine: (line) => {
             const outcome = outcomeFromLogLine(line);
@@ -305,6 +351,7 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
         eventSourceSqs: admin.eventSourceSqs,
         guarded: [],
         capturesProcessOutput: false,
+        concurrencyPerEnvironment: perEnvironment,
         orderingKeyOf: (message) => (definition === undefined ? undefined : orderingKeyOf(definition, message)),
         sqsPollerOptions: { ...pollerSettings(settings), functionName },
         kafkaPollerOptions: {
@@ -452,10 +499,14 @@ export function lambdaProcessEnvironment(input: {
   readonly environment: Readonly<Record<string, string>>;
   readonly endpoints: { readonly dynamoDb: string; readonly sqs: string; readonly s3: string };
   readonly logLevel: string | undefined;
+  /** Invocations one execution environment serves at once: above 1, or on a capacity provider, `AWS_LAMBDA_MAX_CONCURRENCY` says it, as on Lambda Managed Instances. @default 1 */
+  readonly concurrencyPerEnvironment?: number;
 }): Record<string, string> {
   const { fn, functionName } = input;
+  const perEnvironment = input.concurrencyPerEnvironment ?? 1;
   return {
     ...input.environment,
+    ...(perEnvironment > 1 || fn.capacityProvider !== undefined ? { AWS_LAMBDA_MAX_CONCURRENCY: String(perEnvironment) } : {}),
     ...(input.logLevel === undefined ? {} : { POWERTOOLS_LOG_LEVEL: input.logLevel }),
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     LANG: 'en_US.UTF-8',

@@ -247,6 +247,27 @@ export interface LocalRunAsGiven {
   readonly fifo?: boolean;
   /** The event source asked for (`--source`). */
   readonly source?: 'sqs' | 'kafka';
+  /** Invocations one execution environment serves at once (`--concurrency-per-process`). */
+  readonly concurrencyPerProcess?: number;
+}
+
+/**
+ * AWS's default `PerExecutionEnvironmentMaxConcurrency` of a Node.js function on Lambda Managed
+ * Instances: 64 concurrent requests per vCPU; the local runtime's environment is one process, one
+ * thread, as one vCPU's worker thread
+ * (https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-nodejs-runtime.html).
+ */
+export const MANAGED_INSTANCES_NODEJS_DEFAULT_CONCURRENCY = 64;
+
+/**
+ * Invocations one execution environment of `fn` serves at once: `given` (`--concurrency-per-process`),
+ * else the template's `PerExecutionEnvironmentMaxConcurrency` (AWS's Node.js default when the
+ * function is on a capacity provider without it), else 1 (Lambda's default compute).
+ */
+export function concurrencyPerEnvironment(fn: FunctionModel, given: number | undefined): number {
+  if (given !== undefined) return given;
+  if (fn.capacityProvider === undefined) return 1;
+  return fn.capacityProvider.perEnvironmentMaxConcurrency ?? MANAGED_INSTANCES_NODEJS_DEFAULT_CONCURRENCY;
 }
 
 /**
@@ -291,6 +312,18 @@ export function templateDifferences(plan: StackRunPlan, given: LocalRunAsGiven):
       setting: 'FunctionResponseTypes',
       template: `no ReportBatchItemFailures on ${plan.relay.mapping.path}`,
       local: 'the local stream event source mapping, which reads batch item failures (the relay reports its failures that way)',
+    });
+  }
+  const template = concurrencyPerEnvironment(plan.consumer, undefined);
+  if (given.concurrencyPerProcess !== undefined && given.concurrencyPerProcess !== template) {
+    const managed = plan.consumer.capacityProvider;
+    differences.push({
+      setting: 'concurrency per execution environment',
+      template:
+        managed === undefined
+          ? `1 (${plan.consumer.path} has no CapacityProviderConfig: one invocation at a time per execution environment)`
+          : `${template} (CapacityProviderConfig.LambdaManagedInstancesCapacityProviderConfig.PerExecutionEnvironmentMaxConcurrency of ${plan.consumer.path}${managed.perEnvironmentMaxConcurrency === undefined ? ": not set, AWS's Node.js default" : ''})`,
+      local: `--concurrency-per-process ${given.concurrencyPerProcess}`,
     });
   }
   if (given.settings !== undefined) {

@@ -101,6 +101,12 @@ export interface FunctionModel {
   readonly assetPath: string | undefined;
   /** `Code.S3Key` (`<hash>.zip`), to find the asset in the assets manifest when the metadata lacks it. */
   readonly s3Key: string | undefined;
+  /**
+   * `CapacityProviderConfig.LambdaManagedInstancesCapacityProviderConfig`, when the function runs on
+   * Lambda Managed Instances: its `PerExecutionEnvironmentMaxConcurrency` (invocations one execution
+   * environment serves at once), `undefined` when the template leaves AWS's default.
+   */
+  readonly capacityProvider: { readonly perEnvironmentMaxConcurrency: number | undefined } | undefined;
 }
 
 /** The source of an event source mapping. */
@@ -207,6 +213,7 @@ export function readStackTemplate(template: CfnTemplate, stackName: string): Sta
           environment,
           assetPath: typeof assetPath === 'string' ? assetPath : undefined,
           s3Key: literalString(code.S3Key),
+          capacityProvider: capacityProviderOf(properties.CapacityProviderConfig),
         });
         break;
       }
@@ -526,4 +533,13 @@ function parseJson(text: string, where: string): unknown {
   } catch (error) {
     throw new CloudAssemblyError(`${where} is not JSON: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** What `CapacityProviderConfig` says of Lambda Managed Instances, `undefined` without it. */
+function capacityProviderOf(config: unknown): FunctionModel['capacityProvider'] {
+  const managed = (
+    config as { LambdaManagedInstancesCapacityProviderConfig?: { PerExecutionEnvironmentMaxConcurrency?: unknown } } | undefined
+  )?.LambdaManagedInstancesCapacityProviderConfig;
+  if (managed === undefined) return undefined;
+  return { perEnvironmentMaxConcurrency: optionalNumber(managed.PerExecutionEnvironmentMaxConcurrency) };
 }
