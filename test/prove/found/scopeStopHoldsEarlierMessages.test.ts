@@ -15,11 +15,11 @@
  * Expected: only `OrderPaid` is reported; `OrderPlaced` is applied in the same invocation.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cafeResources, executionEnvironment, orderState, queueRecord } from '../../support/cafeHarness.js';
 import { kafkaRecord, mskEvent } from '../../support/kafkaEvents.js';
 import { body, lambdaContext, sqsEvent } from '../../support/sqsEvents.js';
-import type { TestResources } from '../../support/testResources.js';
+import { describeUnlessDeployedStack, type TestResources } from '../../support/testResources.js';
 
 /** A DynamoDB client that crashes (refuses every later call) once the side effect's lock is written. */
 function crashingAfterTheLock(env: TestResources): DynamoDBClient {
@@ -41,6 +41,8 @@ function crashingAfterTheLock(env: TestResources): DynamoDBClient {
   );
   return client;
 }
+
+const describe = describeUnlessDeployedStack('needs a standard and a FIFO queue at once; a deployed stack has one kind');
 
 describe('found: a message that must be retried holds back the earlier messages of its group or partition', () => {
   let env: TestResources;
