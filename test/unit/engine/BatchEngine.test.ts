@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { RuntimeConfig } from '../../../packages/idempotent-consumer/src/config/runtimeConfig.js';
 import { BatchEngine } from '../../../packages/idempotent-consumer/src/engine/BatchEngine.js';
 import type { ConsumerDefinition } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
@@ -265,11 +265,17 @@ describe('BatchEngine: a commit that fails', () => {
     expect(h.cache.get(accountKey('A').id)).toMatchObject({ exists: true, item: { n: 6 } });
   });
 
-  it('retries a unit that lost more than 6 commits to contention as a TransactionConflict, backing off after each', async () => {
+  it('retries a unit that lost more than 6 commits to contention as a TransactionConflict, backing off more after each (full jitter)', async () => {
     const h = harness();
     h.fake.always('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }]));
     const units = batch([{ key: 'k0', account: 'A' }]);
-    await h.engine.settle(units, h.clock());
+    // The largest wait the jitter allows, each time: 5 ms + 20 ms × 2^losses, at most 5 + 1,000 ms.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(1);
+    try {
+      await h.engine.settle(units, h.clock());
+    } finally {
+      random.mockRestore();
+    }
     expect(h.fake.calls).toHaveLength(7);
     expect(units[0]!.verdict).toEqual({
       kind: 'failed',
@@ -281,8 +287,24 @@ describe('BatchEngine: a commit that fails', () => {
         countsAsAttempt: true,
       },
     });
-    expect(h.sleeps).toHaveLength(7);
-    for (const ms of h.sleeps) expect(ms >= 10 && ms <= 50).toBe(true);
+    // No wait after the last loss: nothing is left to commit.
+    expect(h.sleeps).toEqual([45, 85, 165, 325, 645, 1005]);
+  });
+
+  it('never waits out a contention backoff past the commit margin of the invocation', async () => {
+    const h = harness();
+    h.fake.always('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }]));
+    const units = batch([{ key: 'k0', account: 'A' }]);
+    const random = vi.spyOn(Math, 'random').mockReturnValue(1);
+    try {
+      await h.engine.settle(units, h.clock(1_000));
+    } finally {
+      random.mockRestore();
+    }
+    // 1,000 ms left: every wait ends 400 ms (twice the commit margin) before the deadline.
+    expect(h.sleeps.length).toBeGreaterThan(0);
+    expect(h.sleeps.reduce((sum, ms) => sum + ms, 0)).toBeLessThanOrEqual(600);
+    expect(units[0]!.verdict?.kind).toBe('failed');
   });
 
   it('retries a unit whose item kept changing under it as a TransactionConflict after 7 commits', async () => {

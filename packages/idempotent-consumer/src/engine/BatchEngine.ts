@@ -33,6 +33,17 @@ const COMMIT_MARGIN_MS = 200;
 /** Commits a unit may lose on its own items (a conflict, throttling, an item another writer changed) before it is retried by the source. */
 const MAX_LOSSES = 6;
 /**
+ * The wait after a round that lost commits to contention, in milliseconds: a random time up to
+ * `CONTENTION_BACKOFF_BASE_MS × 2^losses` (the most losses of a unit still pending), at most
+ * `CONTENTION_BACKOFF_MAX_MS` ("full jitter", AWS's advice for retries on contention:
+ * https://aws.amazon.com/builders-library/timeouts-retries-and-backoff-with-jitter/), and never
+ * past the invocation's commit margin. Invocations that collide on hot items (many execution
+ * environments, or many invocations in one on Lambda Managed Instances) spread out instead of
+ * colliding again in step, so a message is not failed for its neighbours' writes.
+ */
+const CONTENTION_BACKOFF_BASE_MS = 20;
+const CONTENTION_BACKOFF_MAX_MS = 1_000;
+/**
  * Rounds a batch may take, beside the time it has: a safety net that no batch reaches (every
  * round settles a unit, reads what it must, or loses a commit a unit can lose only `MAX_LOSSES`
  * times). Units left then are retried without counting an attempt: the engine's limit is never a
@@ -232,7 +243,13 @@ export class BatchEngine<Event> {
         });
         return Promise.all(transactions.map((transaction) => this.#commit(transaction, view, units)));
       });
-      if (contended.some(Boolean)) await this.#sleep(10 + Math.random() * 40);
+      const stillPending = units.filter((unit) => unit.verdict === undefined);
+      if (contended.some(Boolean) && stillPending.length > 0) {
+        const losses = Math.max(0, ...stillPending.map((unit) => unit.losses));
+        const capMs = Math.min(CONTENTION_BACKOFF_MAX_MS, CONTENTION_BACKOFF_BASE_MS * 2 ** losses);
+        const waitMs = Math.min(5 + Math.random() * capMs, clock.remainingTimeMs() - 2 * COMMIT_MARGIN_MS);
+        if (waitMs > 0) await this.#sleep(waitMs);
+      }
     }
   }
 
