@@ -8,9 +8,12 @@
  * through the command line. A template and a settings module that disagree stop the run before
  * anything starts, naming both values.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { DescribeTableCommand, DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseEnv } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { check as cafeCheck } from '../../examples/cafe/check.js';
 import { cafeSettings } from '../../examples/cafe/settings.js';
@@ -22,9 +25,12 @@ import { readInputFile } from '../../packages/local/src/inputFile.js';
 import { eventTimeField } from '../../packages/local/src/producerOrder.js';
 import type { RunReport } from '../../packages/local/src/report.js';
 import { runInProcess } from '../cli/inProcessCli.js';
-import { awsEndpoints } from '../support/awsEndpoints.js';
-import { inventoryFifoSettings } from '../fixtures/inventoryApp/settings.js';
-import { describeUnlessDeployedStack } from '../support/testResources.js';
+import { parseStackOutputs, selectConsumer } from '../../packages/cli/src/stackOutputs.js';
+import { withOverrides } from '../../packages/idempotent-consumer/src/settings/settings.js';
+import { localClientConfig } from '../../packages/local/src/localClientConfig.js';
+import { awsEndpoints, endpointsFromEnvironment } from '../support/awsEndpoints.js';
+import { inventoryFifoSettings, inventoryManagedSettings } from '../fixtures/inventoryApp/settings.js';
+import { deployedResourceNames, describeUnlessDeployedStack } from '../support/testResources.js';
 
 const describe = describeUnlessDeployedStack('it synthesizes and runs stacks of its own on the emulators');
 
@@ -57,8 +63,13 @@ describe.skipIf(awsEndpoints().source !== 'embedded')('a CDK app run from its bu
     return { dynamoDb: dynamoDbEndpoint, sqs: sqsEndpoint, prefix: `${prefix}-${Date.now().toString(36)}-` };
   };
 
+  // The café's run also writes its stack's outputs and endpoints (--outputs-file, --endpoints-file), checked below.
+  let cafeEndpoints: ReturnType<typeof endpoints>;
+  const cafeFiles = () => ({ outputsFile: join(dir, 'cdk-outputs.json'), endpointsFile: join(dir, 'local.env') });
+
   it("runs the café's bundle and its outbox relay's with the template's settings, and passes the exactly-once check", async () => {
     const input = await readInputFile('examples/cafe/samples/orders.jsonl', cafeSettings.queue.maxMessageSizeBytes);
+    cafeEndpoints = endpoints('cafe-app');
     const result = await runLocalApp({
       app: cafe.directory,
       stack: 'CafeOrders',
@@ -66,7 +77,8 @@ describe.skipIf(awsEndpoints().source !== 'embedded')('a CDK app run from its bu
       input,
       check: cafeCheck,
       eventTime: eventTimeField('occurredAt'),
-      endpoints: endpoints('cafe-app'),
+      endpoints: cafeEndpoints,
+      ...cafeFiles(),
       nodeModules: [runtimes],
       onNote: (note) => notes.push(note),
       timeoutMs: 240_000,
@@ -79,6 +91,54 @@ describe.skipIf(awsEndpoints().source !== 'embedded')('a CDK app run from its bu
     expect(report.outbox).toEqual({ written: 127, published: 127 });
     expect(result.source).toBe('sqs');
   }, 300_000);
+
+  it("wrote the stack's outputs as `cdk deploy --outputs-file` does, resolved to the run's queues and tables, and its endpoints (the café's run above)", async () => {
+    const { outputsFile, endpointsFile } = cafeFiles();
+    const { template } = await prepareStackRun(cafe.directory, 'CafeOrders');
+    const content = JSON.parse(await readFile(outputsFile, 'utf8')) as Record<string, Record<string, string>>;
+    expect(Object.keys(content)).toEqual(['CafeOrders']);
+    const outputs = content.CafeOrders!;
+    // Every output of the template, none left out (a left-out one would also be a note, counted below).
+    expect(Object.keys(outputs).sort()).toEqual(Object.keys(template.Outputs ?? {}).sort());
+    const { prefix, dynamoDb, sqs } = cafeEndpoints;
+    expect(outputs.ConsumerName).toBe('cafe-orders');
+    expect(outputs.QueueUrl).toMatch(
+      new RegExp(`^http://sqs\\.us-east-1\\.localhost:${new URL(sqs).port}/000000000000/${prefix}CafeOrders-`),
+    );
+    expect(outputs.OutboxTopicArn).toMatch(new RegExp(`^arn:aws:sns:us-east-1:000000000000:${prefix}CafeOrders-.+\\.fifo$`));
+
+    // Read as the integration suite's deployed-stack mode reads IC_OUTPUTS_FILE: the names are the run's own resources.
+    const consumer = selectConsumer(parseStackOutputs(content, outputsFile), { stack: 'CafeOrders' }, outputsFile);
+    const names = deployedResourceNames(consumer, 'this test', ['orders'], withOverrides({ consumerName: 'cafe-orders' }), 'us-east-1');
+    const dynamoDbClient = new DynamoDBClient(localClientConfig(dynamoDb));
+    const sqsClient = new SQSClient(localClientConfig(sqs));
+    try {
+      for (const table of [names.inboxTable, names.idempotencyTable, names.tables.orders!]) {
+        expect((await dynamoDbClient.send(new DescribeTableCommand({ TableName: table }))).Table?.TableName).toBe(table);
+      }
+      const { Count } = await dynamoDbClient.send(new ScanCommand({ TableName: names.inboxTable, Select: 'COUNT' }));
+      expect(Count).toBeGreaterThanOrEqual(464);
+      for (const [url, arn] of [
+        [names.queueUrl, names.queueArn],
+        [names.deadLetterQueueUrl, names.deadLetterQueueArn],
+      ] as const) {
+        const { Attributes } = await sqsClient.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+        expect(Attributes?.QueueArn).toBe(arn);
+      }
+    } finally {
+      dynamoDbClient.destroy();
+      sqsClient.destroy();
+    }
+
+    // The endpoints file: what the deployed-stack mode takes as the run's endpoints.
+    const environment = parseEnv(await readFile(endpointsFile, 'utf8'));
+    expect(endpointsFromEnvironment({ ...environment, IC_OUTPUTS_FILE: outputsFile })).toEqual({
+      dynamoDbEndpoint: dynamoDb,
+      sqsEndpoint: sqs,
+      region: 'us-east-1',
+      source: 'environment',
+    });
+  });
 
   it('runs the inventory on the FIFO queue of its template', async () => {
     const input = await readInputFile('examples/inventory/samples/reservations.jsonl', inventoryFifoSettings.queue.maxMessageSizeBytes);
@@ -101,6 +161,30 @@ describe.skipIf(awsEndpoints().source !== 'embedded')('a CDK app run from its bu
     expect(result.report).toMatchObject({ messagesIn: 182, unaccounted: 0, countsAddUp: true });
     expect(result.report.outbox?.written).toBeGreaterThan(0);
     expect(result.report.outbox?.published).toBe(result.report.outbox?.written);
+  }, 300_000);
+
+  it("runs the inventory on Lambda Managed Instances as its template says: the template's 4 invocations at once per execution environment", async () => {
+    const input = await readInputFile('examples/inventory/samples/reservations.jsonl', inventoryManagedSettings.queue.maxMessageSizeBytes);
+    const steps: string[] = [];
+    const run = {
+      app: inventory.directory,
+      stack: 'InventoryManaged',
+      settings: { value: inventoryManagedSettings, name: 'test/fixtures/inventoryApp/settings.ts#inventoryManagedSettings' },
+      input,
+      check: inventoryCheck,
+      eventTime: eventTimeField('at'),
+      nodeModules: [runtimes],
+      timeoutMs: 240_000,
+    };
+    const result = await runLocalApp({ ...run, endpoints: endpoints('inventory-managed'), onProgress: (p) => steps.push(p.step) });
+
+    expect(result.report.check.problems).toEqual([]);
+    expect(result.report).toMatchObject({ messagesIn: 182, unaccounted: 0, countsAddUp: true, check: { ok: true } });
+    expect(steps.some((step) => /ManagedInstancesFunction .*up to 4 invocations at once per execution environment/.test(step))).toBe(true);
+    // A concurrency the template does not say stops the run before anything starts, naming both.
+    await expect(runLocalApp({ ...run, concurrencyPerProcess: 2, endpoints: endpoints('inventory-managed-2') })).rejects.toThrow(
+      /PerExecutionEnvironmentMaxConcurrency of InventoryManaged\/Consumer\/ManagedInstancesFunction\).*--concurrency-per-process 2/s,
+    );
   }, 300_000);
 
   it('runs the inventory on the Kafka mapping of its template through the command line, with the report as JSON', async () => {

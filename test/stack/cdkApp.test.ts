@@ -68,6 +68,11 @@ describe('consumerContext', () => {
       topic: 't',
     });
     expect(contextOf({ kafkaBootstrapServers: ['b1:9096'] }).kafka).toEqual({ bootstrapServers: ['b1:9096'] });
+    expect(contextOf({ capacityProviderArn: 'arn:cp', concurrencyPerEnvironment: '8' }).managedInstances).toEqual({
+      capacityProviderArn: 'arn:cp',
+      perExecutionEnvironmentMaxConcurrency: 8,
+    });
+    expect(contextOf({ capacityProviderArn: 'arn:cp' }).managedInstances).toEqual({ capacityProviderArn: 'arn:cp' });
     expect(contextOf({ kafkaClusterArn: 'c', kafkaSecretKeyArn: 'k', kafkaConsumerGroup: 'g' }).kafka).toEqual({
       clusterArn: 'c',
       secretEncryptionKeyArn: 'k',
@@ -85,6 +90,7 @@ describe('consumerContext', () => {
         nodeRuntime: 'nodejs20.x',
         kafkaTopic: 42,
         kafkaClusterARN: 'x',
+        concurrencyPerEnvironment: '0',
       });
     } catch (caught) {
       error = caught;
@@ -96,9 +102,13 @@ describe('consumerContext', () => {
       'alarm email "nope" is not an email address (for example -c alarmEmail=ops@example.com)',
       'CDK context "tableEncryption" must be one of default, aws-managed, customer-managed, got "cmk"',
       'CDK context "nodeRuntime" must be one of nodejs22.x, nodejs24.x, got "nodejs20.x"',
+      'CDK context "concurrencyPerEnvironment" must be a whole number from 1 to 1600 (for example -c concurrencyPerEnvironment=32), got "0"',
       'CDK context "kafkaTopic" must be a non-empty string (for example -c kafkaTopic=...), got 42',
       'unknown CDK context "kafkaClusterARN": the Kafka keys are kafkaClusterArn, kafkaBootstrapServers, kafkaSecretArn, kafkaSecretKeyArn, kafkaTopic, kafkaConsumerGroup',
     ]);
+    expect(() => contextOf({ concurrencyPerEnvironment: '8' })).toThrow(
+      'CDK context "concurrencyPerEnvironment" needs "capacityProviderArn": it is the concurrency of Lambda Managed Instances',
+    );
   });
 });
 

@@ -6,6 +6,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CapacityProvider } from 'aws-cdk-lib/aws-lambda';
 import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
 import type { Construct } from 'constructs';
@@ -53,7 +54,9 @@ export interface CafeStackProps extends StackProps {
  * `-c fifo=true`; `-c kafkaClusterArn=…` (MSK) or `-c kafkaBootstrapServers=host:port,…
  * -c kafkaSecretArn=…` (self-managed), with `-c kafkaSecretKeyArn`, `-c kafkaTopic`,
  * `-c kafkaConsumerGroup`; `-c alarmEmail=ops@example.com`; `-c tableEncryption=customer-managed`;
- * `-c nodeRuntime=nodejs22.x` (the function's and the relay's runtime; `nodejs24.x` by default).
+ * `-c nodeRuntime=nodejs22.x` (the function's and the relay's runtime; `nodejs24.x` by default);
+ * `-c capacityProviderArn=… [-c concurrencyPerEnvironment=N]` (the function on Lambda Managed
+ * Instances, with 2048 MB, the least they run).
  *
  * The stack needs no account or region at synth time (no lookups), so `cdk synth` works offline.
  *
@@ -80,7 +83,11 @@ export class CafeStack extends Stack {
     const settings = withOverrides(
       {
         ...(context.fifo === undefined ? {} : { queue: { fifo: context.fifo } }),
-        ...(context.nodeRuntime === undefined ? {} : { function: { runtime: context.nodeRuntime } }),
+        function: {
+          ...(context.nodeRuntime === undefined ? {} : { runtime: context.nodeRuntime }),
+          // Lambda Managed Instances run functions of 2048 MB and more.
+          ...(context.managedInstances === undefined ? {} : { memorySizeMb: Math.max(2048, base.function.memorySizeMb) }),
+        },
       },
       base,
     );
@@ -119,6 +126,20 @@ export class CafeStack extends Stack {
       tableEncryptionKey: this.tableEncryptionKey,
       // PaymentReceived events leave through the outbox, to an SNS FIFO topic (deduplicated by message id).
       outbox: { destination: { create: 'topic', fifo: true } },
+      ...(context.managedInstances === undefined
+        ? {}
+        : {
+            managedInstances: {
+              capacityProvider: CapacityProvider.fromCapacityProviderArn(
+                this,
+                'CapacityProvider',
+                context.managedInstances.capacityProviderArn,
+              ),
+              ...(context.managedInstances.perExecutionEnvironmentMaxConcurrency === undefined
+                ? {}
+                : { perExecutionEnvironmentMaxConcurrency: context.managedInstances.perExecutionEnvironmentMaxConcurrency }),
+            },
+          }),
     });
     this.monitoring = new ConsumerMonitoring(this, 'Monitoring', { ...monitoring, consumer: this.consumer });
 

@@ -17,6 +17,10 @@ export const consumerContextKeys = {
   tableEncryption: 'tableEncryption',
   /** `nodejs22.x` or `nodejs24.x`: the Lambda runtime of the function and the outbox relay (`settings.function.runtime`). */
   nodeRuntime: 'nodeRuntime',
+  /** The ARN of a Lambda capacity provider: run the function on Lambda Managed Instances (its `managedInstances`). */
+  capacityProviderArn: 'capacityProviderArn',
+  /** With `capacityProviderArn`: invocations one execution environment serves at once, 1 to 1600 (`perExecutionEnvironmentMaxConcurrency`). */
+  concurrencyPerEnvironment: 'concurrencyPerEnvironment',
   /** Amazon MSK: the cluster ARN. */
   kafkaClusterArn: 'kafkaClusterArn',
   /** Self-managed Kafka: `host:port,host:port` (or an array in `cdk.json`). */
@@ -43,6 +47,12 @@ export interface ConsumerContext {
   readonly nodeRuntime?: LambdaNodeRuntime;
   /** The Kafka fields given by context, to apply over the app's own Kafka options field by field. */
   readonly kafka?: Partial<KafkaSourceOptions>;
+  /**
+   * `capacityProviderArn` (and `concurrencyPerEnvironment`): the function on Lambda Managed
+   * Instances, for `IdempotentConsumer`'s `managedInstances` (import the capacity provider with
+   * `CapacityProvider.fromCapacityProviderArn`).
+   */
+  readonly managedInstances?: { readonly capacityProviderArn: string; readonly perExecutionEnvironmentMaxConcurrency?: number };
 }
 
 const TABLE_ENCRYPTION_VALUES: Readonly<Record<string, TableEncryption>> = {
@@ -98,6 +108,19 @@ export function consumerContext(scope: Construct): ConsumerContext {
     problems.push(`CDK context "${keys.nodeRuntime}" must be one of ${lambdaNodeRuntimes.join(', ')}, got ${JSON.stringify(runtimeText)}`);
   }
 
+  const capacityProviderArn = text(keys.capacityProviderArn);
+  const concurrencyValue: unknown = scope.node.tryGetContext(keys.concurrencyPerEnvironment);
+  const concurrency = concurrencyValue === undefined ? undefined : Number(concurrencyValue);
+  if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= 1600)) {
+    problems.push(
+      `CDK context "${keys.concurrencyPerEnvironment}" must be a whole number from 1 to 1600 (for example -c ${keys.concurrencyPerEnvironment}=32), got ${JSON.stringify(concurrencyValue)}`,
+    );
+  } else if (concurrency !== undefined && capacityProviderArn === undefined) {
+    problems.push(
+      `CDK context "${keys.concurrencyPerEnvironment}" needs "${keys.capacityProviderArn}": it is the concurrency of Lambda Managed Instances`,
+    );
+  }
+
   const servers: unknown = scope.node.tryGetContext(keys.kafkaBootstrapServers);
   let bootstrapServers: string[] | undefined;
   if (Array.isArray(servers)) bootstrapServers = servers.map(String);
@@ -131,5 +154,13 @@ export function consumerContext(scope: Construct): ConsumerContext {
     ...(nodeRuntime === undefined ? {} : { nodeRuntime }),
     ...(alarmEmail === undefined ? {} : { alarmEmail }),
     ...(Object.keys(kafka).length === 0 ? {} : { kafka }),
+    ...(capacityProviderArn === undefined
+      ? {}
+      : {
+          managedInstances: {
+            capacityProviderArn,
+            ...(concurrency === undefined || !Number.isInteger(concurrency) ? {} : { perExecutionEnvironmentMaxConcurrency: concurrency }),
+          },
+        }),
   };
 }
