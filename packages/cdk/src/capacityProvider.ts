@@ -120,7 +120,7 @@ export interface ManagedInstancesOptions {
   readonly maxExecutionEnvironments?: number;
 }
 
-/** What {@link attachToCapacityProvider} wrote into the function's template: the options with their defaults applied. */
+/** What `attachToCapacityProvider` wrote into the function's template: the options with their defaults applied. */
 export interface ManagedInstancesConfiguration {
   /** The capacity provider the function runs on. */
   readonly capacityProvider: ICapacityProvider;

@@ -72,7 +72,7 @@ export const TraceSegmentName = {
   /** The outbox relay's publish of one message (`consumer`, `destination`, `sent`). */
   Publish: '## publish',
 } as const;
-/** One of the {@link TraceSegmentName} values. */
+/** One of the `TraceSegmentName` values. */
 export type TraceSegmentName = (typeof TraceSegmentName)[keyof typeof TraceSegmentName];
 
 const ignore: Annotate = () => undefined;
