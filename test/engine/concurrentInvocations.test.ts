@@ -283,7 +283,10 @@ describe('one handler instance serving 16 invocations at once', () => {
         .map(({ line }) => JSON.parse(line) as Record<string, unknown>)
         .filter((entry) => entry.outcome === 'dead-lettered' || entry.outcome === 'retried')
         .map((entry) => `${entry.messageId} ${entry.outcome} ${entry.attempt} ${entry.reason} ${entry.errorType}`);
-      expect(deadLettered.filter((line) => line.includes('dead-lettered')), deadLettered.join('\n')).toEqual([]);
+      expect(
+        deadLettered.filter((line) => line.includes('dead-lettered')),
+        deadLettered.join('\n'),
+      ).toEqual([]);
       for (let a = 0; a < 4; a += 1) {
         const accountId = `mi-a-${a}`;
         const expected = deposits.filter((d) => d.accountId === accountId).reduce((sum, d) => sum + d.amount, 0);
