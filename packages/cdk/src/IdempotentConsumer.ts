@@ -36,7 +36,15 @@ import {
   withOverrides,
   type ConsumerSettings,
 } from 'idempotent-consumer/settings';
-import { InvalidSettingsError, settingsProblems } from 'idempotent-consumer/settings';
+import {
+  existingQueueRetentionProblem,
+  InvalidSettingsError,
+  payloadExpirationDays,
+  payloadLifecycleProblem,
+  settingsProblems,
+  SQS_DEFAULT_RETENTION_SECONDS,
+  windowWarnings,
+} from 'idempotent-consumer/settings';
 import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
 import { defaultBundling, esbuildTarget, lambdaRuntime, runtimeAcknowledgement } from './bundling.js';
 import { configureTracing } from './tracing.js';
@@ -78,8 +86,6 @@ export const ConsumerTableActions = {
 
 /** SQS's longest queue name, in characters, `.fifo` suffix included. */
 const MAX_QUEUE_NAME_LENGTH = 80;
-
-const SECONDS_PER_DAY = 86_400;
 
 export { defaultBundling };
 
@@ -409,6 +415,7 @@ export class IdempotentConsumer extends Construct {
       ...settingsProblems(settings),
       ...(props.kafka === undefined ? [] : kafkaSourceProblems(props.kafka, settings)),
       ...consumerPropsProblems(props, settings),
+      ...optionalProblem(payloadLifecycleProblem(payloadExpirationDays(settings), settings.queue.deadLetterRetentionPeriodSeconds)),
       ...(props.managedInstances === undefined
         ? []
         : managedInstancesProblems(props.managedInstances, managedFunctionShape(props.existingFunction, settings))),
@@ -417,6 +424,10 @@ export class IdempotentConsumer extends Construct {
     super(scope, id);
     this.withOutbox = props.outbox !== undefined;
     this.settings = settings;
+    // The Kafka source adds the Kafka windows' warnings itself.
+    for (const warning of windowWarnings(settings, { kafka: false })) {
+      Annotations.of(this).addWarningV2('idempotent-consumer:windows', warning);
+    }
     this.tables = { ...props.tables };
 
     const queues = this.createQueues(settings, props);
@@ -762,12 +773,12 @@ export class IdempotentConsumer extends Construct {
   /**
    * The bucket of dead-letter bodies too large for the dead-letter queue: SSE-S3, TLS only, no
    * public access, retained with the stack. Objects expire after source retention + dead-letter
-   * retention + 1 day, rounded up to days: at least as long as a dead-letter message (or the
-   * same message redriven to the source queue) can point at them.
+   * retention + 1 day, rounded up to days (`payloadExpirationDays`): at least as long as a
+   * dead-letter message (or the same message redriven to the source queue) can point at them;
+   * the constructor checks it against the dead-letter queue's retention (`payloadLifecycleProblem`).
    */
   private createPayloadBucket(settings: ConsumerSettings): Bucket {
-    const { retentionPeriodSeconds, deadLetterRetentionPeriodSeconds } = settings.queue;
-    const days = Math.ceil((retentionPeriodSeconds + deadLetterRetentionPeriodSeconds) / SECONDS_PER_DAY) + 1;
+    const days = payloadExpirationDays(settings);
     const bucket = new Bucket(this, resourceNames.payloadBucket, {
       encryption: BucketEncryption.S3_MANAGED,
       enforceSSL: true,
@@ -954,6 +965,9 @@ function queueProblems(props: IdempotentConsumerProps, settings: ConsumerSetting
       `existingDeadLetterQueue is a ${kind(given.fifo)} queue but settings.queue.fifo says ${expected} (a dead-letter queue is of its source's kind)`,
     );
   }
+  problems.push(
+    ...existingRetentionProblems(queue, given ?? (queue instanceof Queue ? queue.deadLetterQueue?.queue : undefined), settings),
+  );
   if (queue === undefined) return problems;
 
   const redrive = queue instanceof Queue ? queue.deadLetterQueue : undefined;
@@ -986,6 +1000,48 @@ function queueProblems(props: IdempotentConsumerProps, settings: ConsumerSetting
           '(AWS rule: visibility timeout ≥ 6 × function timeout + maximum batching window)',
       );
     }
+  }
+  return problems;
+}
+
+/** `[problem]`, or `[]` when the rule holds. */
+function optionalProblem(problem: string | undefined): string[] {
+  return problem === undefined ? [] : [problem];
+}
+
+/**
+ * The retention of existing queues of this app against the settings (see
+ * `existingQueueRetentionProblem`): the window rules are checked on the settings, so a queue that
+ * keeps messages longer would break them unseen. An imported queue's retention is not known.
+ */
+function existingRetentionProblems(queue: IQueue | undefined, deadLetterQueue: IQueue | undefined, settings: ConsumerSettings): string[] {
+  const retentionOf = (q: IQueue | undefined): number | undefined => {
+    if (!(q instanceof Queue)) return undefined;
+    const period = (q.node.defaultChild as CfnQueue).messageRetentionPeriod;
+    if (Token.isUnresolved(period)) return undefined;
+    return period ?? SQS_DEFAULT_RETENTION_SECONDS;
+  };
+  const problems: string[] = [];
+  const source = retentionOf(queue);
+  if (source !== undefined) {
+    problems.push(
+      ...optionalProblem(
+        existingQueueRetentionProblem('existingQueue', source, settings.queue.retentionPeriodSeconds, 'queue.retentionPeriodSeconds'),
+      ),
+    );
+  }
+  const dlq = retentionOf(deadLetterQueue);
+  if (dlq !== undefined) {
+    problems.push(
+      ...optionalProblem(
+        existingQueueRetentionProblem(
+          'existingDeadLetterQueue',
+          dlq,
+          settings.queue.deadLetterRetentionPeriodSeconds,
+          'queue.deadLetterRetentionPeriodSeconds',
+        ),
+      ),
+    );
   }
   return problems;
 }

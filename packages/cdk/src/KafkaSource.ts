@@ -1,4 +1,4 @@
-import { Duration, Fn, Names, Stack, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, Fn, Names, Stack, Token, Validations } from 'aws-cdk-lib';
 import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
 import { Policy, PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import {
@@ -15,7 +15,7 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { kafkaRetryAttempts, type ConsumerSettings } from 'idempotent-consumer/settings';
-import { InvalidSettingsError } from 'idempotent-consumer/settings';
+import { InvalidSettingsError, windowWarnings } from 'idempotent-consumer/settings';
 
 /**
  * How a self-managed Kafka cluster authenticates the event source mapping with the secret
@@ -342,6 +342,9 @@ export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUN
  * prints as one message without a stack trace), and the built mapping is validated when the
  * app synthesizes: it must have finite retries, an on-failure destination, partial batch
  * responses and provisioned pollers. An escape hatch that removes one of these fails `cdk synth`.
+ * The topic's retention (`settings.kafka.topicRetentionHours`) is checked against the inbox TTL
+ * by `settingsProblems`; an unlimited one with no maximum record age is a warning annotation
+ * (`windowWarnings`).
  */
 export class KafkaSource extends Construct {
   /** The event source mapping; `eventSourceMappingId` and `eventSourceMappingArn` name it. */
@@ -369,6 +372,9 @@ export class KafkaSource extends Construct {
     super(scope, id);
     const { settings } = props;
     const kafka = settings.kafka;
+    // The topic's retention against the inbox window (settings/windows.ts): a warning when nothing bounds what a mapping re-reads.
+    for (const warning of windowWarnings(settings, { kafka: true }))
+      Annotations.of(this).addWarningV2('idempotent-consumer:windows', warning);
     const role = props.function.role;
     if (role === undefined) throw new Error('KafkaSource needs a function with an execution role');
 

@@ -7,6 +7,7 @@
  */
 export * from './settings.js';
 export * from './validateSettings.js';
+export * from './windows.js';
 export * from './metricNames.js';
 export * from './outputKeys.js';
 export { EnvironmentError } from '../config/runtimeConfig.js';

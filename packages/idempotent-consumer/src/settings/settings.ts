@@ -120,7 +120,8 @@ export interface IdempotencySettings {
    * How long an inbox row is kept, in seconds, before DynamoDB's TTL removes it. A duplicate
    * that arrives later than this would be applied again, so the window must cover the source
    * queue's retention plus the dead-letter queue's retention (a redrive replays an old
-   * message); the stack checks that.
+   * message), and on Kafka the topic's retention plus the dead-letter queue's when
+   * `kafka.topicRetentionHours` is given; the settings check both (`settings/windows.ts`).
    * @default 2592000 (30 days)
    */
   readonly inboxTtlSeconds: number;
@@ -174,6 +175,15 @@ export interface KafkaSettings {
    * @default -1
    */
   readonly maxRecordAgeSeconds: number;
+  /**
+   * How long the topic keeps records, in hours (the topic's `retention.ms` / the cluster's
+   * `log.retention.hours`), or -1 for unlimited. The cluster's retention cannot be read at synth,
+   * so this is the user's statement of it: with it, the settings check that the inbox TTL covers it
+   * plus the dead-letter queue's retention (`kafkaTopicRetentionProblem`), and warn when it is
+   * unlimited and `maxRecordAgeSeconds` does not bound what a mapping re-reads.
+   * @default undefined: not known, the check is skipped
+   */
+  readonly topicRetentionHours?: number;
   /** Split a failed batch in two and retry each half (`BisectBatchOnFunctionError`). @default false */
   readonly bisectBatchOnError: boolean;
   /** Provisioned mode: the fewest event pollers (1 to 200). @default 1 */

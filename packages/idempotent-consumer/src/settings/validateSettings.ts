@@ -7,6 +7,7 @@ import {
   requiredKafkaRetryAttempts,
   requiredMaxReceiveCount,
 } from './settings.js';
+import { windowProblems } from './windows.js';
 
 /** Thrown when the settings break an AWS rule; `problems` lists every rule broken. */
 export class InvalidSettingsError extends Error {
@@ -41,9 +42,12 @@ export const DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES = 16_384;
  *   source (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html)
  * - the function's runtime is one of {@link lambdaNodeRuntimes} (`nodejs22.x`, `nodejs24.x`): the
  *   ones the library is tested on
- * - the inbox keeps its rows, and the side-effect guard its records, at least as long as a
- *   message can come back (source retention + dead-letter retention), else a redriven
- *   duplicate would be applied, or its side effect sent, twice.
+ * - the windows agree with each other (`settings/windows.ts`, {@link windowProblems}): the
+ *   inbox keeps its rows, and the side-effect guard its records, at least as long as a message
+ *   can come back (source retention + dead-letter retention; on Kafka the topic's retention +
+ *   dead-letter retention), else a redriven duplicate would be applied, or its side effect sent,
+ *   twice; the side-effect record outlives the function timeout; the source queue keeps a
+ *   message long enough for all its receives.
  * - Kafka: retries finite (0 to 10,000; AWS's -1 means infinite), record age -1 or 60 to
  *   604,800 s, batch size 1 to 10,000, provisioned pollers 1 to 200 / 1 to 2,000 with
  *   minimum ≤ maximum, a legal topic name
@@ -137,19 +141,7 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
         `${queue.maxMessageSizeBytes} bytes by at least ${DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES} bytes, so the largest body still fits beside its reason`,
     );
   }
-  const window = queue.retentionPeriodSeconds + queue.deadLetterRetentionPeriodSeconds;
-  if (idempotency.inboxTtlSeconds < window) {
-    problems.push(
-      `inbox TTL ${idempotency.inboxTtlSeconds} s is shorter than source retention + dead-letter retention = ${window} s: ` +
-        `a redriven duplicate could arrive after its inbox row expired and be applied twice`,
-    );
-  }
-  if (idempotency.sideEffectTtlSeconds < window) {
-    problems.push(
-      `side-effect idempotency window ${idempotency.sideEffectTtlSeconds} s is shorter than source retention + dead-letter retention = ${window} s: ` +
-        `a message redriven after it expired could send its side effect again`,
-    );
-  }
+  problems.push(...windowProblems(settings));
   if (retry.backoffBaseSeconds < 0 || retry.backoffMaxSeconds < retry.backoffBaseSeconds) {
     problems.push(
       `retry backoff must have 0 ≤ backoffBaseSeconds (${retry.backoffBaseSeconds}) ≤ backoffMaxSeconds (${retry.backoffMaxSeconds})`,
