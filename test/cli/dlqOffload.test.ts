@@ -66,7 +66,8 @@ const c20 = {
   source: MSK,
   originalMessageId: 'events-0@10',
   messageGroupId: 'K-10',
-  coordinates: { topic: 'events', partition: 0, offset: 10, timestamp: 1_767_268_800_010, timestampType: 'CREATE_TIME', key: 'K-10' },
+  // A recent record: redrive and replay refuse one older than the inbox window (docs/dlq.md, "The inbox window").
+  coordinates: { topic: 'events', partition: 0, offset: 10, timestamp: Date.now() - 60_000, timestampType: 'CREATE_TIME', key: 'K-10' },
   attempts: 1,
 };
 

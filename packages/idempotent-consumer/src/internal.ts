@@ -12,3 +12,13 @@ export { canonicalJson, payloadHash } from './engine/canonicalJson.js';
 export { inboxKey, InboxStatus } from './inbox/inboxItems.js';
 export { isNotAttempted } from './errors.js';
 export { effectKeyOf } from './engine/effectKeys.js';
+// What `dlq redrive --dry-run --handler` decides a dead letter with, as the engine would, writing nothing.
+export { parseDelivery, type ParsedDelivery, type UnparsedDelivery } from './engine/parseDelivery.js';
+export type { Delivery } from './engine/Delivery.js';
+export type { Unit } from './engine/Unit.js';
+export { inboxId, readSnapshot, type ReadResult, type StateReadDeps } from './engine/stateReads.js';
+export { foldDecision, writeKind } from './engine/foldDecision.js';
+export { resolveKey, type ResolvedKey } from './engine/itemKeys.js';
+export { cloneValue, MARSHALL_OPTIONS, UNMARSHALL_OPTIONS } from './engine/values.js';
+export { newVersion } from './engine/conditions.js';
+export { toInboxRow, type InboxRow } from './inbox/inboxItems.js';

@@ -9,6 +9,8 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { builtInFailureReasons } from 'idempotent-consumer/dlq';
 import type { Confirm, DlqContext } from './context.js';
+import type { DryRunConsumer } from './dryRunConsumer.js';
+import type { ResolvedConnection } from './sqsClient.js';
 import { parseDuration } from './duration.js';
 import { UsageError } from './errors.js';
 import type { CliIo, CliOutcome } from '../cliIo.js';
@@ -41,6 +43,17 @@ Nothing is lost: a message is deleted from a queue only after it was sent to its
 between the two (Ctrl-C, a crash) can leave a duplicate in the destination, never a loss; the
 consumer's inbox makes a redriven duplicate harmless. Messages a command only looks at are made
 visible again when it ends (after a hard kill: when --visibility-timeout runs out).`;
+
+const DRY_RUN_NOTE = `
+Two dry runs:
+  --dry-run                      what would move where (targets, messages that cannot go back); reads only SQS
+  --dry-run --handler FILE       also what each message would do if redriven now, decided by the consumer's own
+                                 code on the state stored now: would apply (its writes, outgoing messages and
+                                 side effects), duplicate (already applied at …), outside the inbox window (would
+                                 apply again), or would fail (its reason). Reads the consumer's tables (names from
+                                 --outputs-file or the function's variables CONSUMER_NAME, INBOX_TABLE_NAME,
+                                 TABLE_NAME_<NAME>, INBOX_TTL_SECONDS; DynamoDB at AWS_ENDPOINT_URL_DYNAMODB);
+                                 writes nothing, runs no side effect.`;
 
 const EXIT_CODES = `
 Exit codes: 0 done; 1 an error, or nothing that was asked for moved (the last line says why);
@@ -108,8 +121,10 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
     )
     .option('--no-wait', 'with --move-task: start the task and return without waiting for it')
     .option('--poll-interval <seconds>', 'seconds between progress reports of the move task', positiveInteger, 5)
-    .option('--dry-run', 'show what would move; change nothing')
+    .option('--dry-run', 'show what would move; change nothing (with --handler: what each message would do)')
     .option('-y, --yes', 'do not ask for confirmation');
+  windowFlags(redrive);
+  handlerFlags(redrive).addHelpText('after', DRY_RUN_NOTE);
   selectionFlags(redrive).action(
     async (
       flags: CommonFlags &
@@ -121,10 +136,22 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
           pollInterval: number;
           dryRun?: boolean;
           yes?: boolean;
-        },
+        } & HandlerFlags &
+        WindowFlags,
     ) => {
       if (flags.to !== undefined) parseQueueUrl(flags.to, '--to');
       const sel = selection(flags);
+      if (checkHandlerFlags(flags)) {
+        if (flags.moveTask === true) throw new UsageError('--handler decides each message: it cannot be combined with --move-task');
+        const [{ decideRedrive }, { formatDecisions }] = await Promise.all([import('./dryRunDecisions.js'), import('./output.js')]);
+        const { context, queueUrl, connection } = await setUp(flags);
+        const consumer = await dryRunConsumer(flags, flags, connection);
+        const result = await decideRedrive(context, consumer, { queueUrl, selection: sel, ...receive(flags), dlqCheck: flags.dlqCheck });
+        print(flags, result, formatDecisions(result));
+        nothingMoved(flags, result.nothingMoved);
+        if (result.interrupted) outcome.exitCode = 130;
+        return;
+      }
       const [{ redriveDeadLetters }, { formatRedrive }] = await Promise.all([import('./redrive.js'), import('./output.js')]);
       const { context, queueUrl } = await setUp(flags);
       const result = await redriveDeadLetters(context, {
@@ -140,6 +167,7 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
         confirm: await confirmer(),
         ...receive(flags),
         dlqCheck: flags.dlqCheck,
+        ...(await windowOptions(flags, io.env)),
       });
       print(flags, result, formatRedrive(result));
       if (result.failed.length > 0 || result.notDeleted.length > 0 || result.cancelled) outcome.exitCode = 1;
@@ -182,7 +210,7 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
     },
   );
 
-  common(dlq.command('replay'))
+  const replay = common(dlq.command('replay'))
     .description(
       'send the messages of an archive back to the dead-letter queue (or --to), body and attributes as archived. ' +
         'A file that does not end with its trailer (cut, or its archive stopped) or has a bad line sends nothing.',
@@ -193,8 +221,11 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
     .option('--skip-invalid', 'send the good lines of a file with bad ones')
     .option('--no-trailer-check', 'send a file without a valid final trailer (written by hand, or its archive stopped)')
     .option('--rate <n>', 'messages per second', positiveInteger)
-    .option('--dry-run', 'check the file and the queue; send nothing')
-    .addHelpText('after', EXIT_CODES)
+    .option('--dry-run', 'check the file and the queue; send nothing (with --handler: what each message would do if redriven)')
+    .addHelpText('after', EXIT_CODES);
+  windowFlags(replay);
+  handlerFlags(replay)
+    .addHelpText('after', DRY_RUN_NOTE.replace('redriven now', 'replayed, then redriven now'))
     .action(
       async (
         flags: CommonFlags & {
@@ -205,8 +236,10 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
           trailerCheck: boolean;
           rate?: number;
           dryRun?: boolean;
-        },
+        } & HandlerFlags &
+          WindowFlags,
       ) => {
+        const decided = checkHandlerFlags(flags);
         const target = flags.to ?? (await deadLetterQueueUrlFrom(flags, io.env));
         if (target === undefined || target === '') throw new UsageError('replay needs --queue-url, --outputs-file (or DLQ_URL) or --to');
         parseQueueUrl(
@@ -217,8 +250,30 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
               ? 'the DeadLetterQueueUrl output'
               : '--queue-url',
         );
+        const { context, connection } = await setUp({
+          ...flags,
+          queueUrl: target,
+          outputsFile: undefined,
+          stack: undefined,
+          consumer: undefined,
+        });
+        if (decided) {
+          const [{ decideReplay }, { formatDecisions }] = await Promise.all([import('./dryRunDecisions.js'), import('./output.js')]);
+          const consumer = await dryRunConsumer(flags, flags, connection);
+          const result = await decideReplay(context, consumer, {
+            in: flags.in,
+            queueUrl: target,
+            dlqCheck: flags.to === undefined && flags.dlqCheck,
+            ...(flags.fromLine !== undefined ? { fromLine: flags.fromLine } : {}),
+            skipInvalid: flags.skipInvalid === true,
+            noTrailerCheck: !flags.trailerCheck,
+          });
+          print(flags, result, formatDecisions(result));
+          nothingMoved(flags, result.nothingMoved);
+          if (result.interrupted) outcome.exitCode = 130;
+          return;
+        }
         const [{ replayArchive }, { formatReplay }] = await Promise.all([import('./replay.js'), import('./output.js')]);
-        const { context } = await setUp({ ...flags, queueUrl: target, outputsFile: undefined, stack: undefined, consumer: undefined });
         const result = await replayArchive(context, {
           in: flags.in,
           queueUrl: target,
@@ -227,6 +282,7 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
           skipInvalid: flags.skipInvalid === true,
           noTrailerCheck: !flags.trailerCheck,
           dryRun: flags.dryRun === true,
+          ...(await windowOptions(flags, io.env)),
           ...(flags.rate !== undefined ? { ratePerSecond: flags.rate } : {}),
         });
         print(flags, result, formatReplay(result));
@@ -236,7 +292,7 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
       },
     );
 
-  async function setUp(flags: CommonFlags): Promise<{ context: DlqContext; queueUrl: string }> {
+  async function setUp(flags: CommonFlags): Promise<{ context: DlqContext; queueUrl: string; connection: ResolvedConnection }> {
     const queueUrl = await deadLetterQueueUrlFrom(flags, io.env);
     if (queueUrl === undefined)
       throw new UsageError(
@@ -261,7 +317,29 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
       log: (line) => io.stderr.write(`${line}\n`),
       ...(io.signal !== undefined ? { signal: io.signal } : {}),
     };
-    return { context, queueUrl };
+    return { context, queueUrl, connection };
+  }
+
+  /** The consumer `--handler` names, its resources from `--outputs-file` or the environment. */
+  async function dryRunConsumer(
+    flags: HandlerFlags & WindowFlags,
+    outputs: OutputsFileFlags,
+    connection: ResolvedConnection,
+  ): Promise<DryRunConsumer> {
+    const [{ loadDryRunConsumer }, { consumerFromFlags }] = await Promise.all([
+      import('./dryRunConsumer.js'),
+      import('../stackOutputs.js'),
+    ]);
+    const resources = await consumerFromFlags(outputs);
+    return loadDryRunConsumer({
+      handler: flags.handler!,
+      ...(flags.settings !== undefined ? { settings: flags.settings } : {}),
+      ...(resources !== undefined ? { outputs: resources } : {}),
+      // The window the redrive itself checks (--inbox-ttl, else INBOX_TTL_SECONDS), so both agree.
+      inboxWindow: (await windowOptions(flags, io.env)).inboxWindow,
+      env: io.env,
+      connection,
+    });
   }
 
   async function confirmer(): Promise<Confirm> {
@@ -300,6 +378,39 @@ function selectionFlags(command: Command): Command {
     .option('--older-than <duration>', 'only messages that failed longer ago than this: 30m, 2h, 7d (units s, m, h, d, w)');
 }
 
+interface HandlerFlags {
+  handler?: string;
+  settings?: string;
+  dryRun?: boolean;
+}
+
+function handlerFlags(command: Command): Command {
+  return command
+    .option(
+      '--handler <file[#export]>',
+      'with --dry-run: decide each message with the consumer\'s own code, as `local --handler` loads it (export "handler" unless named)',
+    )
+    .option(
+      '--settings <file[#export]>',
+      'with --handler: the consumer settings (its name and inbox window) when the environment lacks them; export "settings" unless named',
+    );
+}
+
+/**
+ * Whether the command decides its messages (`--dry-run --handler`).
+ *
+ * @throws UsageError for `--handler` without `--dry-run`, or `--settings` without `--handler`
+ */
+function checkHandlerFlags(flags: HandlerFlags): boolean {
+  if (flags.handler === undefined) {
+    if (flags.settings !== undefined) throw new UsageError('--settings goes with --handler');
+    return false;
+  }
+  if (flags.dryRun !== true)
+    throw new UsageError('--handler goes with --dry-run: it decides what each message would do, and changes nothing');
+  return true;
+}
+
 function selection(flags: Partial<SelectionFlags>): MessageSelection {
   return {
     reasons: parseReasons(flags.reason ?? []),
@@ -325,4 +436,32 @@ function collect(value: string, previous: string[] | undefined): string[] {
 function positiveInteger(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('expected a whole number of at least 1.');
   return Number(value);
+}
+
+/** `--inbox-ttl` and `--allow-outside-window` (redrive, replay). */
+interface WindowFlags {
+  inboxTtl?: string;
+  allowOutsideWindow?: boolean;
+}
+
+function windowFlags(command: Command): Command {
+  return command
+    .option(
+      '--inbox-ttl <duration>',
+      "the consumer's inbox TTL (settings.idempotency.inboxTtlSeconds), e.g. 30d: messages older than it are refused " +
+        "(default: the INBOX_TTL_SECONDS environment variable, else the library's default, 30d)",
+    )
+    .option(
+      '--allow-outside-window',
+      'send messages older than the inbox window anyway: the consumer no longer recognises them as duplicates and applies them again',
+    );
+}
+
+/** The inbox window options of a redrive or a replay (loads `inboxWindow.js` only when the command runs). */
+async function windowOptions(
+  flags: WindowFlags,
+  env: NodeJS.ProcessEnv,
+): Promise<{ inboxWindow: import('./inboxWindow.js').InboxWindow; allowOutsideWindow: boolean }> {
+  const { inboxWindowFrom } = await import('./inboxWindow.js');
+  return { inboxWindow: inboxWindowFrom(flags.inboxTtl, env), allowOutsideWindow: flags.allowOutsideWindow === true };
 }

@@ -1,4 +1,5 @@
 import type { ArchiveResult } from './archive.js';
+import type { DecisionsResult } from './dryRunDecisions.js';
 import { formatDuration } from './duration.js';
 import type { ListResult } from './list.js';
 import type { RedriveItem, RedriveResult } from './redrive.js';
@@ -151,6 +152,43 @@ export function formatRedrive(result: RedriveResult): string {
   }
   const warnings = [...result.warnings, ...arrivalWarning(result.arrivedDuringRun)];
   if (result.interrupted) warnings.push('interrupted: every message not moved is still in the dead-letter queue');
+  if (result.nothingMoved !== undefined) lines.push(`${capitalize(result.nothingMoved)}.`);
+  return withWarnings(lines, warnings);
+}
+
+/** `redrive --dry-run --handler` and `replay --dry-run --handler` as text: the counts, then each group with its messages. */
+export function formatDecisions(result: DecisionsResult): string {
+  const c = result.counts;
+  const consumer = result.consumer;
+  const lines = [
+    `Dry run with ${consumer.handler} (consumer ${consumer.consumerName}, inbox ${consumer.inboxTable}, ` +
+      `inbox window ${formatDuration(consumer.inboxTtlSeconds * 1000)}): if ${result.command === 'replay' ? `${result.from} were replayed and` : 'they were'} ` +
+      `redriven now, ${result.decided} message(s) would: ${c['would-apply']} apply, ${c.duplicate} be duplicates, ` +
+      `${c['outside-window']} apply again outside the inbox window, ${c['would-fail']} fail. ` +
+      `State read at ${result.decidedAt}; nothing written, no side effect run.`,
+  ];
+  const titles: Record<string, string> = {
+    'would-apply': 'Would apply',
+    duplicate: 'Duplicate',
+    'outside-window': 'Outside the inbox window: would apply again',
+    'would-fail': 'Would fail',
+  };
+  for (const group of result.groups) {
+    const title =
+      group.outcome === 'would-apply' || group.outcome === 'outside-window'
+        ? titles[group.outcome]
+        : `${titles[group.outcome]}: ${group.reason}`;
+    lines.push('', `${title} (${group.count})`);
+    const rows = group.messages.map((m) => [
+      m.line !== undefined ? `line ${m.line}` : m.messageId,
+      m.idempotencyKey ?? '-',
+      m.deadLetterReason,
+      m.detail,
+    ]);
+    lines.push(indent(formatTable(['MESSAGE', 'IDEMPOTENCY KEY', 'DLQ REASON', 'WHAT IT WOULD DO'], rows, 400)));
+  }
+  const warnings = [...result.warnings];
+  if (result.interrupted) warnings.push('interrupted: not every message was decided');
   if (result.nothingMoved !== undefined) lines.push(`${capitalize(result.nothingMoved)}.`);
   return withWarnings(lines, warnings);
 }

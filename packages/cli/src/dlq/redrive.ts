@@ -13,14 +13,18 @@ import { scanWarnings } from './list.js';
 import { readOffloadedBody } from './offloadedBody.js';
 import { assertDeadLetterQueue, inspectQueue, MessageHold, type QueueInfo, type ReceiveOptions } from './queueInspector.js';
 import { sameQueue } from './queueUrl.js';
+import { DEFAULT_INBOX_WINDOW, type InboxWindowOptions, messageTimesOf, moveTaskOutsideWindow, outsideInboxWindow } from './inboxWindow.js';
 import { buildRedriveMessage, NotRedrivableError } from './redriveMessage.js';
 import { RedriveTargetResolver } from './redriveTarget.js';
 import { matchesSelection, reasonWarnings, selectsAll, type MessageSelection } from './selection.js';
 import { arrivalCutoff } from './arrivalCutoff.js';
 import { createRateLimiter, sleep } from './timing.js';
 
-/** Options of {@link redriveDeadLetters}. */
-export interface RedriveOptions extends ReceiveOptions, ConfirmOptions {
+/**
+ * Options of {@link redriveDeadLetters}. A message older than the inbox window (`inboxWindow`, see
+ * `inboxWindow.ts`) stays in the DLQ unless `allowOutsideWindow`.
+ */
+export interface RedriveOptions extends ReceiveOptions, ConfirmOptions, InboxWindowOptions {
   /** The dead-letter queue's URL. */
   readonly queueUrl: string;
   /** Which messages to move. @default all */
@@ -128,6 +132,10 @@ export interface RedriveResult {
  *   `ratePerSecond`), then its progress until it ends. SQS moves each message as it is. Falls
  *   back to receive → send → delete when the server does not support move tasks (fauxqs) or when
  *   no queue names the DLQ in its redrive policy (SQS refuses a move task then).
+ * - A message older than the inbox window (`options.inboxWindow`, see `inboxWindow.ts`) stays in
+ *   the DLQ with the reason, unless `allowOutsideWindow`: the consumer would apply it again. A
+ *   move task, which cannot leave a message behind, falls back to receive → send → delete when the
+ *   DLQ's retention is longer than the window.
  *
  * @throws UsageError when `to` is the dead-letter queue itself, or `useMoveTask` comes with a selection
  * @throws QueueNotFoundError for the DLQ or `to`; NotADeadLetterQueueError;
@@ -194,6 +202,10 @@ async function redriveWithMoveTask(context: DlqContext, options: RedriveOptions,
     approximateNumberOfMessagesToMove: entry?.ApproximateNumberOfMessagesToMove,
     ...(entry?.FailureReason !== undefined ? { failureReason: entry.FailureReason } : {}),
   });
+
+  const window = options.inboxWindow ?? DEFAULT_INBOX_WINDOW;
+  const outsideWindow = await moveTaskOutsideWindow(sqs, options.queueUrl, window, options.allowOutsideWindow === true);
+  if (outsideWindow !== undefined) return outsideWindow;
 
   if (options.dryRun === true) {
     try {
@@ -277,6 +289,11 @@ async function redriveByCopy(
   const { sqs } = context;
   const clock = clockOf(context);
   const now = clock.now();
+  const allowOutsideWindow = options.allowOutsideWindow === true;
+  const window = options.inboxWindow ?? DEFAULT_INBOX_WINDOW;
+  /** Why the record is older than the inbox window (said even when allowed), or `undefined`. */
+  const outsideWindow = (record: DeadLetterRecord): string | undefined =>
+    outsideInboxWindow(messageTimesOf(record.messageAttributes, record.systemAttributes), now, window, allowOutsideWindow);
   const selection = options.selection ?? {};
   if (options.to !== undefined) await queueArnOf(context, options.to);
   const resolver = new RedriveTargetResolver(sqs, {
@@ -340,10 +357,14 @@ async function redriveByCopy(
     let candidates = await nextCandidates(true);
     for (const record of candidates) {
       const target = await resolver.resolve(record);
+      const late = outsideWindow(record);
+      const stays = 'skip' in target ? target.skip : allowOutsideWindow ? undefined : late;
       selected.push({
         messageId: record.messageId,
         reason: reasonOf(record),
-        ...('queueUrl' in target ? { target: target.queueUrl } : { detail: target.skip }),
+        ...('queueUrl' in target && stays === undefined
+          ? { target: target.queueUrl, ...(late !== undefined ? { detail: late } : {}) }
+          : { detail: stays }),
       });
     }
     if (options.dryRun === true || candidates.length === 0) return result();
@@ -378,9 +399,11 @@ async function redriveByCopy(
           continue;
         }
         let input;
+        const late = outsideWindow(record);
         try {
           const target = await resolver.resolve(record);
           if ('skip' in target) throw new NotRedrivableError(target.skip);
+          if (late !== undefined && !allowOutsideWindow) throw new NotRedrivableError(late);
           let body: string | undefined;
           if (record.offloaded !== undefined) {
             const read = await readOffloadedBody(context, record.offloaded);
@@ -414,7 +437,7 @@ async function redriveByCopy(
         try {
           await sqs.send(new DeleteMessageCommand({ QueueUrl: options.queueUrl, ReceiptHandle: hold.receiptHandleOf(record.messageId) }));
           hold.forget(record.messageId);
-          moved.push({ ...item, target });
+          moved.push({ ...item, target, ...(late !== undefined ? { detail: late } : {}) });
           if (moved.length % 100 === 0) context.log?.(`moved ${moved.length} message(s)`);
         } catch (error) {
           notDeleted.push({ ...item, target, detail: describe(error) });

@@ -1,14 +1,25 @@
 import { readFile } from 'node:fs/promises';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { buildReplayMessage, offloadedPayloadOf, parseArchive, type TrailerCheck } from './archiveFormat.js';
-import type { DlqContext } from './context.js';
+import {
+  type ArchiveEntry,
+  buildReplayMessage,
+  offloadedPayloadOf,
+  type ParsedArchive,
+  parseArchive,
+  type TrailerCheck,
+} from './archiveFormat.js';
+import { clockOf, type DlqContext } from './context.js';
 import { ArchiveFormatError, ArchiveIncompleteError, type ArchiveLineProblem } from './errors.js';
+import { archiveEntriesWithinWindow, type InboxWindowOptions } from './inboxWindow.js';
 import { assertDeadLetterQueue, inspectQueue } from './queueInspector.js';
 import { isFifoQueueUrl } from './queueUrl.js';
 import { createRateLimiter } from './timing.js';
 
-/** Options of {@link replayArchive}. */
-export interface ReplayOptions {
+/**
+ * Options of {@link replayArchive}. A message older than the inbox window (`inboxWindow`, see
+ * `inboxWindow.ts`) refuses the file unless `allowOutsideWindow` (or `skipInvalid`, which leaves it out).
+ */
+export interface ReplayOptions extends InboxWindowOptions {
   /** The archive file (JSON Lines written by `archive`). */
   readonly in: string;
   /** Where the messages go: the dead-letter queue, or `--to`. */
@@ -40,7 +51,7 @@ export interface ReplayResult {
   /** What the file's trailer says (`complete` for an archive written to its end). */
   readonly trailer: TrailerCheck;
   readonly sent: number;
-  /** Bad lines left out (only with `skipInvalid`). */
+  /** Bad lines left out, and lines older than the inbox window (only with `skipInvalid`). */
   readonly invalid: readonly ArchiveLineProblem[];
   /** The line whose send failed; the replay stopped there. */
   readonly failed?: { readonly line: number; readonly error: string };
@@ -66,33 +77,19 @@ export interface ReplayResult {
  * @throws ArchiveIncompleteError when the file does not end with a matching final trailer (cut,
  *   changed, or its writer stopped), unless `noTrailerCheck`
  * @throws ArchiveFormatError when the file cannot be read, or has bad lines (without `skipInvalid`)
+ * @throws OutsideInboxWindowError when a message is older than the inbox window (without `allowOutsideWindow` or `skipInvalid`)
  * @throws QueueNotFoundError, NotADeadLetterQueueError; the SDK's errors otherwise
  */
 export async function replayArchive(context: DlqContext, options: ReplayOptions): Promise<ReplayResult> {
-  let text: string;
-  try {
-    text = await readFile(options.in, 'utf8');
-  } catch (error) {
-    throw new ArchiveFormatError(options.in, [{ line: 0, message: `cannot read the file: ${(error as Error).message}` }], {
-      cause: error,
-    });
-  }
-  const parsed = parseArchive(text, { fifoTarget: isFifoQueueUrl(options.queueUrl) });
-  if (parsed.trailer.status !== 'complete' && options.noTrailerCheck !== true) {
-    throw new ArchiveIncompleteError(describeIncomplete(options.in, parsed.trailer));
-  }
-  if (parsed.problems.length > 0 && options.skipInvalid !== true) throw new ArchiveFormatError(options.in, parsed.problems);
+  const clock = clockOf(context); // attached before the first request: the window is checked on the server's clock
+  const { parsed, entries: readable } = await readArchive(options);
   const info = await inspectQueue(context.sqs, options.queueUrl);
   if (options.dlqCheck !== false) assertDeadLetterQueue(info);
-  const fromLine = options.fromLine ?? 1;
-  const entries = parsed.entries.filter((entry) => entry.line >= fromLine);
-  const base = { file: options.in, queueUrl: options.queueUrl, toSend: entries.length, invalid: parsed.problems, trailer: parsed.trailer };
+  const { entries, outside } = archiveEntriesWithinWindow(options.in, readable, clock.now(), options);
+  const invalid = [...parsed.problems, ...outside];
+  const base = { file: options.in, queueUrl: options.queueUrl, toSend: entries.length, invalid, trailer: parsed.trailer };
   if (entries.length === 0) {
-    const why =
-      parsed.entries.length === 0
-        ? `nothing to send: ${options.in} holds no message${parsed.problems.length > 0 ? ' that is not bad' : ''}`
-        : `nothing to send: ${options.in} has no message at or after line ${fromLine} (its last is line ${parsed.entries.at(-1)?.line ?? 0})`;
-    return { ...base, dryRun: options.dryRun === true, sent: 0, interrupted: false, nothingMoved: why };
+    return { ...base, dryRun: options.dryRun === true, sent: 0, interrupted: false, nothingMoved: nothingToSend(options, parsed) };
   }
   if (options.dryRun === true) return { ...base, dryRun: true, sent: 0, interrupted: false };
 
@@ -118,6 +115,41 @@ export async function replayArchive(context: DlqContext, options: ReplayOptions)
     sent += 1;
   }
   return { ...base, dryRun: false, sent, interrupted: false };
+}
+
+/**
+ * Reads and checks an archive as {@link replayArchive} does before it sends anything: the
+ * trailer must say the file is whole (unless `noTrailerCheck`), and no line may be bad (unless
+ * `skipInvalid`).
+ *
+ * @returns what the file holds, and its good lines at or after `fromLine`
+ * @throws ArchiveIncompleteError, ArchiveFormatError as {@link replayArchive}
+ */
+export async function readArchive(
+  options: Pick<ReplayOptions, 'in' | 'queueUrl' | 'fromLine' | 'skipInvalid' | 'noTrailerCheck'>,
+): Promise<{ readonly parsed: ParsedArchive; readonly entries: readonly ArchiveEntry[] }> {
+  let text: string;
+  try {
+    text = await readFile(options.in, 'utf8');
+  } catch (error) {
+    throw new ArchiveFormatError(options.in, [{ line: 0, message: `cannot read the file: ${(error as Error).message}` }], {
+      cause: error,
+    });
+  }
+  const parsed = parseArchive(text, { fifoTarget: isFifoQueueUrl(options.queueUrl) });
+  if (parsed.trailer.status !== 'complete' && options.noTrailerCheck !== true) {
+    throw new ArchiveIncompleteError(describeIncomplete(options.in, parsed.trailer));
+  }
+  if (parsed.problems.length > 0 && options.skipInvalid !== true) throw new ArchiveFormatError(options.in, parsed.problems);
+  const fromLine = options.fromLine ?? 1;
+  return { parsed, entries: parsed.entries.filter((entry) => entry.line >= fromLine) };
+}
+
+/** Why an archive has nothing to send at or after `fromLine`. */
+export function nothingToSend(options: Pick<ReplayOptions, 'in' | 'fromLine'>, parsed: ParsedArchive): string {
+  return parsed.entries.length === 0
+    ? `nothing to send: ${options.in} holds no message${parsed.problems.length > 0 ? ' that is not bad' : ''}`
+    : `nothing to send: ${options.in} has no message at or after line ${options.fromLine ?? 1} (its last is line ${parsed.entries.at(-1)?.line ?? 0})`;
 }
 
 /** The operator's sentence for an archive whose trailer does not say it is whole. */
