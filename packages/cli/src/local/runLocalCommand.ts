@@ -5,7 +5,7 @@
  * @module
  */
 import { isAbsolute, relative } from 'node:path';
-import { defaultSettings, withOverrides } from 'idempotent-consumer/settings';
+import { defaultSettings, environmentVariables, tableEnvironmentVariables, withOverrides } from 'idempotent-consumer/settings';
 import { InvalidSettingsError } from 'idempotent-consumer/settings';
 import type { LocalCheck } from '@idempotent-consumer/local';
 import { CloudAssemblyError, DataDirError, LocalRuntimeError, TemplateMismatchError } from '@idempotent-consumer/local';
@@ -232,6 +232,16 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
         `  export QUEUE_URL=${running.resources.queueUrl} DLQ_URL=${running.resources.deadLetterQueueUrl}`,
         '  npx idempotent-consumer dlq list',
         '  npx idempotent-consumer dlq redrive --reason RetriesExhausted --dry-run',
+        ...(flags.handler === undefined
+          ? []
+          : [
+              `  export AWS_ENDPOINT_URL_DYNAMODB=${running.dynamoDbEndpoint} ${environmentVariables.inboxTable}=${running.resources.inboxTable}${[
+                ...tableEnvironmentVariables(Object.keys(running.resources.tables)),
+              ]
+                .map(([logical, variable]) => ` ${variable}=${running.resources.tables[logical]}`)
+                .join('')}`,
+              `  npx idempotent-consumer dlq redrive --dry-run --handler ${flags.handler}${flags.settings === undefined ? '' : ` --settings ${flags.settings}`}   # what each would do now; writes nothing`,
+            ]),
         ...(outputFiles.outputsFile === undefined ? [] : [`Stack outputs (as cdk deploy --outputs-file): ${outputFiles.outputsFile}`]),
         ...(outputFiles.endpointsFile === undefined ? [] : [`Endpoints, region, credentials (NAME=value): ${outputFiles.endpointsFile}`]),
         `DynamoDB Local: ${running.dynamoDbEndpoint} (inbox ${running.resources.inboxTable}` +
