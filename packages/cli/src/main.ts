@@ -15,6 +15,7 @@ import { Command, CommanderError } from 'commander';
 import { addDlqCommands } from './dlq/commands.js';
 import type { CliIo, CliOutcome } from './cliIo.js';
 import { DlqToolError, toDlqToolError } from './dlq/errors.js';
+import { addExplainCommand } from './explain/commands.js';
 import { addInvokeCommand } from './invoke/commands.js';
 import { addLocalCommand } from './local/commands.js';
 import { addOutputsCommand } from './outputs/commands.js';
@@ -27,6 +28,7 @@ const commandGroups: readonly ((program: Command, io: CliIo, outcome: CliOutcome
   addOutputsCommand,
   addSendCommand,
   addDlqCommands,
+  addExplainCommand,
 ];
 
 /**

@@ -24,6 +24,11 @@ export interface RuntimeConfig {
   readonly retryBackoffMaxSeconds: number;
   /** The dead-letter queue's maximum message size, in bytes. */
   readonly deadLetterMaxMessageSizeBytes: number;
+  /**
+   * Whether applied inbox rows record the keys their message wrote (`PROVENANCE=true`).
+   * @default false
+   */
+  readonly provenance?: boolean;
   /** The business tables: logical name → physical name. */
   readonly tables: Readonly<Record<string, string>>;
 }
@@ -75,6 +80,9 @@ export function readRuntimeConfig(
   const fifo = text(env.fifo);
   if (fifo !== '' && fifo !== 'true' && fifo !== 'false')
     problems.push(`${env.fifo} must be "true" or "false", got ${JSON.stringify(fifo)}`);
+  const provenance = environment[env.provenance] ?? '';
+  if (provenance !== '' && provenance !== 'true' && provenance !== 'false')
+    problems.push(`${env.provenance} must be "true" or "false" (or unset), got ${JSON.stringify(provenance)}`);
   const deadLetterQueueUrl = text(env.deadLetterQueueUrl);
   if (deadLetterQueueUrl !== '' && !/^https?:\/\/[^/]+\/.+/.test(deadLetterQueueUrl)) {
     problems.push(`${env.deadLetterQueueUrl} must be a queue URL, got ${JSON.stringify(deadLetterQueueUrl)}`);
@@ -96,6 +104,7 @@ export function readRuntimeConfig(
     retryBackoffBaseSeconds: integer(env.retryBackoffBaseSeconds, 0),
     retryBackoffMaxSeconds: integer(env.retryBackoffMaxSeconds, 0),
     deadLetterMaxMessageSizeBytes: integer(env.deadLetterMaxMessageSizeBytes, 1024),
+    provenance: provenance === 'true',
     tables,
   };
   if (config.consumerName !== '' && !/^[A-Za-z0-9_-]{1,64}$/.test(config.consumerName)) {

@@ -18,7 +18,7 @@ import { type ActionBuilder, type PackedTransaction, type Packing, packTransacti
 import { planRound } from './planRound.js';
 import { type CancellationReason, readCancellation } from './readCancellation.js';
 import { inboxId, type ReadResult, readConsistently, readSnapshot, type StateReadDeps } from './stateReads.js';
-import { inboxAction, itemAction, outboxActions, preflightActions, type TransactAction } from './transactionActions.js';
+import { inboxAction, itemAction, outboxActions, preflightActions, type TransactAction, writtenKeys } from './transactionActions.js';
 import type { ActionRole, InvocationClock, Known, RoundPlan, SideEffectExecutor, Unit, UnitVerdict, VerifyLevel } from './Unit.js';
 
 export type { InvocationClock, SideEffectExecutor, Unit, UnitVerdict } from './Unit.js';
@@ -269,8 +269,11 @@ export class BatchEngine<Event> {
     };
     const at = now();
     const builder: ActionBuilder = {
-      unitActions: (p) => [
-        { action: inboxAction(p.unit, config, at), role: { role: 'inbox', unit: p.unit } },
+      unitActions: (p, ops) => [
+        {
+          action: inboxAction(p.unit, config, at, config.provenance === true ? writtenKeys(p, ops) : undefined),
+          role: { role: 'inbox', unit: p.unit },
+        },
         ...outboxActions(p.unit, p.outbox, config, at).map((action) => ({ action, role: { role: 'outbox' as const, unit: p.unit } })),
       ],
       itemAction: (op) => itemAction(op, definition),

@@ -29,8 +29,8 @@ export interface PackedTransaction {
 
 /** What {@link packTransactions} needs to build a unit's actions. */
 export interface ActionBuilder {
-  /** The unit's inbox row and outbox items. */
-  unitActions(plan: UnitPlan): readonly { readonly action: TransactAction; readonly role: ActionRole }[];
+  /** The unit's inbox row and outbox items (`ops`: the round's item actions, for what the unit writes). */
+  unitActions(plan: UnitPlan, ops: RoundPlan['ops']): readonly { readonly action: TransactAction; readonly role: ActionRole }[];
   /** An item's action; `undefined` when there is nothing to send. */
   itemAction(op: ItemOp): TransactAction | undefined;
 }
@@ -76,7 +76,7 @@ export function packTransactions(plan: RoundPlan, builder: ActionBuilder): Packi
     const transaction: PackedTransaction = { actions: [], roles: [], units: [], bytes: 0 };
     const included = new Set<string>();
     for (const [position, p] of members.entries()) {
-      const entries = [...builder.unitActions(p)];
+      const entries = [...builder.unitActions(p, plan.ops)];
       const newIds: string[] = [];
       for (const id of p.ids) {
         if (included.has(id)) continue;

@@ -8,21 +8,29 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { appliedRowPut, inboxKey } from '../inbox/inboxItems.js';
+import { provenanceAttributes } from '../inbox/provenance.js';
 import { outboxPut } from '../outbox/outboxItems.js';
 import type { OutgoingMessage, Write } from '../types.js';
 import { and, type Expression, unchangedCondition, userCondition, withVersionSet } from './conditions.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
 import { writeKind } from './foldDecision.js';
-import type { ItemOp, Unit } from './Unit.js';
+import type { ResolvedKey } from './itemKeys.js';
+import type { ItemOp, Unit, UnitPlan } from './Unit.js';
 
 /** One action of a `TransactWriteItems`. */
 export type TransactAction = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-/** The unit's inbox row: applied, conditional on the key's row being absent (or, for a redrive, its dead letter's marker). */
+/**
+ * The unit's inbox row: applied, conditional on the key's row being absent (or, for a redrive, its
+ * dead letter's marker). With `config.provenance` on, it also records the keys of `wrote` (the
+ * items the unit writes: see {@link writtenKeys}), within the provenance budget; off, `wrote` is
+ * ignored and the row is as it always was.
+ */
 export function inboxAction(
   unit: Unit,
-  config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds'>,
+  config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds' | 'provenance'>,
   at: Date,
+  wrote?: Iterable<ResolvedKey>,
 ): TransactAction {
   return {
     Put: appliedRowPut({
@@ -34,8 +42,22 @@ export function inboxAction(
       now: at,
       ttlSeconds: config.inboxTtlSeconds,
       redriveOf: unit.delivery.redriveOf,
+      provenance: config.provenance === true ? provenanceAttributes(wrote ?? []) : undefined,
     }),
   };
+}
+
+/**
+ * The keys of the items a planned unit writes in its round (every item action it authored, not
+ * the items it only read), in the order of its plan.
+ */
+export function writtenKeys(plan: Pick<UnitPlan, 'unit' | 'ids'>, ops: ReadonlyMap<string, ItemOp>): ResolvedKey[] {
+  const keys: ResolvedKey[] = [];
+  for (const id of plan.ids) {
+    const op = ops.get(id);
+    if (op !== undefined && op.kind !== 'check' && op.authors.includes(plan.unit)) keys.push(op.key);
+  }
+  return keys;
 }
 
 /** The unit's outbox items, one per outgoing message, ids stable per key and position, with its delivery's trace header. */

@@ -10,6 +10,7 @@
  * @module
  */
 import { tableKeys } from '../settings/settings.js';
+import type { ProvenanceAttributes } from './provenance.js';
 
 /** What an inbox row records. */
 export const InboxStatus = {
@@ -67,8 +68,10 @@ export function appliedRowPut(options: {
   readonly ttlSeconds: number;
   /** The source's id of the dead-lettered message this delivery redrives. */
   readonly redriveOf?: string | undefined;
+  /** Under provenance, the keys the message wrote (see `provenance.ts`); absent, the row has no such attributes. */
+  readonly provenance?: ProvenanceAttributes | undefined;
 }) {
-  const { tableName, consumerName, idempotencyKey, payloadHash, messageId, now, ttlSeconds, redriveOf } = options;
+  const { tableName, consumerName, idempotencyKey, payloadHash, messageId, now, ttlSeconds, redriveOf, provenance } = options;
   return {
     TableName: tableName,
     Item: {
@@ -81,6 +84,7 @@ export function appliedRowPut(options: {
       messageId,
       processedAt: now.toISOString(),
       [TTL]: expiresAt(now, ttlSeconds),
+      ...(provenance === undefined ? {} : provenance),
     },
     ...(redriveOf === undefined
       ? { ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': PK } as Record<string, string> }

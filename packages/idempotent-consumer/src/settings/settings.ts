@@ -141,7 +141,23 @@ export interface IdempotencySettings {
    * @default 5000
    */
   readonly sideEffectMinRemainingMs: number;
+  /**
+   * Provenance: each applied inbox row also records the keys of the items its message wrote
+   * (`wrote`, a list of `<table>:<key as canonical JSON>` strings, at most
+   * {@link PROVENANCE_BUDGET_BYTES} of them; beyond it the first ones and `wroteTruncated: true`),
+   * so `idempotent-consumer explain --table T --key K` can list the messages behind an item.
+   * Off, the inbox row is exactly as without it: a consumer that leaves it off pays nothing.
+   * On, each inbox row grows by its keys (at most about 1 KB), which its write units pay.
+   * @default false
+   */
+  readonly provenance?: boolean;
 }
+
+/**
+ * The most bytes (UTF-8) of item keys an inbox row records under provenance
+ * ({@link IdempotencySettings.provenance}); the keys beyond it are left out and the row says so.
+ */
+export const PROVENANCE_BUDGET_BYTES = 1024;
 
 /**
  * Settings of the Kafka event source mapping (Amazon MSK or self-managed Apache Kafka). The
@@ -334,6 +350,8 @@ export const environmentVariables = {
   retryBackoffBaseSeconds: 'RETRY_BACKOFF_BASE_SECONDS',
   retryBackoffMaxSeconds: 'RETRY_BACKOFF_MAX_SECONDS',
   deadLetterMaxMessageSizeBytes: 'DEAD_LETTER_MAX_MESSAGE_SIZE_BYTES',
+  /** Optional: `true` when inbox rows record the keys their message wrote (`idempotency.provenance`); absent when off. */
+  provenance: 'PROVENANCE',
   /** Prefix of one variable per business table: `TABLE_NAME_<LOGICAL NAME IN UPPER SNAKE CASE>` (see `tableEnvironmentVariable`). */
   tablePrefix: 'TABLE_NAME_',
 } as const;
@@ -412,6 +430,8 @@ export function lambdaEnvironment(settings: ConsumerSettings, resources: Deploye
     [env.deadLetterMaxMessageSizeBytes]: String(settings.queue.deadLetterMaxMessageSizeBytes),
   };
   if (resources.payloadBucket !== undefined) environment[env.payloadBucket] = resources.payloadBucket;
+  // Only when on: a consumer that leaves provenance off gets the environment it always had.
+  if (settings.idempotency.provenance === true) environment[env.provenance] = 'true';
   const variables = tableEnvironmentVariables(Object.keys(resources.tables ?? {}));
   for (const [logicalName, physicalName] of Object.entries(resources.tables ?? {})) {
     environment[variables.get(logicalName)!] = physicalName;

@@ -157,6 +157,9 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
         `an inline side effect never starts with less time left, so a larger value would never let one start`,
     );
   }
+  if (idempotency.provenance !== undefined && typeof idempotency.provenance !== 'boolean') {
+    problems.push(`idempotency.provenance must be true or false, got ${JSON.stringify(idempotency.provenance)}`);
+  }
   problems.push(...kafkaSettingsProblems(settings));
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(settings.consumerName)) {
     problems.push(`consumer name "${settings.consumerName}" must be 1 to 64 letters, digits, '-' or '_'`);
