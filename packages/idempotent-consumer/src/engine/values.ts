@@ -65,7 +65,7 @@ export function preciseNumber(text: string): number | bigint | NumberValue {
  * Frozen: give the document client a copy (it sets options of its own on the object it is given).
  */
 export const MARSHALL_OPTIONS: Readonly<marshallOptions> = Object.freeze({ removeUndefinedValues: true });
-/** The document client's unmarshalling of the engine's client: numbers read exactly ({@link preciseNumber}). Frozen, as above. */
+/** The document client's unmarshalling of the engine's client: numbers read exactly (`preciseNumber`). Frozen, as above. */
 export const UNMARSHALL_OPTIONS: Readonly<unmarshallOptions> = Object.freeze({ wrapNumbers: preciseNumber });
 
 /**

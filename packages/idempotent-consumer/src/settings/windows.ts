@@ -62,7 +62,7 @@ export function redeliveryWindowSeconds(settings: Pick<ConsumerSettings, 'queue'
  * so a message redriven on the dead-letter queue's last day still meets its inbox row. Refused:
  * otherwise that message is applied twice, which is what the library exists to prevent.
  * Source: SQS retention (60 s to 14 days) and the DLQ page's note that a moved message keeps its
- * enqueue time ({@link SQS_DLQ_PAGE}).
+ * enqueue time (`SQS_DLQ_PAGE`).
  */
 export function inboxWindowProblem(settings: Pick<ConsumerSettings, 'queue' | 'idempotency'>): string | undefined {
   const window = redeliveryWindowSeconds(settings);
@@ -134,7 +134,7 @@ export function retryBudgetSeconds(settings: Pick<ConsumerSettings, 'queue' | 'f
  * Rule: the source queue keeps a message long enough for all its receives
  * ({@link retryBudgetSeconds}). Otherwise SQS deletes a message that keeps failing before its
  * redrive policy moves it: it is lost with no dead letter. Refused. Source: SQS retention
- * (a message is deleted when its retention ends, whatever its receive count), {@link SQS_DLQ_PAGE}.
+ * (a message is deleted when its retention ends, whatever its receive count), `SQS_DLQ_PAGE`.
  */
 export function retryBudgetProblem(settings: Pick<ConsumerSettings, 'queue' | 'function' | 'retry'>): string | undefined {
   const receives = maxReceiveCount(settings);
@@ -232,7 +232,7 @@ export function payloadExpirationDays(settings: Pick<ConsumerSettings, 'queue'>)
  * Refused (the construct derives the days with {@link payloadExpirationDays}, so this guards that
  * derivation and any bucket whose lifecycle is given). Sources: S3 lifecycle expiration
  * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-expire-general-considerations.html),
- * SQS retention ({@link SQS_DLQ_PAGE}).
+ * SQS retention (`SQS_DLQ_PAGE`).
  *
  * @param expirationDays - the bucket's lifecycle expiration of dead-letter bodies, in days
  * @param deadLetterRetentionSeconds - the dead-letter queue's retention, in seconds
