@@ -6,7 +6,7 @@
  * runs many invocations in one process (one per worker), so its store is the multi-invocation kind
  * (`AsyncLocalStorage`); Powertools reads it when `AWS_LAMBDA_MAX_CONCURRENCY` is set, as Lambda
  * Managed Instances set it (https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-nodejs-runtime.html).
- * The store is made when this module loads.
+ * The store is asked for when this module loads.
  *
  * @module
  */
@@ -31,14 +31,22 @@ export function newTraceHeader(nowMs: number = Date.now()): string {
 const REQUEST_ID = InvokeStoreBase.PROTECTED_KEYS.REQUEST_ID;
 
 /**
- * The process's store, made when this module loads: before the AWS SDK's first request, which
- * makes the single-invocation kind when nothing made one before (its recursion-detection
+ * The process's store, asked for when this module loads: before the AWS SDK's first request,
+ * which makes the single-invocation kind when nothing asked before (its recursion-detection
  * middleware reads the trace id from the store), as Lambda's runtime makes it before the handler.
+ * The package keeps the first answer for every later caller; the store itself is ready a few
+ * microtasks later. (No top-level `await`: a CommonJS caller can still `require` this package.)
  */
-const store = await InvokeStore.getInstanceAsync(true);
+const storeReady = InvokeStore.getInstanceAsync(true);
+let readyStore: InvokeStoreBase | undefined;
+let perInvocation = false;
+void storeReady.then((store) => {
+  readyStore = store;
+  perInvocation = keepsContextPerInvocation(store);
+});
 
 /** Whether `store` keeps a context per async call chain (the multi-invocation kind), found by a probe that leaves no trace. */
-function keepsContextPerInvocation(): boolean {
+function keepsContextPerInvocation(store: InvokeStoreBase): boolean {
   const before = store.getContext();
   const probe = '\u0000probe';
   store.run({ [REQUEST_ID]: probe }, () => undefined);
@@ -46,7 +54,6 @@ function keepsContextPerInvocation(): boolean {
   if (leaked) store.run(before ?? {}, () => undefined);
   return !leaked;
 }
-const perInvocation = keepsContextPerInvocation();
 
 /**
  * Runs `fn` as one invocation in Lambda's per-invocation store: inside it,
@@ -59,6 +66,7 @@ const perInvocation = keepsContextPerInvocation();
  *   before this module loaded (an AWS SDK request before `@idempotent-consumer/local` was imported)
  */
 export async function runInInvocationStore<T>(awsRequestId: string, traceHeader: string, fn: () => T): Promise<Awaited<T>> {
+  const store = await storeReady;
   if (!perInvocation && process.env.AWS_LAMBDA_MAX_CONCURRENCY !== undefined) {
     throw new Error(
       "Lambda's per-invocation store of this process keeps one context for all invocations: it was made before @idempotent-consumer/local was loaded (an AWS SDK request before the import?). Import @idempotent-consumer/local first to run invocations concurrently with AWS_LAMBDA_MAX_CONCURRENCY.",
@@ -75,5 +83,6 @@ export async function runInInvocationStore<T>(awsRequestId: string, traceHeader:
  * @returns what `fn` returns
  */
 export function runInInitContext<T>(fn: () => T): T {
-  return store.run({}, fn);
+  // The store is ready long before an environment is made (a run starts its emulators first).
+  return readyStore === undefined ? fn() : readyStore.run({}, fn);
 }
