@@ -19,7 +19,9 @@ import { waitFor } from '../support/waitFor.js';
 const deployed = deployedStack() !== undefined;
 // Skipped (with its reason in the run's output) unless IC_OUTPUTS_FILE names a deployed stack:
 // this file drives the deployed function itself, which no emulator here stands in for.
-if (!deployed) it.skip('needs a deployed stack: IC_OUTPUTS_FILE=cdk-outputs.json (see docs/deploy.md)', () => undefined);
+if (!deployed)
+  /* skipped: needs a deployed stack, which no emulator stands in for */ it.skip('needs a deployed stack: IC_OUTPUTS_FILE=cdk-outputs.json (see docs/deploy.md)', () =>
+    undefined);
 
 describe.runIf(deployed)('the deployed café stack (IC_OUTPUTS_FILE)', () => {
   let env: TestResources;

@@ -278,5 +278,5 @@ export function describeUnlessDeployedStack(reason: string): typeof describe {
   // Skipped on purpose against a shared deployed stack: the caller's `reason` says why, and this
   // one skipped test puts it in the run's output.
   it.skip(`skipped against the deployed stack of IC_OUTPUTS_FILE: ${reason}`, () => undefined);
-  return describe.skip as typeof describe;
+  return describe.skip as typeof describe; // skipped for the caller's `reason`, printed by the it.skip above
 }

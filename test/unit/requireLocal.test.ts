@@ -7,11 +7,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-const built = existsSync(new URL('../../packages/local/dist/index.js', import.meta.url));
-
 describe('the built @idempotent-consumer/local', () => {
-  // `npm test` builds the packages first; a bare `vitest` run on a fresh clone has no dist/ yet.
-  it.skipIf(!built)('loads with require() from CommonJS, and its per-invocation store runs an invocation', () => {
+  // The packages are built by `npm ci` (the root's `prepare`) and again by `npm test`.
+  it('loads with require() from CommonJS, and its per-invocation store runs an invocation', () => {
+    expect(existsSync(new URL('../../packages/local/dist/index.js', import.meta.url)), 'packages/local/dist: run npm run build').toBe(true);
     const script = [
       "const local = require('@idempotent-consumer/local');",
       "if (typeof local.runLocal !== 'function') process.exit(3);",
