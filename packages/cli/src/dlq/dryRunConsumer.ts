@@ -18,7 +18,7 @@ import { loadHandler, loadSettings } from '../local/loadExport.js';
 import type { ConsumerResources } from '../stackOutputs.js';
 import { UsageError } from './errors.js';
 import { DEFAULT_INBOX_WINDOW, type InboxWindow } from './inboxWindow.js';
-import { isLoopback, type ResolvedConnection } from './sqsClient.js';
+import { isHttpUrl, isLoopback, type ResolvedConnection } from './sqsClient.js';
 
 /** Where the inbox window of a dry run came from. */
 export type InboxWindowSource = InboxWindow['from'] | 'settings';
@@ -143,13 +143,7 @@ function createDynamoDbClient(
   const ignoreEnv = env.AWS_IGNORE_CONFIGURED_ENDPOINT_URLS === 'true';
   const endpoint = ignoreEnv ? undefined : env.AWS_ENDPOINT_URL_DYNAMODB || env.AWS_ENDPOINT_URL || undefined;
   if (endpoint !== undefined) {
-    let protocol: string | undefined;
-    try {
-      protocol = new URL(endpoint).protocol;
-    } catch {
-      protocol = undefined;
-    }
-    if (protocol !== 'http:' && protocol !== 'https:')
+    if (!isHttpUrl(endpoint))
       throw new UsageError(`AWS_ENDPOINT_URL_DYNAMODB must be an http(s) URL such as http://127.0.0.1:8000, not "${endpoint}"`);
   } else if (connection.endpoint !== undefined && isLoopback(connection.endpoint)) {
     throw new UsageError(

@@ -43,13 +43,7 @@ export function resolveConnection(options: SqsConnectionOptions): ResolvedConnec
   let endpoint = options.endpoint ?? (ignoreEnv ? undefined : (env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL));
   if (endpoint === '') endpoint = undefined;
   if (endpoint !== undefined) {
-    let protocol: string | undefined;
-    try {
-      protocol = new URL(endpoint).protocol;
-    } catch {
-      protocol = undefined;
-    }
-    if (protocol !== 'http:' && protocol !== 'https:') {
+    if (!isHttpUrl(endpoint)) {
       throw new UsageError(`the endpoint must be an http(s) URL such as http://localhost:4566, not "${endpoint}"`);
     }
   } else if (!isAwsHost(queueUrl.hostname)) {
@@ -105,4 +99,14 @@ export function isLoopback(endpoint: string): boolean {
 function envRegion(env: NodeJS.ProcessEnv): string | undefined {
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
   return region === '' ? undefined : region;
+}
+
+/** Whether `text` is an absolute `http:` or `https:` URL (an endpoint the AWS SDK can send to). */
+export function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
 }
