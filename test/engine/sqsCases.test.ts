@@ -812,8 +812,9 @@ describe('the inbox', () => {
     expect(requests).toEqual(['TransactWriteItemsCommand']);
     requests.length = 0;
     await handler(event, lambdaContext());
-    // The same environment: it holds the orders, each decision fails, one consistent read finds the inbox rows.
-    expect(requests).toEqual(['TransactGetItemsCommand']);
+    // The same environment: it holds the orders, each decision fails, one strongly consistent read
+    // of the inbox rows alone finds them (1 read unit each; no snapshot of the orders).
+    expect(requests).toEqual(['BatchGetItemCommand']);
     expect(outcomes.filter((o) => o.outcome === 'duplicate')).toHaveLength(10);
 
     requests.length = 0;

@@ -573,11 +573,13 @@ describe('BatchEngine: reading before acting on doubt', () => {
   it('takes a snapshot before dead-lettering a unit, reading again a snapshot a concurrent transaction cancelled', async () => {
     const h = harness();
     h.fake
+      .always('BatchGetCommand', {})
       .next('TransactGetCommand', cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }]))
       .always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A', n: 3, _version: 'v3' } }] });
     const units = batch([{ key: 'k0', account: 'A', rule: 0 }]);
     await h.engine.settle(units, h.clock());
-    expect(h.fake.names()).toEqual(['TransactGetCommand', 'TransactGetCommand']);
+    // Its inbox row alone first (absent: not a duplicate), then the snapshot.
+    expect(h.fake.names()).toEqual(['BatchGetCommand', 'TransactGetCommand', 'TransactGetCommand']);
     expect(units[0]!.snapshot).toBe(true);
     expect(units[0]!.verdict).toEqual({
       kind: 'failed',
@@ -595,21 +597,38 @@ describe('BatchEngine: reading before acting on doubt', () => {
     const h = harness();
     h.cache.set(accountKey('A').id, { id: 'A', n: 5, _version: 'v5' });
     h.fake
+      .always('BatchGetCommand', {})
       .always('TransactGetCommand', { Responses: [{}, { Item: { id: 'A', n: 1, _version: 'v1' } }] })
       .always('TransactWriteCommand', {});
     const units = batch([{ key: 'k0', account: 'A', rule: 5 }]);
     await h.engine.settle(units, h.clock());
     expect(units[0]!.verdict).toEqual(applied);
-    expect(h.fake.names()).toEqual(['TransactGetCommand', 'TransactWriteCommand']);
+    expect(h.fake.names()).toEqual(['BatchGetCommand', 'TransactGetCommand', 'TransactWriteCommand']);
     expect(accountPuts(transactions(h.fake)[0]!)[0]!.Item.n).toBe(2);
+  });
+
+  it('settles a duplicate that decide refuses by its inbox row alone: 1 read unit, no snapshot', async () => {
+    const h = harness();
+    h.cache.set(accountKey('A').id, { id: 'A', n: 3, _version: 'v3' });
+    const units = batch([{ key: 'k0', account: 'A', rule: 0 }]);
+    h.fake.always('BatchGetCommand', {
+      Responses: { inbox: [inboxRow('k0', { payloadHash: units[0]!.payloadHash })] },
+    });
+    await h.engine.settle(units, h.clock());
+    expect(h.fake.names()).toEqual(['BatchGetCommand']);
+    // The inbox row's key alone, strongly consistent: not the account the unit reads.
+    const request = h.fake.inputs('BatchGetCommand')[0] as { RequestItems: Record<string, { Keys: unknown[]; ConsistentRead: boolean }> };
+    expect(Object.keys(request.RequestItems)).toEqual(['inbox']);
+    expect(request.RequestItems.inbox).toMatchObject({ ConsistentRead: true, Keys: [expect.anything()] });
+    expect(units[0]!.verdict).toEqual({ kind: 'duplicate', storedPayloadHash: units[0]!.payloadHash, of: 'applied' });
   });
 
   it('retries a unit whose snapshot could not be taken, not dead-letters it', async () => {
     const h = harness();
-    h.fake.always('TransactGetCommand', cancelled([{ Code: 'TransactionConflict' }]));
+    h.fake.always('BatchGetCommand', {}).always('TransactGetCommand', cancelled([{ Code: 'TransactionConflict' }]));
     const units = batch([{ key: 'k0', account: 'A', rule: 0 }]);
     await h.engine.settle(units, h.clock());
-    expect(h.fake.calls).toHaveLength(3);
+    expect(h.fake.names()).toEqual(['BatchGetCommand', 'TransactGetCommand', 'TransactGetCommand', 'TransactGetCommand']);
     expect(units[0]!.verdict).toMatchObject({
       kind: 'failed',
       failure: { retryable: true, errorType: 'TransactionConflict', errorMessage: 'its state could not be read in a consistent snapshot' },

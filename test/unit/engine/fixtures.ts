@@ -68,6 +68,7 @@ export function unit(
     payloadHash?: string;
     verified?: boolean;
     snapshot?: boolean;
+    inboxRead?: boolean;
     redriveOf?: string;
     messageId?: string;
     verdict?: UnitVerdict;
@@ -93,6 +94,7 @@ export function unit(
     index,
     verified: options.verified ?? false,
     snapshot: options.snapshot ?? false,
+    ...(options.inboxRead === undefined ? {} : { inboxRead: options.inboxRead }),
     losses: 0,
     solo: false,
     verdict: options.verdict,

@@ -100,17 +100,23 @@ describe('planRound: a FIFO group or Kafka partition stops at its first failure,
 });
 
 describe('planRound: reading before acting on doubt', () => {
-  it('reads consistently before a retry, and takes a snapshot before a dead letter', () => {
+  it('reads consistently before a retry, and takes a snapshot before a dead letter (after its inbox row alone, unless read)', () => {
     const decide = (event: TestEvent): Decision => {
       if (event.fail === 'retry') throw new PredecessorNotApplied('not yet');
       throw new BusinessRuleViolation('never');
     };
-    const units = batch([{ fail: 'retry' }], [{ account: 'B', fail: 'never' }], [{ account: 'C', fail: 'never' }, { verified: true }]);
+    const units = batch(
+      [{ fail: 'retry' }],
+      [{ account: 'B', fail: 'never' }],
+      [{ account: 'C', fail: 'never' }, { verified: true }],
+      [{ account: 'D', fail: 'never' }, { inboxRead: true }],
+    );
     const plan = planRound(units, planContext(definitionOf(decide)));
     expect([...plan.verify].map(([u, level]) => [u.index, level])).toEqual([
       [0, 'consistent'],
-      [1, 'snapshot'],
+      [1, 'inbox'],
       [2, 'snapshot'],
+      [3, 'snapshot'],
     ]);
     expect(units.every((u) => u.verdict === undefined)).toBe(true);
   });

@@ -197,12 +197,12 @@ describe('processDeliveries: verdicts carried out', () => {
   it('marks, then dead-letters, a message decide refuses on a snapshot', async () => {
     const h = harness();
     const results = await h.run([sqs('m0', { key: 'k0', account: 'A', rule: 0 })]);
-    expect(h.fake.names()).toEqual(['TransactGetCommand', 'PutCommand']);
+    expect(h.fake.names()).toEqual(['BatchGetCommand', 'TransactGetCommand', 'PutCommand']);
     expect(h.fake.inputs('PutCommand')[0]).toMatchObject({
       Item: { status: 'dead-lettered', idempotencyKey: 'k0', messageId: 'm0', reason: 'BusinessRuleViolation' },
     });
     expect(h.sent).toHaveLength(1);
-    expect(h.sent[0]!.callsBefore).toBe(2);
+    expect(h.sent[0]!.callsBefore).toBe(3);
     expect(results[0]!.verdict).toEqual({
       kind: 'dead-lettered',
       attempt: 1,
@@ -499,8 +499,9 @@ describe('processDeliveries: a FIFO group or Kafka partition stops at its first 
       sqs('m1', { key: 'k1', account: 'B' }, { scope: 'g' }),
     ]);
     expect(kinds(results)).toEqual(['dead-lettered', 'applied']);
-    // m1, waiting behind m0, is read with it (one round trip), then commits after m0's marker and send.
-    expect(h.fake.names()).toEqual(['TransactGetCommand', 'BatchGetCommand', 'PutCommand', 'TransactWriteCommand']);
+    // m0's inbox row and m1 (waiting behind it) are read in one request, then m0's snapshot; m1
+    // commits after m0's marker and send.
+    expect(h.fake.names()).toEqual(['BatchGetCommand', 'TransactGetCommand', 'PutCommand', 'TransactWriteCommand']);
     expect(h.sent.map((s) => [s.requests.map((r) => r.originalMessageId), s.callsBefore])).toEqual([[['m0'], 3]]);
     expect(results[0]!.verdict).toMatchObject({ attempt: 1, failure: { reason: 'BusinessRuleViolation' } });
   });

@@ -138,6 +138,8 @@ describe('the engine with a tracer', () => {
       '    ## decide',
       '    ## read',
       '    ## decide',
+      '    ## read',
+      '    ## decide',
       '    ## sideEffects',
       '    ## commit',
       '    ## deadLetter',
@@ -154,9 +156,13 @@ describe('the engine with a tracer', () => {
     });
     expect(one('## parse')).toEqual({ deliveries: 3, parsed: 2, rejected: 1 });
     expect(one('## decide')).toEqual({ round: 0, units: 2, planned: 0, toRead: 2 });
-    expect(one('## read')).toEqual({ round: 0, units: 2, snapshot: 1, consistent: 1 });
-    expect(one('## sideEffects')).toEqual({ round: 1, units: 1, effects: 1 });
-    expect(one('## commit')).toEqual({ round: 1, transactions: 1, units: 1, actions: 3 });
+    // m2's inbox row alone first (read with m0's consistent read), then its snapshot.
+    expect(h.tracer.named('## read').map((segment) => segment.annotations)).toEqual([
+      { round: 0, units: 2, inbox: 1, snapshot: 0, consistent: 1 },
+      { round: 1, units: 1, inbox: 0, snapshot: 1, consistent: 0 },
+    ]);
+    expect(one('## sideEffects')).toEqual({ round: 2, units: 1, effects: 1 });
+    expect(one('## commit')).toEqual({ round: 2, transactions: 1, units: 1, actions: 3 });
     expect(one('## deadLetter')).toEqual({ messages: 2, sent: 2, duplicates: 0, retried: 0 });
     expect(h.tracer.subsegments().every((segment) => segment.closed && segment.errors.length === 0)).toBe(true);
     expect(h.tracer.current).toBe(h.tracer.root);

@@ -206,6 +206,7 @@ export class BatchEngine<Event> {
           annotate({
             round,
             units: levels.length,
+            inbox: levels.filter((level) => level === 'inbox').length,
             snapshot: levels.filter((level) => level === 'snapshot').length,
             consistent: levels.filter((level) => level === 'consistent').length,
           });
@@ -314,12 +315,33 @@ export class BatchEngine<Event> {
     const byLevel = (level: VerifyLevel) => [...units].filter(([, l]) => l === level).map(([unit]) => unit);
     const snapshot = byLevel('snapshot');
     const consistent = byLevel('consistent');
+    const inbox = byLevel('inbox');
+    // The inbox rows read alone go in the same requests as the consistent reads.
     const [snapshotRead, consistentRead] = await Promise.all([
       snapshot.length === 0 ? undefined : readSnapshot(snapshot, deps),
-      consistent.length === 0 ? undefined : readConsistently(consistent, deps),
+      consistent.length + inbox.length === 0 ? undefined : readConsistently([...consistent, ...inbox], deps, { inboxOnly: new Set(inbox) }),
     ]);
     if (snapshotRead !== undefined) this.#applyRead(snapshot, snapshotRead, view, true);
-    if (consistentRead !== undefined) this.#applyRead(consistent, consistentRead, view, false);
+    if (consistentRead !== undefined) {
+      this.#applyRead(consistent, consistentRead, view, false);
+      this.#applyInboxRead(inbox, consistentRead);
+    }
+  }
+
+  /**
+   * Settles the units whose inbox row stops them; the others are marked `inboxRead` (their
+   * items are still as believed: a verdict that dead-letters them takes the snapshot next).
+   */
+  #applyInboxRead(units: readonly Unit[], read: ReadResult): void {
+    for (const unit of units) {
+      const error = read.unread.get(unit);
+      if (error !== undefined) {
+        this.#fail(unit, new TransactionConflict('its inbox row could not be read consistently', { cause: error }));
+        continue;
+      }
+      if (this.#settleFromInboxRow(unit, toInboxRow(read.found.get(inboxId(unit))))) continue;
+      unit.inboxRead = true;
+    }
   }
 
   #applyRead(units: readonly Unit[], read: ReadResult, view: Map<string, Known>, snapshot: boolean): void {

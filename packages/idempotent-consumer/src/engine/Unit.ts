@@ -56,6 +56,11 @@ export interface Unit<Event = unknown> extends ParsedDelivery<Event> {
    * conditions were all evaluated at one instant): what a verdict that dead-letters it needs.
    */
   snapshot: boolean;
+  /**
+   * Its inbox row alone was read consistently in this batch and did not stop it (absent, or the
+   * dead letter it redrives): a verdict that dead-letters it now needs only the snapshot.
+   */
+  inboxRead?: boolean;
   /** Commits it lost in this batch on its own items (a conflict, throttling, an item changed by another writer). */
   losses: number;
   /** Commit it in a transaction of its own (after a shared transaction failed as a whole). */
@@ -107,13 +112,16 @@ export interface UnitPlan {
 }
 
 /**
- * How a unit's inbox row and reads are read again: `consistent`, a strongly consistent
+ * How a unit's inbox row and reads are read again: `inbox`, its inbox row alone, strongly
+ * consistent (1 read unit), before a verdict that would dead-letter it on state not read in this
+ * batch: a redelivered duplicate (the commonest such verdict: `decide` refuses to apply an event
+ * twice) is settled by it, at a quarter of a snapshot's units; `consistent`, a strongly consistent
  * `BatchGetItem` (1 read unit per item of up to 4 KB), enough to retry a message or run a side
  * effect (its guard stops a second run; the commit's conditions catch a change); `snapshot`, one
  * `TransactGetItems` (2 read units per item), a serializable view, before a verdict that
  * dead-letters a message.
  */
-export type VerifyLevel = 'consistent' | 'snapshot';
+export type VerifyLevel = 'inbox' | 'consistent' | 'snapshot';
 
 /** A round's plan. */
 export interface RoundPlan {

@@ -38,7 +38,8 @@ export interface PlanContext extends FoldContext {
  * - units of one ordering key (and of one FIFO group or Kafka partition) wait behind one that
  *   cannot be planned this round;
  * - a decision that fails, or asks for a side effect, on state not read consistently is read
- *   again first (see `VerifyLevel`); a verdict that dead-letters a message needs a snapshot;
+ *   again first (see `VerifyLevel`); a verdict that dead-letters a message needs a snapshot,
+ *   after its inbox row alone when nothing of it was read yet (a duplicate stops there);
  * - **a side effect is never asked on state that holds another unit's uncommitted write** (that
  *   unit may turn out a duplicate: case C26): such a unit waits for the commit;
  * - a later delivery of a key an earlier unit settled is its duplicate (or an `IdempotencyConflict`).
@@ -126,7 +127,7 @@ export function planRound(units: readonly Unit[], context: PlanContext): RoundPl
       }
       const verdict = classify(error, definition.classifyError);
       if (!unit.verified || (!verdict.retryable && !unit.snapshot)) {
-        verify.set(unit, verdict.retryable ? 'consistent' : 'snapshot');
+        verify.set(unit, verdict.retryable ? 'consistent' : unit.verified || unit.inboxRead === true ? 'snapshot' : 'inbox');
         block(unit);
         continue;
       }

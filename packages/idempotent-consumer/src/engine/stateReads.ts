@@ -50,11 +50,12 @@ interface Wanted {
   readonly key: Item;
 }
 
-/** The keys of the units' inbox rows and reads, by id. */
-function wantedKeys(units: readonly Unit[], config: StateReadDeps['config']): Map<string, Wanted> {
+/** The keys of the units' inbox rows and reads (but those of `inboxOnly`), by id. */
+function wantedKeys(units: readonly Unit[], config: StateReadDeps['config'], inboxOnly?: ReadonlySet<Unit>): Map<string, Wanted> {
   const wanted = new Map<string, Wanted>();
   for (const unit of units) {
     wanted.set(inboxId(unit), { tableName: config.inboxTable, key: inboxKey(config.consumerName, unit.idempotencyKey) });
+    if (inboxOnly?.has(unit) === true) continue;
     for (const read of unit.reads) wanted.set(read.id, { tableName: read.tableName, key: read.key });
   }
   return wanted;
@@ -64,10 +65,16 @@ function wantedKeys(units: readonly Unit[], config: StateReadDeps['config']): Ma
  * Reads the units' inbox rows and reads with strongly consistent `BatchGetItem`s (up to 100 keys
  * each, in parallel; keys left unprocessed asked again with a backoff; a unit left unread is
  * reported). An item returned is matched to its id by its key, whatever the form of its key values.
+ *
+ * @param options.inboxOnly - units of `units` whose inbox row alone is read (1 read unit each), not their items
  */
-export async function readConsistently(units: readonly Unit[], deps: StateReadDeps): Promise<ReadResult> {
+export async function readConsistently(
+  units: readonly Unit[],
+  deps: StateReadDeps,
+  options: { readonly inboxOnly?: ReadonlySet<Unit> } = {},
+): Promise<ReadResult> {
   const { client, config, tables, logger } = deps;
-  const wanted = wantedKeys(units, config);
+  const wanted = wantedKeys(units, config, options.inboxOnly);
   const logicalOf = new Map(Object.entries(config.tables).map(([logical, physical]) => [physical, logical]));
   const idOf = (tableName: string, item: Item): string | undefined => {
     if (tableName === config.inboxTable) return typeof item.idempotencyKey === 'string' ? `inbox\u0001${item.idempotencyKey}` : undefined;
@@ -126,7 +133,9 @@ export async function readConsistently(units: readonly Unit[], deps: StateReadDe
   );
   const unread = new Map<Unit, unknown>();
   for (const unit of units) {
-    const error = failed.get(inboxId(unit)) ?? unit.reads.map((read) => failed.get(read.id)).find((e) => e !== undefined);
+    const error =
+      failed.get(inboxId(unit)) ??
+      (options.inboxOnly?.has(unit) === true ? undefined : unit.reads.map((read) => failed.get(read.id)).find((e) => e !== undefined));
     if (error !== undefined) unread.set(unit, error);
   }
   return { found, unread };
