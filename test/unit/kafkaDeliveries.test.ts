@@ -7,6 +7,7 @@ import {
 } from '../../packages/idempotent-consumer/src/batch/kafkaDeliveries.js';
 import { kafkaEventSource } from '../../packages/idempotent-consumer/src/batch/kafkaEvent.js';
 import { isSqsSafeText } from '../../packages/idempotent-consumer/src/dlq/deadLetterMessage.js';
+import { REDRIVE_ATTRIBUTE } from '../../packages/idempotent-consumer/src/batch/sqsDeliveries.js';
 import { ValidationError } from '../../packages/idempotent-consumer/src/errors.js';
 import type { KafkaRecord } from '../../packages/idempotent-consumer/src/batch/kafkaEvent.js';
 import { MSK_CLUSTER_ARN, base64, kafkaRecord } from '../support/kafkaEvents.js';
@@ -29,6 +30,13 @@ describe('kafkaDeliveries', () => {
     });
     expect(delivery.rejection).toBeUndefined();
     expect(kafkaMessageId({ topic: 'my-events', partition: 2, offset: 7 })).toBe('my-events-2@7');
+  });
+
+  it('counts the attempts of a redrive (the record at its own coordinates, with the redrive mark) apart from the mapping deliveries', () => {
+    const mark = { [REDRIVE_ATTRIBUTE]: [...Buffer.from('orders-0@10')] };
+    const redrive = deliveryOf(kafkaRecord('orders', 0, 10, body.paid('e-10', 'O-10'), { headers: [mark] }));
+    expect(redrive).toMatchObject({ messageId: 'orders-0@10', redriveOf: 'orders-0@10' });
+    expect(redrive.attempts).toMatchObject({ kind: 'log', sourceId: 'kafka:orders-0@10#redrive' });
   });
 
   it('regroups records by their own partition, each in offset order, whatever the event grouping', () => {

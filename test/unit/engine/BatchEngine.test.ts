@@ -770,6 +770,16 @@ describe('BatchEngine: the inbox row a read finds', () => {
     expect(inbox.ExpressionAttributeValues).toEqual({ ':deadLettered': 'dead-lettered', ':redriveOf': 'm-orig' });
   });
 
+  it('decides a redrive that keeps the message id of its dead letter (a Kafka redrive, at the coordinates of its record)', async () => {
+    const marker = inboxRow('k0', { status: 'dead-lettered', messageId: 't-0@7', reason: 'OutOfStock', errorType: 'OutOfStock' });
+    const redrive = await readFinding(marker, { messageId: 't-0@7', redriveOf: 't-0@7' });
+    expect(redrive.verdict).toEqual(applied);
+    // The same record without the redrive's mark is a redelivery: dead-lettered again, not decided.
+    const redelivery = await readFinding(marker, { messageId: 't-0@7' });
+    expect(redelivery.verdict).toMatchObject({ kind: 'failed', alreadyMarked: true, failure: { reason: 'OutOfStock' } });
+    expect(redelivery.h.runs).toHaveLength(0);
+  });
+
   it('does not apply a redrive of another dead letter, nor one with another payload', async () => {
     const other = await readFinding(inboxRow('k0', { status: 'dead-lettered', messageId: 'm-orig' }), {
       messageId: 'm-redrive',

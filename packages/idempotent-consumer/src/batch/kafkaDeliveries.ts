@@ -85,7 +85,15 @@ function kafkaDelivery(record: KafkaRecord, partition: string, source: string, d
     ...(value.parsed !== undefined ? { parsedBody: value.parsed } : {}),
     ...(value.rejection !== undefined ? { rejection: value.rejection } : {}),
     scope: `partition:${partition}`,
-    attempts: { kind: 'log', sourceId: `kafka:${messageId}`, recordIdentity: kafkaRecordIdentity(record), source },
+    // A redrive (an explicit `dlq redrive`, at the record's own coordinates) counts its attempts
+    // apart from the mapping's deliveries, as an SQS redrive does under its new message id: a
+    // record dead-lettered `RetriesExhausted` is not refused again on its redrive's first failure.
+    attempts: {
+      kind: 'log',
+      sourceId: redriveOf === undefined || redriveOf === '' ? `kafka:${messageId}` : `kafka:${messageId}#redrive`,
+      recordIdentity: kafkaRecordIdentity(record),
+      source,
+    },
     deadLetter: {
       source,
       ...(value.encoding === 'base64' ? { bodyEncoding: 'base64' as const } : {}),

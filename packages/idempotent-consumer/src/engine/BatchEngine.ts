@@ -380,6 +380,10 @@ export class BatchEngine<Event> {
   #settleFromInboxRow(unit: Unit, row: InboxRow | undefined): boolean {
     if (row === undefined) return false;
     if (row.status === InboxStatus.DeadLettered) {
+      // A redrive of this very dead letter is decided, whatever its message id: a Kafka redrive
+      // keeps its record's coordinates, so its message id is the marker's. Only an explicit
+      // redrive carries the mark, never a redelivery by the event source mapping.
+      if (unit.delivery.redriveOf === row.messageId && row.payloadHash === unit.payloadHash) return false;
       if (row.messageId === unit.delivery.messageId) {
         this.#settle(unit, {
           kind: 'failed',
@@ -394,7 +398,6 @@ export class BatchEngine<Event> {
         });
         return true;
       }
-      if (unit.delivery.redriveOf === row.messageId && row.payloadHash === unit.payloadHash) return false;
     }
     if (row.payloadHash === unit.payloadHash) {
       this.#settle(unit, {
