@@ -47,6 +47,17 @@ describe('npm run bench --silent -- --json, a short run', () => {
     scenarios: Figures[];
     coldStart: Record<string, unknown>;
     heap: Record<string, unknown>;
+    contention: {
+      messages: number;
+      distinctEvents: number;
+      results: {
+        environments: number;
+        engine: Record<string, unknown> & { applied: number; duplicate: number; falseDeadLetters: number };
+        baseline: Record<string, unknown> & { applied: number; duplicate: number; falseDeadLetters: number };
+        goodputRatioToBaseline: number;
+        problems: string[];
+      }[];
+    };
     targets: { target: string; met: boolean | null }[];
     ok: boolean;
   };
@@ -72,16 +83,20 @@ describe('npm run bench --silent -- --json, a short run', () => {
         '20,60',
         '--cold-start-runs',
         '1',
+        '--contention-messages',
+        '40',
+        '--contention-environments',
+        '1,4',
         '--dynamodb-endpoint',
         endpoints.dynamoDbEndpoint,
         '--sqs-endpoint',
         endpoints.sqsEndpoint,
       ],
-      { cwd: process.cwd(), maxBuffer: 16 * 1024 * 1024, timeout: 240_000 },
+      { cwd: process.cwd(), maxBuffer: 16 * 1024 * 1024, timeout: 420_000 },
     );
     stdout = output.stdout;
     report = JSON.parse(stdout.trimEnd().split('\n').at(-1)!);
-  }, 300_000);
+  }, 480_000);
 
   it('prints one JSON object as the last line of stdout, and nothing else there', () => {
     expect(stdout.trimEnd().split('\n')).toHaveLength(1);
@@ -106,7 +121,7 @@ describe('npm run bench --silent -- --json, a short run', () => {
     );
     expect(report.heap).toMatchObject({ from: 20, to: 60 });
     expect(report.coldStart).toHaveProperty('machine.quiet');
-    expect(report.targets).toHaveLength(13);
+    expect(report.targets).toHaveLength(15);
   });
 
   it('ends every message of every scenario as it must, on both sides', () => {
@@ -124,6 +139,29 @@ describe('npm run bench --silent -- --json, a short run', () => {
     // and the orphan payment), the baseline takes the reused key for a duplicate and redrives the other 7.
     expect(of('mixed').outcomes).toMatchObject({ applied: 464, duplicate: 38, deadLettered: 8, redriven: 0 });
     expect(of('mixed').baselineOutcomes).toMatchObject({ applied: 464, duplicate: 39, deadLettered: 0, redriven: 7 });
+  });
+
+  it('runs the contention scenario at each environment count, both sides, and the engine dead-letters no valid message', () => {
+    expect(report.contention).toMatchObject({ messages: 40, batchSize: 10 });
+    expect(report.contention.results.map((r) => r.environments)).toEqual([1, 4]);
+    for (const result of report.contention.results) {
+      for (const side of [result.engine, result.baseline]) {
+        for (const figure of [
+          'goodputPerSecond',
+          'goodputPerInvocation',
+          'cancelledTransactionsPerMessage',
+          'redeliveriesPerMessage',
+          'usdPerMillion',
+        ])
+          expect(typeof side[figure], `${result.environments} ${figure}`).toBe('number');
+      }
+      expect(result.problems).toEqual([]);
+      expect(result.engine.falseDeadLetters).toBe(0);
+      // Every message is valid: each distinct event applied once, every re-send a duplicate.
+      expect(result.engine.applied).toBe(report.contention.distinctEvents);
+      expect(result.engine.duplicate).toBe(40 - report.contention.distinctEvents);
+    }
+    expect(report.targets.find((t) => t.target.startsWith('contention engine falseDeadLetters'))?.met).toBe(true);
   });
 
   it('bills the capacity AWS’s rules give for items under 1 KB', () => {

@@ -1,7 +1,8 @@
 /**
  * The benchmark's own parts that its figures rest on: AWS's item-size and capacity-unit rules,
  * the simulated queue's redelivery and redrive, the flags, the round trips on the critical path
- * and the latency model, the machine-load verdict, and the baseline's outbox item.
+ * and the latency model, the machine-load verdict, the baseline's outbox item, and the contention
+ * scenario's Zipf workload, concurrent queue and counting.
  */
 import { describe, expect, it } from 'vitest';
 import { attributeValueSize, itemSizeBytes, readUnits, usdPerMillionMessages, writeUnits } from '../../tools/bench/capacity.js';
@@ -12,6 +13,17 @@ import { judgeLoad } from '../../tools/bench/machineLoad.js';
 import { baselineOutboxMessageId, outboxPut } from '../../tools/bench/powertoolsBaseline.js';
 import { criticalPath } from '../../tools/bench/roundTrips.js';
 import { outboxMessageId } from 'idempotent-consumer/outbox';
+import { seededRandom, zipfProbabilities, zipfSampler } from '../../tools/bench/zipf.js';
+import {
+  type ContentionRun,
+  contentionMessages,
+  contentionProblems,
+  contentionSideFigures,
+  LIFECYCLE,
+  REDRIVE_REASON,
+} from '../../tools/bench/contention.js';
+import { Tally } from '../../tools/bench/RequestMeter.js';
+import { emptyCounts } from '../../tools/bench/sides.js';
 
 describe('item sizes (AWS: the sum of attribute name lengths and value sizes)', () => {
   it('counts strings in UTF-8 bytes, numbers by significant digits, lists and maps with 3 bytes of overhead', () => {
@@ -82,6 +94,153 @@ describe('the simulated queue', () => {
     expect(() => queue.receive(1)).toThrow(/in flight/);
     expect(() => new SimulatedQueue([message('a'), message('a')], { queueArn: 'arn', maxReceiveCount: 5 })).toThrow(/twice/);
   });
+
+  it('lets several batches be in flight; a failure comes back once the batches in flight beside it have settled', () => {
+    const queue = new SimulatedQueue(['a', 'b', 'c', 'd', 'e'].map(message), { queueArn: 'arn', maxReceiveCount: 2 });
+    const first = queue.receiveBatch(2);
+    const second = queue.receiveBatch(2);
+    expect(first.records.map((r) => r.messageId)).toEqual(['a', 'b']);
+    expect(second.records.map((r) => r.messageId)).toEqual(['c', 'd']);
+    expect(queue.visibleCount).toBe(1);
+    expect(first.settle(new Set(['a']))).toEqual([]);
+    // 'a' waits for the second batch, which was in flight when it failed.
+    expect(queue.visibleCount).toBe(1);
+    expect(() => first.settle(new Set())).toThrow(/already settled/);
+    const third = queue.receiveBatch(10);
+    expect(third.records.map((r) => r.messageId)).toEqual(['e']);
+    expect(second.settle(new Set())).toEqual([]);
+    // 'a' waited for the second batch only: the third was received after it failed.
+    expect(queue.visibleCount).toBe(1);
+    const retry = queue.receiveBatch(10);
+    expect(retry.records.map((r) => [r.messageId, r.attributes.ApproximateReceiveCount])).toEqual([['a', '2']]);
+    expect(retry.settle(new Set(['a']))).toEqual(['a']);
+    expect(queue.isEmpty).toBe(false);
+    third.settle(new Set());
+    expect(queue.isEmpty).toBe(true);
+    expect(queue.totals).toEqual({ deleted: 4, redriven: 1, deliveries: 6 });
+  });
+});
+
+describe('the contention scenario’s workload (Zipf-distributed orders)', () => {
+  it('draws the same numbers from the same seed, in [0, 1)', () => {
+    const a = seededRandom(7);
+    const b = seededRandom(7);
+    const drawn = Array.from({ length: 1000 }, () => a());
+    expect(drawn).toEqual(Array.from({ length: 1000 }, () => b()));
+    expect(drawn.every((x) => x >= 0 && x < 1)).toBe(true);
+    expect(seededRandom(8)()).not.toBe(drawn[0]);
+  });
+
+  it('gives rank k the weight 1 / k^s, normalized, and refuses bad parameters', () => {
+    const p = zipfProbabilities(3, 1);
+    expect(p.reduce((x, y) => x + y, 0)).toBeCloseTo(1);
+    expect(p[0]! / p[1]!).toBeCloseTo(2);
+    expect(p[0]! / p[2]!).toBeCloseTo(3);
+    expect(zipfProbabilities(4, 0)).toEqual([0.25, 0.25, 0.25, 0.25]);
+    expect(() => zipfProbabilities(0, 1)).toThrow(RangeError);
+    expect(() => zipfProbabilities(3, -1)).toThrow(RangeError);
+  });
+
+  it('draws ranks with the Zipf frequencies: the hottest key most, within a few percent over many draws', () => {
+    const keys = 50;
+    const draw = zipfSampler(keys, 1.1, seededRandom(3));
+    const counts = new Array<number>(keys).fill(0);
+    const n = 200_000;
+    for (let i = 0; i < n; i += 1) counts[draw()]! += 1;
+    const p = zipfProbabilities(keys, 1.1);
+    for (const rank of [0, 1, 2, 9, 49]) expect(Math.abs(counts[rank]! / n - p[rank]!)).toBeLessThan(0.01);
+    expect(counts[0]).toBe(Math.max(...counts));
+    expect(counts.every((c) => c > 0)).toBe(true);
+  });
+
+  it('sends each order its lifecycle first, in order, then re-sends of its events with the same body', () => {
+    const workload = contentionMessages('p', 600);
+    expect(workload.messages).toHaveLength(600);
+    expect(workload).toMatchObject({ keys: 150 });
+    expect(workload.hottestOrderShare).toBeGreaterThan(0.1);
+    expect(new Set(workload.messages.map((m) => m.messageId)).size).toBe(600);
+    const byOrder = new Map<string, { type: string; eventId: string; body: string }[]>();
+    for (const m of workload.messages) {
+      const event = JSON.parse(m.body) as { type: string; eventId: string; orderId: string };
+      expect(event.orderId.startsWith('p-order-')).toBe(true);
+      byOrder.set(event.orderId, [...(byOrder.get(event.orderId) ?? []), { type: event.type, eventId: event.eventId, body: m.body }]);
+    }
+    expect(byOrder.size).toBe(workload.orders);
+    const bodies = new Map<string, string>();
+    for (const events of byOrder.values()) {
+      events.forEach((e, i) => {
+        expect(e.type).toBe(LIFECYCLE[i % LIFECYCLE.length]);
+        // A re-send is byte for byte the event sent first (same idempotency key, same payload).
+        if (bodies.has(e.eventId)) expect(e.body).toBe(bodies.get(e.eventId));
+        else bodies.set(e.eventId, e.body);
+      });
+    }
+    expect(bodies.size).toBe(workload.distinctEvents);
+    expect(contentionMessages('p', 600)).toEqual(workload);
+  });
+});
+
+describe('the contention scenario’s counting', () => {
+  const run = (over: Partial<ContentionRun>, counts: Partial<ReturnType<typeof emptyCounts>> = {}): ContentionRun => {
+    const tally = new Tally();
+    tally.cancelledTransactions = 5;
+    tally.writeUnits = 40;
+    tally.readUnits = 8;
+    return {
+      side: 'engine',
+      environments: 4,
+      batchSize: 10,
+      messages: 20,
+      distinctEvents: 12,
+      invocations: 4,
+      handlerMs: 2000,
+      wallMs: 1000,
+      roundTrips: 8,
+      modeledMs: 400,
+      waitedMs: 100,
+      tally,
+      counts: { ...emptyCounts(), applied: 12, duplicate: 8, retried: 6, retryReasons: { TransactionConflict: 6 }, ...counts },
+      redriven: 0,
+      ...over,
+    };
+  };
+
+  it('counts goodput (applied and duplicates) per second of invocation time, per invocation, per wall and modeled second, and the rest per message', () => {
+    expect(contentionSideFigures(run({}))).toMatchObject({
+      goodputPerSecond: 10,
+      goodputPerInvocation: 5,
+      wallGoodputPerSecond: 20,
+      modeledGoodputPerSecond: 50,
+      roundTripsPerInvocation: 2,
+      modeledMsPerInvocation: 100,
+      waitedMsPerInvocation: 25,
+      cancelledTransactionsPerMessage: 0.25,
+      redeliveriesPerMessage: 0.3,
+      redeliveriesByReason: { TransactionConflict: 0.3 },
+      writeUnitsPerMessage: 2,
+      usdPerMillion: 1.3, // 2 write units × $0.625 + 0.4 read units × $0.125
+      falseDeadLetters: 0,
+    });
+    expect(contentionProblems(run({}))).toEqual([]);
+  });
+
+  it('counts every dead letter of these valid messages as false, by reason, the redrive policy’s too; the engine’s are problems', () => {
+    const engine = run(
+      { redriven: 1 },
+      { applied: 11, duplicate: 6, deadLettered: 2, deadLetterReasons: { 'RetriesExhausted (TransactionConflict)': 2 } },
+    );
+    expect(contentionSideFigures(engine)).toMatchObject({
+      falseDeadLetters: 3,
+      falseDeadLettersByReason: { 'RetriesExhausted (TransactionConflict)': 2, [REDRIVE_REASON]: 1 },
+    });
+    expect(contentionProblems(engine)).toEqual([expect.stringMatching(/engine@4: 3 valid messages dead-lettered/)]);
+    // The baseline's false dead letters are a figure, not a problem; a message applied twice or lost is.
+    expect(contentionProblems({ ...engine, side: 'baseline' })).toEqual([]);
+    expect(contentionProblems(run({ side: 'baseline' }, { applied: 13, duplicate: 7 }))).toEqual([
+      expect.stringMatching(/13 messages applied for 12 distinct events/),
+    ]);
+    expect(contentionProblems(run({}, { duplicate: 7 }))).toEqual([expect.stringMatching(/19 of 20 messages settled/)]);
+  });
 });
 
 describe('the benchmark flags', () => {
@@ -90,7 +249,9 @@ describe('the benchmark flags', () => {
     expect(flags).toMatchObject({
       repetitions: 3,
       batchSizes: [1, 10, 100],
-      scenarios: ['fresh', 'duplicates', 'fresh-side-effect', 'mixed', 'poison'],
+      scenarios: ['fresh', 'duplicates', 'fresh-side-effect', 'mixed', 'poison', 'contention'],
+      contentionMessages: 600,
+      contentionEnvironments: [1, 4, 16],
       heap: { from: 1000, to: 10000 },
       coldStartRuns: 20,
       json: false,
@@ -123,6 +284,7 @@ describe('the benchmark flags', () => {
     [['--heap-messages', '500,100'], /A < B/],
     [['--dynamodb-endpoint', 'http://127.0.0.1:1'], /both/],
     [['--nope'], /Unknown option/],
+    [['--contention-environments', '0'], /--contention-environments must be an integer from 1 to 100/],
   ])('refuses %j with a clear message', (argv, message) => {
     expect(() => parseFlags(argv)).toThrow(FlagError);
     expect(() => parseFlags(argv)).toThrow(message);

@@ -7,6 +7,13 @@
  * dead-letter queue (the redrive policy), as SQS does. The queue's own requests (receives,
  * deletes) are the event source mapping's, billed to nobody here, so none are sent.
  *
+ * Several execution environments may drain it at once ({@link SimulatedQueue.receiveBatch}: each
+ * batch in flight settles on its own), as the event source mapping invokes several environments
+ * of a standard queue concurrently; the next batch is always the next messages visible. A failure
+ * of such a batch comes back once every batch that was in flight when it failed has settled: on
+ * AWS it stays invisible for its visibility timeout (or the consumer's backoff, 2 s at least by
+ * the settings' default), longer than the invocations running beside it take.
+ *
  * @module
  */
 import type { SQSRecord } from 'aws-lambda';
@@ -48,6 +55,11 @@ export class SimulatedQueue {
   readonly #options: SimulatedQueueOptions;
   readonly #visible: Entry[] = [];
   readonly #inFlight = new Map<string, Entry>();
+  /** Batches of {@link receiveBatch} not yet settled, by id, with their messages. */
+  readonly #batches = new Map<number, readonly Entry[]>();
+  #nextBatch = 0;
+  /** Failures of such batches waiting for the batches that were in flight beside them to settle. */
+  #waiting: { readonly entry: Entry; readonly until: Set<number> }[] = [];
   #deleted = 0;
   #redriven = 0;
   #deliveries = 0;
@@ -68,7 +80,48 @@ export class SimulatedQueue {
 
   /** Whether messages are waiting. */
   get isEmpty(): boolean {
-    return this.#visible.length === 0 && this.#inFlight.size === 0;
+    return this.#visible.length === 0 && this.#inFlight.size === 0 && this.#batches.size === 0 && this.#waiting.length === 0;
+  }
+
+  /** Messages that can be received now (not in flight). */
+  get visibleCount(): number {
+    return this.#visible.length;
+  }
+
+  /**
+   * Receives up to `batchSize` messages as a batch that settles on its own, while other batches
+   * are in flight (several execution environments at once). Its `settle` works as
+   * {@link settle} does for this batch's messages only, once, except that a failure comes back
+   * only when the batches in flight at that moment have settled too (see the module comment).
+   *
+   * @throws Error from `settle` when the batch is settled twice
+   */
+  receiveBatch(batchSize: number): { readonly records: SQSRecord[]; settle(failedMessageIds: ReadonlySet<string>): string[] } {
+    const entries = this.#visible.splice(0, batchSize);
+    const id = this.#nextBatch++;
+    this.#batches.set(id, entries);
+    const records = entries.map((entry) => {
+      entry.receiveCount += 1;
+      this.#deliveries += 1;
+      return this.#record(entry);
+    });
+    let settled = false;
+    return {
+      records,
+      settle: (failedMessageIds) => {
+        if (settled) throw new Error('the batch is already settled');
+        settled = true;
+        this.#batches.delete(id);
+        for (const waiting of this.#waiting) waiting.until.delete(id);
+        const failed: Entry[] = [];
+        const redriven = this.#settleEntries(entries, failedMessageIds, failed);
+        for (const entry of failed) this.#waiting.push({ entry, until: new Set(this.#batches.keys()) });
+        const back = this.#waiting.filter((waiting) => waiting.until.size === 0);
+        this.#waiting = this.#waiting.filter((waiting) => waiting.until.size > 0);
+        this.#visible.push(...back.map((waiting) => waiting.entry));
+        return redriven;
+      },
+    };
   }
 
   /**
@@ -94,18 +147,24 @@ export class SimulatedQueue {
    * @returns the ids moved to the dead-letter queue now
    */
   settle(failedMessageIds: ReadonlySet<string>): string[] {
+    const redriven = this.#settleEntries([...this.#inFlight.values()], failedMessageIds);
+    this.#inFlight.clear();
+    return redriven;
+  }
+
+  /** Deletes or redrives `entries`; the failures that come back go to `comeBack`, or else to the end of the visible messages. */
+  #settleEntries(entries: readonly Entry[], failedMessageIds: ReadonlySet<string>, comeBack: Entry[] = this.#visible): string[] {
     const redriven: string[] = [];
-    for (const [id, entry] of this.#inFlight) {
-      if (!failedMessageIds.has(id)) {
+    for (const entry of entries) {
+      if (!failedMessageIds.has(entry.messageId)) {
         this.#deleted += 1;
       } else if (entry.receiveCount >= this.#options.maxReceiveCount) {
         this.#redriven += 1;
-        redriven.push(id);
+        redriven.push(entry.messageId);
       } else {
-        this.#visible.push(entry);
+        comeBack.push(entry);
       }
     }
-    this.#inFlight.clear();
     return redriven;
   }
 

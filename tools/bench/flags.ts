@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ALL_SCENARIOS, type ScenarioName, ScenarioName as Scenarios } from './scenarios.js';
+import { CONTENTION_DEFAULTS } from './contention.js';
 
 /** Parsed flags. */
 export interface Flags {
@@ -12,6 +13,10 @@ export interface Flags {
   readonly repetitions: number;
   readonly batchSizes: number[];
   readonly scenarios: ScenarioName[];
+  /** Messages per run of the contention scenario. */
+  readonly contentionMessages: number;
+  /** Execution environment counts of the contention scenario, one run per count and side. */
+  readonly contentionEnvironments: number[];
   readonly heap: { readonly from: number; readonly to: number } | undefined;
   readonly coldStartRuns: number;
   readonly sample: string;
@@ -20,7 +25,8 @@ export interface Flags {
 }
 
 export const USAGE =
-  'usage: npm run bench -- [--messages N] [--repetitions N] [--batch-sizes 1,10,100] [--scenarios fresh,duplicates,fresh-side-effect,mixed,poison]\n' +
+  'usage: npm run bench -- [--messages N] [--repetitions N] [--batch-sizes 1,10,100] [--scenarios fresh,duplicates,fresh-side-effect,mixed,poison,contention]\n' +
+  '                        [--contention-messages N] [--contention-environments 1,4,16]\n' +
   '                        [--heap-messages 1000,10000 | 0] [--cold-start-runs N] [--sample FILE] [--dynamodb-endpoint URL --sqs-endpoint URL] [--json]';
 
 /** A flag that is unknown, malformed or out of range; its message says which and why. */
@@ -62,6 +68,8 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
         repetitions: { type: 'string', default: '3' },
         'batch-sizes': { type: 'string', default: '1,10,100' },
         scenarios: { type: 'string', default: ALL_SCENARIOS.join(',') },
+        'contention-messages': { type: 'string', default: String(CONTENTION_DEFAULTS.messages) },
+        'contention-environments': { type: 'string', default: CONTENTION_DEFAULTS.environments.join(',') },
         'heap-messages': { type: 'string', default: '1000,10000' },
         'cold-start-runs': { type: 'string', default: '20' },
         sample: { type: 'string', default: 'examples/cafe/samples/orders.jsonl' },
@@ -107,6 +115,12 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
     repetitions: integer(values.repetitions, '--repetitions', 1, 100),
     batchSizes: [...new Set(batchSizes)],
     scenarios: ordered,
+    contentionMessages: integer(values['contention-messages'], '--contention-messages', 10, 1_000_000),
+    contentionEnvironments: [
+      ...new Set(
+        list(values['contention-environments'], '--contention-environments').map((s) => integer(s, '--contention-environments', 1, 100)),
+      ),
+    ],
     heap,
     coldStartRuns: integer(values['cold-start-runs'], '--cold-start-runs', 0, 1000),
     sample: values.sample,

@@ -22,7 +22,9 @@
  *   --messages N           messages per run (mixed is always the sample's 510)   default 300
  *   --repetitions N        repetitions (the issue asks for at least 3)            default 3
  *   --batch-sizes LIST     batch sizes, e.g. 1,10,100                             default 1,10,100
- *   --scenarios LIST       fresh,duplicates,fresh-side-effect,mixed,poison       default all
+ *   --scenarios LIST       fresh,duplicates,fresh-side-effect,mixed,poison,contention   default all
+ *   --contention-messages N      messages per contention run (once, batch 10)   default 600
+ *   --contention-environments L  execution environments at once, one run each   default 1,4,16
  *   --heap-messages A,B    heap growth measured from A to B messages (0: skip)    default 1000,10000
  *   --cold-start-runs N    fresh-process imports per side (0: skip)              default 20
  *   --sample FILE          the mixed scenario's stream                            default examples/cafe/samples/orders.jsonl
@@ -44,6 +46,8 @@ import { measureHeapGrowth } from './heapGrowth.js';
 import { measureColdStart } from './coldStart.js';
 import { ON_DEMAND_PRICES } from './capacity.js';
 import { ASSUMED_LATENCY_MS, LAMBDA_PRICES } from './latencyModel.js';
+import { CONTENTION_DEFAULTS, contentionReport, runContention } from './contention.js';
+import { ScenarioName } from './scenarios.js';
 
 async function main(): Promise<number> {
   let flags: Flags | 'help';
@@ -82,6 +86,17 @@ async function main(): Promise<number> {
     await warmUp(sides, sample);
     const runs = await runScenarios(sides, { ...flags, sample, log: say });
     const scenarios = scenarioFigures(runs, flags.scenarios, flags.batchSizes, { messages: flags.messages, sample });
+    const contention = flags.scenarios.includes(ScenarioName.Contention)
+      ? contentionReport(
+          await runContention(sides, {
+            messages: flags.contentionMessages,
+            environments: flags.contentionEnvironments,
+            batchSize: CONTENTION_DEFAULTS.batchSize,
+            log: say,
+          }),
+          flags.contentionEnvironments,
+        )
+      : undefined;
     const heap = flags.heap === undefined ? undefined : await measureHeapGrowth(sides, flags.heap, say);
     const coldStart = flags.coldStartRuns === 0 ? undefined : await measureColdStart({ runs: flags.coldStartRuns, log: say });
     const report: BenchmarkReport = {
@@ -91,11 +106,12 @@ async function main(): Promise<number> {
       pricing: ON_DEMAND_PRICES,
       latencyModel: { assumedLatencyMs: ASSUMED_LATENCY_MS, lambda: LAMBDA_PRICES },
       scenarios,
+      ...(contention === undefined ? {} : { contention }),
       ...(heap === undefined ? {} : { heap }),
       ...(coldStart === undefined ? {} : { coldStart }),
       targets: [],
       totalSeconds: 0,
-      ok: scenarios.every((s) => s.problems.length === 0),
+      ok: scenarios.every((s) => s.problems.length === 0) && (contention?.results.every((r) => r.problems.length === 0) ?? true),
     };
     report.targets.push(...targetsOf(report));
     report.totalSeconds = Number(((performance.now() - started) / 1000).toFixed(1));

@@ -64,8 +64,11 @@ export interface PowertoolsBaselineOptions {
   readonly consumerName?: string;
   /** How long an outbox item is kept, in seconds (the engine's `inboxTtlSeconds`). @default 2,592,000 (30 days) */
   readonly outboxTtlSeconds?: number;
-  /** Told what became of each record of each invocation (for the benchmark's counts). */
-  readonly onOutcome?: (messageId: string, outcome: BaselineOutcome) => void;
+  /**
+   * Told what became of each record of each invocation (for the benchmark's counts), and for a
+   * failed record the `name` of the error it failed with (`undefined` when none reached the record handler).
+   */
+  readonly onOutcome?: (messageId: string, outcome: BaselineOutcome, errorName?: string) => void;
 }
 
 /** An SQS handler. */
@@ -88,6 +91,7 @@ export function createPowertoolsBaseline(options: PowertoolsBaselineOptions): Sq
   const store = () => new DynamoDBPersistenceLayer({ tableName: idempotencyTable, awsSdkV3Client: dynamoDb });
   let context: Context | undefined;
   const completed = new Set<string>();
+  const errorNames = new Map<string, string>();
 
   const notify = makeIdempotent(
     async (payment: PaymentReceived): Promise<void> => {
@@ -146,19 +150,28 @@ export function createPowertoolsBaseline(options: PowertoolsBaselineOptions): Sq
     config: recordConfig,
     keyPrefix: 'baseline.processRecord',
   });
+  const processAndRemember = async (record: SQSRecord): Promise<void> => {
+    try {
+      await processIdempotently(record);
+    } catch (error) {
+      errorNames.set(record.messageId, error instanceof Error ? error.name : typeof error);
+      throw error;
+    }
+  };
 
   return async (event, invocationContext) => {
     context = invocationContext;
     recordConfig.registerLambdaContext(invocationContext);
     notificationConfig.registerLambdaContext(invocationContext);
     completed.clear();
+    errorNames.clear();
     let response: SQSBatchResponse;
     try {
-      response = await processPartialResponse(event, processIdempotently, new BatchProcessor(EventType.SQS), {
+      response = await processPartialResponse(event, processAndRemember, new BatchProcessor(EventType.SQS), {
         context: invocationContext,
       });
     } catch (error) {
-      for (const record of event.Records) options.onOutcome?.(record.messageId, 'failed');
+      for (const record of event.Records) options.onOutcome?.(record.messageId, 'failed', errorNames.get(record.messageId));
       throw error;
     }
     const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
@@ -166,6 +179,7 @@ export function createPowertoolsBaseline(options: PowertoolsBaselineOptions): Sq
       options.onOutcome?.(
         record.messageId,
         failed.has(record.messageId) ? 'failed' : completed.has(record.messageId) ? 'applied' : 'duplicate',
+        errorNames.get(record.messageId),
       );
     }
     return response;

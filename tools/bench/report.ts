@@ -9,6 +9,7 @@ import type { ASSUMED_LATENCY_MS, LAMBDA_PRICES } from './latencyModel.js';
 import type { ColdStart } from './coldStart.js';
 import type { HeapGrowth } from './heapGrowth.js';
 import type { ScenarioFigures } from './runScenarios.js';
+import { type ContentionReport, formatContention } from './contention.js';
 
 /** One of the issues' targets, checked. */
 export interface TargetCheck {
@@ -29,6 +30,8 @@ export interface BenchmarkReport {
   /** The latencies assumed per request and Lambda's duration price, for the modeled figures. */
   readonly latencyModel: { readonly assumedLatencyMs: typeof ASSUMED_LATENCY_MS; readonly lambda: typeof LAMBDA_PRICES };
   readonly scenarios: readonly ScenarioFigures[];
+  /** The contention scenario (`contention.ts`), when it ran. */
+  readonly contention?: ContentionReport;
   readonly heap?: HeapGrowth;
   readonly coldStart?: ColdStart;
   readonly targets: TargetCheck[];
@@ -41,7 +44,7 @@ export interface BenchmarkReport {
  * The issues' targets ("Done means"), against the report's figures: issue 17's requests,
  * throughput and units; issue 19's dollars, round trips and cold start.
  */
-export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart'>): TargetCheck[] {
+export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart' | 'contention'>): TargetCheck[] {
   const find = (name: string, batchSize: number) => report.scenarios.find((s) => s.name === name && s.batchSize === batchSize);
   const atMost = (target: string, figure: number | undefined, limit: number | undefined): TargetCheck => ({
     target,
@@ -53,6 +56,8 @@ export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart
     atMost(target, figure, baseline === undefined ? undefined : Number((baseline * share).toFixed(3)));
   const fresh10 = find('fresh', 10);
   const mixed10 = find('mixed', 10);
+  const contention = report.contention?.results;
+  const contention16 = contention?.find((r) => r.environments === 16);
   return [
     atMost('fresh@10 dynamoDbRequestsPerMessage ≤ 0.15', fresh10?.dynamoDbRequestsPerMessage, 0.15),
     atMost('duplicates@10 dynamoDbRequestsPerMessage ≤ 0.11', find('duplicates', 10)?.dynamoDbRequestsPerMessage, 0.11),
@@ -99,6 +104,17 @@ export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart
       mixed10?.roundTripsPerBatch,
       mixed10?.baselineRoundTripsPerBatch,
       1 / 3,
+    ),
+    {
+      target: 'contention@16 engine goodputPerSecond ≥ baseline goodputPerSecond',
+      figure: contention16?.engine.goodputPerSecond ?? null,
+      limit: contention16?.baseline.goodputPerSecond ?? null,
+      met: contention16 === undefined ? null : contention16.engine.goodputPerSecond >= contention16.baseline.goodputPerSecond,
+    },
+    atMost(
+      'contention engine falseDeadLetters = 0 (figure: summed over the environment counts)',
+      contention === undefined || contention.length === 0 ? undefined : contention.reduce((sum, r) => sum + r.engine.falseDeadLetters, 0),
+      0,
     ),
   ];
 }
@@ -169,6 +185,7 @@ export function formatReport(report: BenchmarkReport): string {
     lines.push(`    engine ${out(s.outcomes)}; baseline ${out(s.baselineOutcomes)}`);
     for (const problem of s.problems) lines.push(`    UNEXPECTED ${problem}`);
   }
+  if (report.contention !== undefined) lines.push(...formatContention(report.contention));
   if (report.heap !== undefined) {
     const h = report.heap;
     lines.push('');

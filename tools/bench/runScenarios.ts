@@ -183,6 +183,7 @@ export async function runScenarios(sides: Sides, options: RunScenariosOptions): 
   for (let rep = 0; rep < options.repetitions; rep += 1) {
     for (const batchSize of options.batchSizes) {
       for (const name of options.scenarios) {
+        if (name === ScenarioName.Contention) continue; // its own runs: runContention (contention.ts)
         for (const side of [sides.engine, sides.baseline]) {
           const base = `r${rep}-b${batchSize}-${side.name[0]}`;
           const prefix = name === ScenarioName.Duplicates ? `${base}-${ScenarioName.Fresh}` : `${base}-${name}`;

@@ -21,6 +21,11 @@ export const ScenarioName = {
   Mixed: 'mixed',
   /** OrderPlaced of new orders, 1 in 10 invalid (not JSON, no idempotency key, an unknown type, a schema violation). */
   Poison: 'poison',
+  /**
+   * 1, 4 and 16 execution environments at once on Zipf-distributed orders (`contention.ts`): run
+   * once, after the others, at batch 10, whatever the repetitions and batch sizes.
+   */
+  Contention: 'contention',
 } as const;
 export type ScenarioName = (typeof ScenarioName)[keyof typeof ScenarioName];
 
@@ -30,6 +35,7 @@ export const ALL_SCENARIOS: readonly ScenarioName[] = [
   ScenarioName.FreshSideEffect,
   ScenarioName.Mixed,
   ScenarioName.Poison,
+  ScenarioName.Contention,
 ];
 
 /** What a scenario's messages must end as, per message (each ends in exactly one). */
@@ -110,6 +116,8 @@ export function scenarioMessages(name: ScenarioName, prefix: string, count: numb
         expected: { applied: count - poison, dead: poison },
       };
     }
+    case ScenarioName.Contention:
+      throw new Error('the contention scenario has messages of its own: contentionMessages in tools/bench/contention.ts');
     case ScenarioName.Mixed:
       return {
         name,

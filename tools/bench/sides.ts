@@ -16,7 +16,7 @@ import { createIdempotentConsumer, type OutcomeRecord } from 'idempotent-consume
 import { lambdaEnvironment, maxReceiveCount, tableKeys } from 'idempotent-consumer/settings';
 import { cafeConsumerOptions } from '@idempotent-consumer/example-cafe/consumer';
 import { cafeSettings, cafeTables } from '@idempotent-consumer/example-cafe/settings';
-import { localClientConfig } from '@idempotent-consumer/local/internal';
+import { type ConflictTracker, installStrictDynamoDb, type KeySchema, localClientConfig } from '@idempotent-consumer/local/internal';
 import { createPowertoolsBaseline } from './powertoolsBaseline.js';
 import { ItemSizes, RequestMeter } from './RequestMeter.js';
 
@@ -32,6 +32,19 @@ export interface DeliveryCounts {
   deadLettered: number;
   /** Reported as a batch item failure (it comes back). */
   retried: number;
+  /** Dead letters by the consumer's reason (`failureReason`); the engine's only. */
+  deadLetterReasons: Record<string, number>;
+  /** Retries by the consumer's reason (the engine's), or by the name of the error (the baseline's). */
+  retryReasons: Record<string, number>;
+}
+
+/** An execution environment of {@link Side.newEnvironment}. */
+export interface SeparateEnvironment {
+  readonly handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+  /** Its own meter (the item sizes shared with the side's): set its `tally` and `intervals` per run and invocation. */
+  readonly meter: RequestMeter;
+  /** Milliseconds the consumer chose to wait so far (the engine's backoff after a contended commit or read); 0 for the baseline. */
+  readonly waits: { ms: number };
 }
 
 /** One side: the handler measured, another for setups, and where its requests and outcomes are counted. */
@@ -43,6 +56,14 @@ export interface Side {
   readonly setupHandler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
   /** A new execution environment, as after a cold start (empty caches), counted like `handler`. */
   readonly newHandler: () => (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+  /**
+   * A new execution environment with AWS SDK clients of its own (a separate Lambda execution
+   * environment: its own connections and caches), counted like `handler`, its DynamoDB client
+   * behind the strict DynamoDB layer of the local runtime: requests in flight at the same moment
+   * conflict as on AWS (`TransactionConflict`), tracked by `conflictTracker`, which the
+   * environments of one run share. Its clients are destroyed by {@link Sides.dispose}.
+   */
+  readonly newEnvironment: (conflictTracker: ConflictTracker) => SeparateEnvironment;
   readonly meter: RequestMeter;
   /** The redrive policy of this side's queue. */
   readonly maxReceiveCount: number;
@@ -60,7 +81,14 @@ export interface Sides {
   dispose(): Promise<void>;
 }
 
-export const emptyCounts = (): DeliveryCounts => ({ applied: 0, duplicate: 0, deadLettered: 0, retried: 0 });
+export const emptyCounts = (): DeliveryCounts => ({
+  applied: 0,
+  duplicate: 0,
+  deadLettered: 0,
+  retried: 0,
+  deadLetterReasons: {},
+  retryReasons: {},
+});
 
 /**
  * The maxReceiveCount of the baseline's queue: 5, AWS's recommended least value
@@ -110,6 +138,17 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
   ];
   await Promise.all(tables.map(([name, keys]) => createTable(admin.dynamoDb, name, keys)));
   for (const [name, keys] of tables) sizes.registerTable(name, keys);
+  // Every table's key schema for the strict layer, so that it never sends a DescribeTable of its own.
+  const keySchemas: Record<string, KeySchema> = Object.fromEntries(
+    tables.map(([name, [partitionKey, sortKey]]) => [name, { partitionKey: partitionKey!, ...(sortKey === undefined ? {} : { sortKey }) }]),
+  );
+  const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+  const strictDynamoDbClient = (meter: RequestMeter, conflictTracker: ConflictTracker) => {
+    const client = dynamoDbClient();
+    meter.instrumentDynamoDb(client);
+    installStrictDynamoDb(client, { conflictTracker, keySchemas });
+    return client;
+  };
   const dlq = await admin.sqs.send(
     new CreateQueueCommand({
       QueueName: `${prefix}DeadLetterQueue`,
@@ -131,9 +170,9 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
     deadLetterQueueUrl: dlq.QueueUrl!,
     tables: { orders: names.engineOrders },
   });
-  const engineRuntime = (side: () => Side) => ({
+  const engineRuntime = (side: () => Side, clients: { dynamoDb: DynamoDBClient; sqs: SQSClient } = engineClients) => ({
     environment,
-    clients: engineClients,
+    clients,
     logger: new Logger({ serviceName: cafeSettings.consumerName, logLevel: 'SILENT' }),
     metrics: new Metrics({ namespace: 'Benchmark', serviceName: cafeSettings.consumerName }),
     observer: { onOutcome: (record: OutcomeRecord) => countEngineOutcome(side().counts, record) },
@@ -147,6 +186,22 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
     handler: engineHandler.sqs,
     setupHandler: engineHandler.withRuntime(engineRuntime(() => engine)).sqs,
     newHandler: () => engineHandler.withRuntime(engineRuntime(() => engine)).sqs,
+    newEnvironment: (conflictTracker) => {
+      const meter = new RequestMeter(sizes);
+      const sqs = sqsClient();
+      meter.instrumentSqs(sqs);
+      const clients = { dynamoDb: strictDynamoDbClient(meter, conflictTracker), sqs };
+      const waits = { ms: 0 };
+      const sleep = async (ms: number) => {
+        waits.ms += ms;
+        await pause(ms);
+      };
+      return {
+        handler: createIdempotentConsumer(cafeConsumerOptions, { ...engineRuntime(() => engine, clients), sleep }).sqs,
+        meter,
+        waits,
+      };
+    },
     meter: engineMeter,
     maxReceiveCount: maxReceiveCount(cafeSettings),
     counts: emptyCounts(),
@@ -156,26 +211,33 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
   const baselineMeter = new RequestMeter(sizes);
   const baselineDynamoDb = dynamoDbClient();
   baselineMeter.instrumentDynamoDb(baselineDynamoDb);
-  const baselineHandler = () =>
+  const baselineHandler = (dynamoDb: DynamoDBClient = baselineDynamoDb) =>
     createPowertoolsBaseline({
-      dynamoDb: baselineDynamoDb,
+      dynamoDb,
       ordersTable: names.baselineOrders,
       idempotencyTable: names.baselineIdempotency,
       outboxTable: names.baselineOutbox,
       consumerName: cafeSettings.consumerName,
       outboxTtlSeconds: cafeSettings.idempotency.inboxTtlSeconds,
-      onOutcome: (_messageId, outcome) => {
+      onOutcome: (_messageId, outcome, errorName) => {
         const counts = baseline.counts;
         if (outcome === 'applied') counts.applied += 1;
         else if (outcome === 'duplicate') counts.duplicate += 1;
-        else counts.retried += 1;
+        else {
+          counts.retried += 1;
+          increment(counts.retryReasons, errorName ?? 'unknown');
+        }
       },
     });
   const baseline: Side = {
     name: SideName.Baseline,
     handler: baselineHandler(),
     setupHandler: baselineHandler(),
-    newHandler: baselineHandler,
+    newHandler: () => baselineHandler(),
+    newEnvironment: (conflictTracker) => {
+      const meter = new RequestMeter(sizes);
+      return { handler: baselineHandler(strictDynamoDbClient(meter, conflictTracker)), meter, waits: { ms: 0 } };
+    },
     meter: baselineMeter,
     maxReceiveCount: BASELINE_MAX_RECEIVE_COUNT,
     counts: emptyCounts(),
@@ -198,6 +260,16 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
   };
 }
 
+/** The reason of a retry or dead letter: `RetriesExhausted (TransactionConflict)` when the last error differs from the reason. */
+function reasonOf(record: OutcomeRecord): string {
+  const reason = record.reason ?? record.errorType ?? 'unknown';
+  return record.errorType === undefined || record.errorType === reason ? reason : `${reason} (${record.errorType})`;
+}
+
+function increment(counts: Record<string, number>, key: string): void {
+  counts[key] = (counts[key] ?? 0) + 1;
+}
+
 function countEngineOutcome(counts: DeliveryCounts, record: OutcomeRecord): void {
   switch (record.outcome) {
     case 'applied':
@@ -208,9 +280,11 @@ function countEngineOutcome(counts: DeliveryCounts, record: OutcomeRecord): void
       return;
     case 'dead-lettered':
       counts.deadLettered += 1;
+      increment(counts.deadLetterReasons, reasonOf(record));
       return;
     case 'retried':
       counts.retried += 1;
+      increment(counts.retryReasons, reasonOf(record));
       return;
   }
 }
