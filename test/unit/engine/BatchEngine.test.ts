@@ -291,6 +291,42 @@ describe('BatchEngine: a commit that fails', () => {
     expect(h.sleeps).toEqual([45, 85, 165, 325, 645, 1005]);
   });
 
+  it('after a commit lost to contention, commits one transaction per component, in this batch and the next 20', async () => {
+    const h = harness();
+    // The shared transaction of A, B and C: B's item conflicts; A and C were only caught in it.
+    h.fake.next(
+      'TransactWriteCommand',
+      cancelled([
+        { Code: 'None' },
+        { Code: 'None' },
+        { Code: 'None' },
+        { Code: 'TransactionConflict' },
+        { Code: 'None' },
+        { Code: 'None' },
+      ]),
+    );
+    const first = batch([{ key: 'k0', account: 'A' }], [{ key: 'k1', account: 'B' }], [{ key: 'k2', account: 'C' }]);
+    await h.engine.settle(first, h.clock());
+    expect(verdicts(first)).toEqual([applied, applied, applied]);
+    const perTransaction = () => transactions(h.fake).map((t) => committedKeys(t).sort().join(','));
+    // Shared, cancelled; then each component in a transaction of its own, sent together.
+    expect(perTransaction()).toEqual(['k0,k1,k2', 'k0', 'k1', 'k2']);
+    expect(first.map((u) => u.losses)).toEqual([0, 1, 0]);
+    expect(h.engine.committingPerComponent).toBe(true);
+
+    // The next batches start per component, with no loss: after 20 of them, they share again.
+    for (let n = 0; n < 20; n += 1) {
+      h.fake.calls.length = 0;
+      const units = batch([{ key: `a${n}`, account: 'A' }], [{ key: `b${n}`, account: 'B' }]);
+      await h.engine.settle(units, h.clock());
+      expect(transactions(h.fake)).toHaveLength(2);
+    }
+    expect(h.engine.committingPerComponent).toBe(false);
+    h.fake.calls.length = 0;
+    await h.engine.settle(batch([{ key: 'x', account: 'A' }], [{ key: 'y', account: 'B' }]), h.clock());
+    expect(perTransaction()).toEqual(['x,y']);
+  });
+
   it('never waits out a contention backoff past the commit margin of the invocation', async () => {
     const h = harness();
     h.fake.always('TransactWriteCommand', cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }]));

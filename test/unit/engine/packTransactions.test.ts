@@ -55,6 +55,12 @@ describe('packTransactions', () => {
     expect(packing.tooLarge.size).toBe(0);
   });
 
+  it('gives each component a transaction of its own when told not to share (under contention)', () => {
+    const units = batch([{ account: 'A' }], [{ account: 'B' }], [{ account: 'A' }], [{ account: 'C' }]);
+    const packing = packTransactions(planRound(units, planContext(definition)), builder, { shareComponents: false });
+    expect(packing.transactions.map((t) => t.units.map((u) => u.index))).toEqual([[0, 2], [1], [3]]);
+  });
+
   it('shares a transaction among components while it fits, then opens another', () => {
     const units = Array.from({ length: 3 }, (_, i) => unit({ key: `k${i}`, account: `A${i}`, outbox: 40 }, { index: i }));
     const packing = packTransactions(planRound(units, planContext(definition)), builder);

@@ -44,6 +44,15 @@ const MAX_LOSSES = 6;
 const CONTENTION_BACKOFF_BASE_MS = 20;
 const CONTENTION_BACKOFF_MAX_MS = 1_000;
 /**
+ * Batches an execution environment commits one transaction per component (units linked by an
+ * item, an ordering key, a message group or partition) after a batch that lost a commit to
+ * contention, instead of sharing one transaction among components: a conflict on one hot item
+ * then cancels that component's transaction only, not the whole batch's (a cancelled transaction
+ * bills its items and costs every unit in it a round). Each batch that loses again starts the
+ * count anew; the transactions of a batch still go out in parallel (the same round trips).
+ */
+const CONTENTION_MEMORY_BATCHES = 20;
+/**
  * Rounds a batch may take, beside the time it has: a safety net that no batch reaches (every
  * round settles a unit, reads what it must, or loses a commit a unit can lose only `MAX_LOSSES`
  * times). Units left then are retried without counting an attempt: the engine's limit is never a
@@ -65,6 +74,12 @@ interface CompletedEffects {
    * `<name>#<key>` for a chosen key, which another message may have completed).
    */
   readonly byUnit: Map<Unit, { readonly label: string; readonly chosen: boolean }[]>;
+}
+
+/** What a batch knows of contention: whether it commits per component, and whether a commit of it lost to contention. */
+interface ContentionState {
+  separate: boolean;
+  seen: boolean;
 }
 
 /** Marks and sends dead letters now: one outcome per unit, in order (see `deadLetters.ts`). */
@@ -114,6 +129,8 @@ export interface BatchEngineOptions<Event> {
 export class BatchEngine<Event> {
   readonly #options: BatchEngineOptions<Event>;
   readonly #sleep: (ms: number) => Promise<void>;
+  /** Batches left to commit one transaction per component (see `CONTENTION_MEMORY_BATCHES`). */
+  #separateBatchesLeft = 0;
 
   constructor(options: BatchEngineOptions<Event>) {
     this.#options = options;
@@ -136,8 +153,18 @@ export class BatchEngine<Event> {
     deadLetter?: DeadLetterNow,
   ): Promise<void> {
     const effects: CompletedEffects = { keys: new Set(), byUnit: new Map() };
-    await this.#rounds(units, clock, stops, effects, deadLetter);
+    const contention: ContentionState = { separate: this.#separateBatchesLeft > 0, seen: false };
+    try {
+      await this.#rounds(units, clock, stops, effects, deadLetter, contention);
+    } finally {
+      this.#separateBatchesLeft = contention.seen ? CONTENTION_MEMORY_BATCHES : Math.max(0, this.#separateBatchesLeft - 1);
+    }
     this.#sayWhichEffectsRan(units, effects);
+  }
+
+  /** Whether the next batch commits one transaction per component (after contention: see `CONTENTION_MEMORY_BATCHES`). */
+  get committingPerComponent(): boolean {
+    return this.#separateBatchesLeft > 0;
   }
 
   /**
@@ -175,6 +202,7 @@ export class BatchEngine<Event> {
     stops: ReadonlyMap<string, number>,
     effects: CompletedEffects,
     deadLetter: DeadLetterNow | undefined,
+    contention: ContentionState,
   ): Promise<void> {
     const view = new Map<string, Known>();
     const limit = roundLimit(units.length);
@@ -196,7 +224,7 @@ export class BatchEngine<Event> {
       }
       await this.#deadLetterBeforeSuccessors(units, deadLetter);
       const { plan, packing } = traced(tracer, TraceSegmentName.Decide, (annotate) => {
-        const planned = this.#planAndPack(units, view, stops);
+        const planned = this.#planAndPack(units, view, stops, contention.separate);
         annotate({ round, units: pending.length, planned: planned.plan.plans.length, toRead: planned.plan.verify.size });
         return planned;
       });
@@ -244,6 +272,10 @@ export class BatchEngine<Event> {
         });
         return Promise.all(transactions.map((transaction) => this.#commit(transaction, view, units)));
       });
+      if (contended.some(Boolean)) {
+        contention.seen = true;
+        contention.separate = true;
+      }
       const stillPending = units.filter((unit) => unit.verdict === undefined);
       if (contended.some(Boolean) && stillPending.length > 0) {
         const losses = Math.max(0, ...stillPending.map((unit) => unit.losses));
@@ -259,6 +291,7 @@ export class BatchEngine<Event> {
     units: readonly Unit<Event>[],
     view: Map<string, Known>,
     stops: ReadonlyMap<string, number>,
+    separate: boolean,
   ): { plan: RoundPlan; packing: Packing | undefined } {
     const { definition, config, cache, now } = this.#options;
     const deferred = new Set<Unit>();
@@ -291,7 +324,7 @@ export class BatchEngine<Event> {
         fail: (unit, error) => this.#fail(unit, error),
       });
       if (plan.verify.size > 0 || plan.plans.length === 0) return { plan, packing: undefined };
-      const packing = packTransactions(plan, builder);
+      const packing = packTransactions(plan, builder, { shareComponents: !separate });
       for (const [unit, error] of packing.tooLarge) this.#fail(unit, error);
       if (packing.tooLarge.size > 0) {
         deferred.clear();

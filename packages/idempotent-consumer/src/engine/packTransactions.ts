@@ -64,10 +64,13 @@ export function actionBytes(action: TransactAction): number {
  *   together or in order: their actions go into one transaction, unit by unit, while it stays within
  *   100 actions and 4 MB; the units that do not fit are deferred to the next round (they are
  *   decided again on what this one commits), never failed for it (case C29);
- * - several components share a transaction while it fits; a `solo` unit has one of its own;
+ * - several components share a transaction while it fits (unless `options.shareComponents` is
+ *   `false`: under contention, so that a conflict on one component's item cancels only that
+ *   component); a `solo` unit has one of its own;
  * - a unit whose actions alone exceed 4 MB fails (`InvalidWrite`).
  */
-export function packTransactions(plan: RoundPlan, builder: ActionBuilder): Packing {
+export function packTransactions(plan: RoundPlan, builder: ActionBuilder, options: { readonly shareComponents?: boolean } = {}): Packing {
+  const share = options.shareComponents ?? true;
   const components = componentsOf(plan.plans);
   const deferred = new Set<Unit>();
   const tooLarge = new Map<Unit, InvalidWrite>();
@@ -110,14 +113,15 @@ export function packTransactions(plan: RoundPlan, builder: ActionBuilder): Packi
     }
     if (transaction.units.length === 0) continue;
     const solo = transaction.units.some((unit) => unit.solo);
-    const open = solo
-      ? undefined
-      : transactions.find(
-          (t) =>
-            !t.units.some((unit) => unit.solo) &&
-            t.actions.length + transaction.actions.length <= MAX_TRANSACTION_ACTIONS &&
-            t.bytes + transaction.bytes <= MAX_TRANSACTION_BYTES,
-        );
+    const open =
+      solo || !share
+        ? undefined
+        : transactions.find(
+            (t) =>
+              !t.units.some((unit) => unit.solo) &&
+              t.actions.length + transaction.actions.length <= MAX_TRANSACTION_ACTIONS &&
+              t.bytes + transaction.bytes <= MAX_TRANSACTION_BYTES,
+          );
     if (open === undefined) {
       transactions.push(transaction);
     } else {
