@@ -105,11 +105,13 @@ export function targetsOf(report: Pick<BenchmarkReport, 'scenarios' | 'coldStart
       mixed10?.baselineRoundTripsPerBatch,
       1 / 3,
     ),
+    // The modeled goodput (round trips at AWS latencies, the consumer's own waits): the measured
+    // one measures 16 invocations sharing this machine's cores as much as the code.
     {
-      target: 'contention@16 engine goodputPerSecond ≥ baseline goodputPerSecond',
-      figure: contention16?.engine.goodputPerSecond ?? null,
-      limit: contention16?.baseline.goodputPerSecond ?? null,
-      met: contention16 === undefined ? null : contention16.engine.goodputPerSecond >= contention16.baseline.goodputPerSecond,
+      target: 'contention@16 engine modeledGoodputPerSecond ≥ baseline modeledGoodputPerSecond',
+      figure: contention16?.engine.modeledGoodputPerSecond ?? null,
+      limit: contention16?.baseline.modeledGoodputPerSecond ?? null,
+      met: contention16 === undefined ? null : contention16.engine.modeledGoodputPerSecond >= contention16.baseline.modeledGoodputPerSecond,
     },
     atMost(
       'contention engine falseDeadLetters = 0 (figure: summed over the environment counts)',
