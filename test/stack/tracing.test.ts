@@ -32,6 +32,17 @@ function tracingModes(template: Template): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(functions).map(([id, fn]) => [id, fn.Properties.TracingConfig?.Mode]));
 }
 
+/** `POWERTOOLS_TRACE_ENABLED` of each function of the template, by logical id. */
+function traceSwitches(template: Template): Record<string, string | undefined> {
+  const functions = template.findResources('AWS::Lambda::Function') as Record<
+    string,
+    { Properties: { Environment?: { Variables?: Record<string, string> } } }
+  >;
+  return Object.fromEntries(
+    Object.entries(functions).map(([id, fn]) => [id, fn.Properties.Environment?.Variables?.POWERTOOLS_TRACE_ENABLED]),
+  );
+}
+
 describe('tracing of the functions the constructs create', () => {
   it('traces the café consumer and its outbox relay actively by default, with the X-Ray actions in policies of their own, cdk-nag clean', () => {
     const { stack, template } = synthCafeStack();
@@ -57,6 +68,9 @@ describe('tracing of the functions the constructs create', () => {
     const disabled = synthConsumer({ props: { tracing: Tracing.DISABLED } });
     expect(Object.values(tracingModes(disabled.template))).toEqual([undefined]);
     expect(xrayStatements(disabled.template)).toEqual([]);
+    // Powertools' switch, which the café's handler also reads to skip loading its Tracer.
+    expect(Object.values(traceSwitches(disabled.template))).toEqual(['false']);
+    expect(Object.values(traceSwitches(passThrough.template))).toEqual([undefined]);
   });
 
   it("gives the outbox relay the consumer's tracing unless outbox.tracing says otherwise", () => {

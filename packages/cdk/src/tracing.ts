@@ -11,7 +11,9 @@ import type { Construct } from 'constructs';
 
 /**
  * Sets the X-Ray tracing of `fn` (`tracing`, `Tracing.ACTIVE` when `undefined`; create `fn`
- * without `tracing`). For `ACTIVE` and `PASS_THROUGH`, its role `role` gets
+ * without `tracing`). `DISABLED` sets `POWERTOOLS_TRACE_ENABLED=false`, Powertools Tracer's own
+ * switch (https://docs.powertools.aws.dev/lambda/typescript/latest/core/tracer/). For `ACTIVE`
+ * and `PASS_THROUGH`, its role `role` gets
  * `xray:PutTraceSegments` and `xray:PutTelemetryRecords` in a policy of its own (`<id>`), on `*`:
  * X-Ray has no resource-level permissions for them
  * (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsx-ray.html).
@@ -19,7 +21,11 @@ import type { Construct } from 'constructs';
  */
 export function configureTracing(scope: Construct, id: string, fn: LambdaFunction, role: IRole, tracing: Tracing | undefined): void {
   const mode = tracing ?? Tracing.ACTIVE;
-  if (mode === Tracing.DISABLED) return;
+  if (mode === Tracing.DISABLED) {
+    // Powertools' own switch: its Tracer records nothing, and a handler can skip loading it.
+    fn.addEnvironment('POWERTOOLS_TRACE_ENABLED', 'false');
+    return;
+  }
   const policy = new Policy(scope, id, {
     roles: [role],
     statements: [new PolicyStatement({ actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], resources: ['*'] })],
