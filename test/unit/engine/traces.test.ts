@@ -175,6 +175,18 @@ describe('the engine with a tracer', () => {
     expect(h.tracer.named('## batch')[0]!.annotations).toMatchObject({ source: 'kafka', deliveries: 1, applied: 1 });
   });
 
+  it('names a Kinesis or DynamoDB Streams batch by its attempt log, not as Kafka', async () => {
+    for (const [prefix, source] of [
+      ['kinesis:orders/', 'kinesis'],
+      ['dynamodb:', 'dynamodb-streams'],
+    ] as const) {
+      const h = harness();
+      const record = kafka(0, { key: `k-${source}`, account: 'A', note: 'x' });
+      await h.run([{ ...record, attempts: { ...record.attempts, kind: 'log', sourceId: `${prefix}e-0` } as Delivery['attempts'] }]);
+      expect(h.tracer.named('## batch')[0]!.annotations).toMatchObject({ source, deliveries: 1, applied: 1 });
+    }
+  });
+
   it('puts nothing of a body in an annotation or metadata: no key, no field, no text', async () => {
     const secret = 'S3CR3T';
     const h = harness();

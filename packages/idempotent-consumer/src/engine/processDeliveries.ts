@@ -82,7 +82,7 @@ export async function processDeliveries<Event>(
     const count = (kind: Verdict['kind']) => results.filter((result) => result.verdict.kind === kind).length;
     annotate({
       consumer: deps.config.consumerName,
-      source: deliveries[0]?.attempts.kind === 'log' ? 'kafka' : deps.config.fifo ? 'sqs-fifo' : 'sqs',
+      source: traceSourceOf(deliveries[0], deps.config.fifo),
       deliveries: deliveries.length,
       applied: count('applied'),
       duplicates: count('duplicate'),
@@ -480,4 +480,16 @@ function observe(result: DeliveryResult, observer: OutcomeObserver): void {
 
 function attemptOf(delivery: Delivery): number | undefined {
   return delivery.attempts.kind === 'receive-count' ? delivery.attempts.receiveCount : undefined;
+}
+
+/**
+ * The event source a batch is annotated with: a source without a receive count is named by its
+ * attempt log's prefix (`kafka:`, `kinesis:`, `dynamodb:` → `dynamodb-streams`), else SQS.
+ */
+function traceSourceOf(first: Delivery | undefined, fifo: boolean | undefined): string {
+  if (first?.attempts.kind === 'log') {
+    const prefix = first.attempts.sourceId.split(':', 1)[0];
+    return prefix === 'dynamodb' ? 'dynamodb-streams' : prefix === 'kinesis' ? 'kinesis' : 'kafka';
+  }
+  return fifo === true ? 'sqs-fifo' : 'sqs';
 }
