@@ -140,9 +140,11 @@ describe.skipIf(awsEndpoints().source !== 'embedded')('a CDK app run from its bu
     });
   });
 
-  it('runs the inventory on the FIFO queue of its template', async () => {
+  it('runs the inventory on the FIFO queue of its template, its outbox relay publishing to the local EventBridge', async () => {
     const input = await readInputFile('examples/inventory/samples/reservations.jsonl', inventoryFifoSettings.queue.maxMessageSizeBytes);
+    const steps: string[] = [];
     const result = await runLocalApp({
+      onProgress: (progress) => steps.push(progress.step),
       app: inventory.directory,
       stack: 'InventoryFifo',
       settings: { value: inventoryFifoSettings, name: 'test/fixtures/inventoryApp/settings.ts#inventoryFifoSettings' },
@@ -160,7 +162,9 @@ describe.skipIf(awsEndpoints().source !== 'embedded')('a CDK app run from its bu
     expect(result.source).toBe('sqs-fifo');
     expect(result.report).toMatchObject({ messagesIn: 182, unaccounted: 0, countsAddUp: true });
     expect(result.report.outbox?.written).toBeGreaterThan(0);
+    // The relay marks an item published only once EventBridge gave its event an id: every one reached the bus.
     expect(result.report.outbox?.published).toBe(result.report.outbox?.written);
+    expect(steps.some((step) => step.startsWith('started the local EventBridge'))).toBe(true);
   }, 300_000);
 
   it("runs the inventory on Lambda Managed Instances as its template says: the template's 4 invocations at once per execution environment", async () => {

@@ -21,12 +21,17 @@ describe('destination targets', () => {
     expect(parseDestinationTarget('arn:aws-cn:sns:cn-north-1:123456789012:t')).toMatchObject({ kind: 'sns', fifo: false });
   });
 
+  it('reads EventBridge event bus ARNs', () => {
+    const eventBusArn = 'arn:aws:events:eu-west-1:123456789012:event-bus/orders';
+    expect(parseDestinationTarget(eventBusArn)).toEqual({ kind: 'eventBridge', eventBusArn });
+  });
+
   it('says what is wrong with anything else', () => {
-    expect(() => parseDestinationTarget('arn:aws:events:eu-west-1:123456789012:event-bus/default')).toThrow(
-      /EventBridge bus: it is not built in/,
+    expect(() => parseDestinationTarget('arn:aws:events:eu-west-1:123456789012:rule/orders')).toThrow(
+      /EventBridge ARN but not an event bus/,
     );
     expect(() => parseDestinationTarget('arn:aws:sqs:eu-west-1:123456789012:audit')).toThrow(/queue ARN: give the queue URL/);
-    expect(() => parseDestinationTarget('payments')).toThrow(/neither an SNS topic ARN nor an SQS queue URL/);
+    expect(() => parseDestinationTarget('payments')).toThrow(/neither an SNS topic ARN, an SQS queue URL nor an EventBridge event bus ARN/);
   });
 });
 

@@ -71,9 +71,10 @@ describe('matchesFilterPattern (equality rules of Lambda event filtering)', () =
     expect(matchesFilterPattern(pattern, { eventName: 'REMOVE', dynamodb: { Keys: {} } })).toBe(false);
   });
 
-  it('matches a list value when one element matches, and refuses content filters it cannot evaluate', () => {
+  it('matches a list value when one element matches, evaluates content filters, and refuses rules Lambda does not support', () => {
     expect(matchesFilterPattern({ tags: ['a'] }, { tags: ['b', 'a'] })).toBe(true);
-    expect(() => matchesFilterPattern({ kind: [{ prefix: 'out' }] } as never, { kind: 'outbox' })).toThrow(UnsupportedFilterRuleError);
+    expect(matchesFilterPattern({ kind: [{ prefix: 'out' }] }, { kind: 'outbox' })).toBe(true);
+    expect(() => matchesFilterPattern({ kind: [{ wildcard: 'out*' }] } as never, { kind: 'outbox' })).toThrow(UnsupportedFilterRuleError);
   });
 });
 

@@ -37,14 +37,19 @@ const sqsPoints: readonly KillPoint[] = [
   KillPoint.response,
 ];
 
+/** Await points a consumer on a source without a receive count (Kafka, Kinesis, DynamoDB Streams) must be stopped at, at least once. */
+const logPoints: readonly KillPoint[] = [
+  ...sqsPoints.filter((point) => ![KillPoint.attemptSkip, KillPoint.attemptSkipsRead, KillPoint.backoff].includes(point as never)),
+  KillPoint.attemptFailure,
+];
+
 /** Await points each source's consumer must be stopped at, at least once. */
 const required: Record<ProveSource, readonly KillPoint[]> = {
   sqs: sqsPoints,
   fifo: sqsPoints,
-  kafka: [
-    ...sqsPoints.filter((point) => ![KillPoint.attemptSkip, KillPoint.attemptSkipsRead, KillPoint.backoff].includes(point as never)),
-    KillPoint.attemptFailure,
-  ],
+  kafka: logPoints,
+  kinesis: logPoints,
+  'dynamodb-streams': logPoints,
 };
 
 describe('exactly-once under seeded fault schedules', () => {
@@ -57,7 +62,7 @@ describe('exactly-once under seeded fault schedules', () => {
     uninstallVirtualClock();
   });
 
-  it.each(['sqs', 'fifo', 'kafka'] as const)(
+  it.each(['sqs', 'fifo', 'kafka', 'kinesis', 'dynamodb-streams'] as const)(
     '%s: every invariant holds, and every await point met is killed at at least once',
     async (source) => {
       const report = await runProve(session, {
@@ -81,7 +86,7 @@ describe('exactly-once under seeded fault schedules', () => {
     240_000,
   );
 
-  it.each(['sqs', 'fifo', 'kafka'] as const)(
+  it.each(['sqs', 'fifo', 'kafka', 'kinesis', 'dynamodb-streams'] as const)(
     '%s: generated consumers — every invariant holds against the sequential reference model',
     async (source) => {
       const report = await runProve(session, {

@@ -183,7 +183,7 @@ describe('the simulated Kafka topic', () => {
 describe('schedules and the in-order model', () => {
   it('refuses a malformed replay, naming the field', () => {
     expect(() => parseSchedule({ version: 1, source: 'sns' })).toThrow(
-      new ScheduleError('schedule.source must be one of sqs, fifo, kafka'),
+      new ScheduleError('schedule.source must be one of sqs, fifo, kafka, kinesis, dynamodb-streams'),
     );
     expect(() => parseSchedule('{}')).toThrow(ScheduleError);
   });

@@ -242,7 +242,8 @@ describe('ConsumerMonitoring with Kafka, an email address and custom thresholds'
   });
 
   it('adds the Kafka offset lag alarm: AWS/Lambda OffsetLag of the function, Maximum over 5 min, > 5000 records 3 periods in a row', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 6 + Object.keys(stack.consumer.outboxRelay!.alarms).length);
+    // The five of every consumer, the offset lag and the Kafka mapping's dropped events (mappingMetrics.test.ts), the relay's.
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 7 + Object.keys(stack.consumer.outboxRelay!.alarms).length);
     expectAlarm(stack, template, {
       alarm: 'kafkaOffsetLag',
       namespace: 'AWS/Lambda',

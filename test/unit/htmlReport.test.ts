@@ -443,7 +443,7 @@ describe('renderHtmlReport', () => {
   it('refuses a bad input, naming each problem', () => {
     const bad = {
       ...input(),
-      source: 'kinesis',
+      source: 'rabbitmq',
       durationMs: -1,
       startedAt: 'yesterday',
       deliveries: [{ messageId: 'm', outcome: 'lost', atMs: Number.NaN, durationMs: 1 }],
@@ -456,7 +456,7 @@ describe('renderHtmlReport', () => {
     }
     expect(error).toBeInstanceOf(HtmlReportInputError);
     expect((error as HtmlReportInputError).problems).toEqual([
-      'source: expected sqs, sqs-fifo or kafka, got "kinesis"',
+      'source: expected sqs, sqs-fifo, kafka, kinesis or dynamodb-streams, got "rabbitmq"',
       'startedAt: expected an ISO 8601 date, got "yesterday"',
       'durationMs: expected a finite number of milliseconds ≥ 0, got -1',
       'deliveries[0].outcome: expected one of applied, duplicate, retried, dead-lettered, got "lost"',

@@ -37,7 +37,8 @@ export interface ProveFlags {
   readonly endpoints: { readonly dynamoDbEndpoint: string; readonly sqsEndpoint: string } | undefined;
 }
 
-export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--source sqs|fifo|kafka|all] [--workload examples|generated|all]
+export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--source sqs|fifo|kafka|kinesis|dynamodb-streams|all]
+                        [--workload examples|generated|all]
                         [--consumer cafe|inventory|all] [--json]
                         [--replay FILE_OR_JSON] [--shrink-seconds N] [--replay-dir DIR] [--tables-every N] [--no-cover]
                         [--dynamodb-endpoint URL --sqs-endpoint URL]

@@ -6,5 +6,5 @@
  */
 
 /** The event sources the suite drives. */
-export const proveSources = ['sqs', 'fifo', 'kafka'] as const;
+export const proveSources = ['sqs', 'fifo', 'kafka', 'kinesis', 'dynamodb-streams'] as const;
 export type ProveSource = (typeof proveSources)[number];

@@ -144,7 +144,7 @@ export function createProveSession(
 
 /** fast-check's seed of one source in a run. */
 export function sourceSeed(seed: number, source: ProveSource): number {
-  const salt = { sqs: 0, fifo: 0x5bd1e995, kafka: 0x1b873593 }[source];
+  const salt = { sqs: 0, fifo: 0x5bd1e995, kafka: 0x1b873593, kinesis: 0x27d4eb2f, 'dynamodb-streams': 0x165667b1 }[source];
   return (seed ^ salt) | 0;
 }
 

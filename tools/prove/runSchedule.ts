@@ -42,6 +42,7 @@ import { KillPoint } from './killPoints.js';
 import type { ProveResources } from './ProveResources.js';
 import type { InvocationPlan, Overlap, Schedule } from './schedule.js';
 import { SimulatedKafkaTopic, type KafkaBatch } from './SimulatedKafkaTopic.js';
+import { dynamoDbImageOf, SimulatedStreamShards, type StreamBatch, streamResponseProblem } from './SimulatedStreamShards.js';
 import { SimulatedSqsQueue } from './SimulatedSqsQueue.js';
 import { type DeadLetter, drainDeadLetters, print, readAttemptSkips, readInboxRows, readOutboxItems } from './storedState.js';
 import type { VirtualClock } from './virtualClock.js';
@@ -153,11 +154,12 @@ export async function runSchedule(schedule: Schedule, env: ProveEnvironment): Pr
 
 /** A batch in flight, from either source. */
 interface Batch {
-  readonly event: SQSEvent | KafkaEvent;
+  readonly event: SQSEvent | KafkaEvent | StreamBatch['event'];
   readonly ids: readonly string[];
   /** Per record: its FIFO message group or Kafka partition (`undefined` on a standard queue). */
   readonly scopes: readonly (string | undefined)[];
   readonly kafka?: KafkaBatch;
+  readonly stream?: StreamBatch;
   readonly records?: readonly SQSRecord[];
 }
 
@@ -243,7 +245,10 @@ class ScheduleRun {
     this.#source =
       schedule.source === 'kafka'
         ? this.#kafkaSource(kafkaRetryAttempts(settings))
-        : this.#sqsSource(maxReceiveCount(settings), settings.queue.visibilityTimeoutSeconds);
+        : schedule.source === 'kinesis' || schedule.source === 'dynamodb-streams'
+          ? // The stream mappings' retries leave the same room as Kafka's (maxAttempts × batchSize − 1 + 5).
+            this.#streamSource(schedule.source, kafkaRetryAttempts(settings))
+          : this.#sqsSource(maxReceiveCount(settings), settings.queue.visibilityTimeoutSeconds);
     this.#pool = new EnvironmentPool({
       dynamoDbEndpoint: this.#env.dynamoDbEndpoint,
       sqsEndpoint: this.#env.sqsEndpoint,
@@ -335,6 +340,7 @@ class ScheduleRun {
       excused,
       crashes: (sourceId) => (this.#crashed.get(sourceId) ?? 0) + (this.#recordedSkips.get(sourceId) ?? 0),
       maxAttempts: this.#maxAttempts,
+      ...(schedule.source === 'dynamodb-streams' ? { deadLetterBody: (body: string) => JSON.stringify(dynamoDbImageOf(body)) } : {}),
     });
     const byOriginal = new Map<string, number>();
     for (const letter of deadLetters)
@@ -390,7 +396,19 @@ class ScheduleRun {
 
   #send(message: InputMessage, id: string, redriveOf?: string): void {
     const sourceId = this.#source.send(message, id, redriveOf);
-    this.#sent.push({ sourceId, input: message, redriven: false });
+    this.#sent.push({ sourceId, input: this.#asSent(message), redriven: false });
+  }
+
+  /**
+   * The message as the consumer gets it. On a DynamoDB stream a message is an item: a poison body
+   * that is not a JSON object is written as `{"body": "<text>"}` (`dynamoDbImageOf`), which a
+   * consumer whose idempotency key is a field dead-letters as `MissingIdempotencyKey` (that check
+   * comes first), not as the `ValidationError` of the body itself.
+   */
+  #asSent(message: InputMessage): InputMessage {
+    if (this.#schedule.source !== 'dynamodb-streams' || message.role !== MessageRole.Poison) return message;
+    if (dynamoDbImageOf(message.body).body?.S !== message.body || typeof this.#workload.options.idempotencyKey !== 'string') return message;
+    return { ...message, expectedReason: FailureReason.MissingIdempotencyKey };
   }
 
   /** The producer's order: the schedule's priorities; FIFO and Kafka keep each group's own order. */
@@ -424,7 +442,7 @@ class ScheduleRun {
    * them, so a record's non-attempts count alike on every source.
    */
   async #readRecordedSkips(): Promise<void> {
-    if (this.#schedule.source === 'kafka') {
+    if (this.#countsInLog) {
       this.#recordedSkips = new Map(this.#kafkaSkips);
       return;
     }
@@ -507,7 +525,7 @@ class ScheduleRun {
       const { problem, failed } = this.#source.settle(batch, outcome, plan.acknowledgementLost === true);
       reported = new Set(failed);
       if (problem !== undefined) this.#violate(Invariant.validResponse, problem);
-      if (this.#schedule.source === 'kafka') {
+      if (this.#countsInLog) {
         for (const record of environment.records.outcomes) {
           if (reported.has(record.messageId) && record.outcome === 'retried' && record.countsAsAttempt === false)
             this.#kafkaSkips.set(record.messageId, (this.#kafkaSkips.get(record.messageId) ?? 0) + 1);
@@ -629,6 +647,65 @@ class ScheduleRun {
           }
           return jsonResponse({ Successful: successful, Failed: failedEntries });
         };
+      },
+    };
+  }
+
+  /** Whether the source has no receive count (Kafka, Kinesis, DynamoDB Streams): the consumer counts attempts in its log. */
+  get #countsInLog(): boolean {
+    return this.#schedule.source !== 'sqs' && this.#schedule.source !== 'fifo';
+  }
+
+  #streamSource(kind: 'kinesis' | 'dynamodb-streams', retryAttempts: number): Source {
+    const shards = new SimulatedStreamShards({
+      kind,
+      name: this.#workload.consumer,
+      // As many shards as the Kafka topic has partitions; each group keeps to one shard.
+      shards: this.#schedule.kafka.partitions,
+      batchSize: this.#schedule.batchSize,
+      retryAttempts,
+      clock: this.#env.clock,
+    });
+    return {
+      send: (message, id, redriveOf) => shards.append(message.group, message.body, id, redriveOf),
+      get drained() {
+        return shards.drained;
+      },
+      get remaining() {
+        return shards.lag;
+      },
+      get deliveries() {
+        return shards.deliveries;
+      },
+      take: () => {
+        const batch = shards.poll();
+        if (batch === undefined) return undefined;
+        return {
+          event: batch.event,
+          ids: batch.records.map((r) => r.eventId),
+          scopes: batch.records.map((r) => r.shardId),
+          stream: batch,
+        };
+      },
+      redeliver: (batch) => shards.rebalance(batch.stream!),
+      settle: (batch, outcome, acknowledgementLost) => {
+        const records = batch.stream!.records;
+        if (outcome.kind === 'failed') {
+          shards.settle(batch.stream!, { kind: 'failed' }, false);
+          return { problem: undefined, failed: batch.ids };
+        }
+        const problem = streamResponseProblem(
+          outcome.response,
+          records.map((r) => r.sequenceNumber),
+        );
+        shards.settle(batch.stream!, outcome, acknowledgementLost);
+        const failures = (outcome.response as { batchItemFailures?: { itemIdentifier?: unknown }[] } | null)?.batchItemFailures ?? [];
+        const reported = new Set(failures.map((f) => f.itemIdentifier));
+        return { problem, failed: records.filter((r) => reported.has(r.sequenceNumber)).map((r) => r.eventId) };
+      },
+      policyMoves: [],
+      get gaveUp() {
+        return shards.gaveUp.map((r) => r.eventId);
       },
     };
   }

@@ -48,6 +48,15 @@ export interface ConsumerMonitoringOptions {
    * @default 1000
    */
   readonly kafkaOffsetLagThreshold?: number;
+  /**
+   * Kinesis or DynamoDB Streams only: the age of the last record the function read above which the
+   * consumer counts as falling behind, in **seconds** (Lambda's `IteratorAge`, which CloudWatch
+   * holds in milliseconds; maximum over 5 minutes, three periods in a row). A record that keeps
+   * failing holds its shard, so the age grows while its retries run.
+   *
+   * @default 300 (5 minutes)
+   */
+  readonly streamIteratorAgeThresholdSeconds?: number;
 }
 
 /** Properties of a {@link ConsumerMonitoring}. */
@@ -70,6 +79,13 @@ export interface ConsumerAlarms {
   readonly deadLettered: Alarm;
   /** Kafka only: the topic's offset lag stays above the threshold (`OffsetLag`). */
   readonly kafkaOffsetLag?: Alarm;
+  /**
+   * Kafka only: the mapping gave up on records (`DroppedEventCount` > 0: retries exhausted or records
+   * older than the maximum record age), which went to its on-failure destination unprocessed.
+   */
+  readonly kafkaDroppedEvents?: Alarm;
+  /** Kinesis or DynamoDB Streams only: the stream's iterator age stays above the threshold (`IteratorAge`). */
+  readonly streamIteratorAge?: Alarm;
 }
 
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
@@ -103,6 +119,8 @@ const throttlesOnManagedInstances =
  * | `functionThrottles` | `AWS/Lambda` `Throttles` of the function, Sum, 5 min | > 0 for 1 period |
  * | `deadLettered` | `IdempotentConsumer` `DeadLettered` {service}, Sum, 5 min | > 0 for 1 period |
  * | `kafkaOffsetLag` (Kafka on) | `AWS/Lambda` `OffsetLag` of the function, Maximum, 5 min | > threshold (1000 records) for 3 periods |
+ * | `kafkaDroppedEvents` (Kafka on) | `AWS/Lambda` `DroppedEventCount` of the Kafka mapping (`EventSourceMappingUUID`), Sum, 5 min | > 0 for 1 period |
+ * | `streamIteratorAge` (Kinesis or DynamoDB Streams on) | `AWS/Lambda` `IteratorAge` of the function, Maximum, 5 min | > threshold (300 s, in ms) for 3 periods |
  *
  * Missing data: the dead-letter queue alarm keeps its state (`ignore`), because SQS stops
  * publishing metrics for a queue that has been inactive for six hours even while messages sit
@@ -128,6 +146,18 @@ const throttlesOnManagedInstances =
  * the function's invocations, errors, throttles, duration and concurrency, and the Kafka offset
  * lag when Kafka is on.
  *
+ * **The event source mappings' own metrics** (`MetricsConfig` `EventCount`, in `AWS/Lambda` by
+ * `EventSourceMappingUUID`,
+ * https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html#event-source-mapping-metrics)
+ * say what the function's metrics cannot: how many messages the mapping polled
+ * (`PolledEventCount`), dropped by its filter criteria (`FilteredOutEventCount`), invoked the
+ * function with (`InvokedEventCount`), failed to invoke with (`FailedInvokeEventCount`), deleted
+ * from the queue (`DeletedEventCount`, SQS), gave up on (`DroppedEventCount`, Kafka) and sent to the
+ * on-failure destination (`OnFailureDestinationDeliveredEventCount`, Kafka). The dashboard graphs
+ * them for the SQS mapping (unless `settings.function.mappingMetrics` is false) and the Kafka
+ * mapping; `kafkaDroppedEvents` alarms on the Kafka give-ups, which reach an S3 on-failure
+ * destination without any message in the dead-letter queue.
+ *
  * @throws InvalidSettingsError when `alarmEmail` is not an email address, or a threshold is not a
  * positive whole number (see {@link monitoringOptionsProblems}); nothing is created
  */
@@ -146,6 +176,7 @@ export class ConsumerMonitoring extends Construct {
     const { consumer } = props;
     const oldestAgeThreshold = props.oldestMessageAgeThresholdSeconds ?? 300;
     const offsetLagThreshold = props.kafkaOffsetLagThreshold ?? 1000;
+    const iteratorAgeThreshold = props.streamIteratorAgeThresholdSeconds ?? 300;
 
     const serviceName = consumer.settings.consumerName;
     const oneMinute = Duration.minutes(1);
@@ -204,6 +235,15 @@ export class ConsumerMonitoring extends Construct {
     };
 
     const kafkaOn = consumer.kafkaSource !== undefined;
+    /** An event source mapping metric (`MetricsConfig` `EventCount`), by the mapping's UUID. */
+    const mappingMetric = (uuid: string, metricName: string, period: Duration, label?: string) =>
+      new Metric({ namespace: 'AWS/Lambda', metricName, dimensionsMap: { EventSourceMappingUUID: uuid }, statistic: 'Sum', period, label });
+    const mappingEvents = (uuid: string, names: readonly string[]) =>
+      names.map((name) => mappingMetric(uuid, name, oneMinute, name.replace(/EventCount$/, '')));
+    const kafkaMappingId = consumer.kafkaSource?.mapping.eventSourceMappingId;
+    const streamOn = consumer.kinesisSource !== undefined || consumer.dynamoDbStreamSource !== undefined;
+    // IteratorAge: the age of the last record of a stream batch, in milliseconds (function-level metric).
+    const iteratorAge = (period: Duration, label?: string) => functionMetric('IteratorAge', 'Maximum', period, label);
     this.alarms = {
       deadLetterQueueNotEmpty: alarm('DeadLetterQueueNotEmptyAlarm', {
         metric: visibleInDeadLetterQueue(),
@@ -212,8 +252,8 @@ export class ConsumerMonitoring extends Construct {
         description:
           'messages are waiting in the dead-letter queue. List them by reason (npx idempotent-consumer dlq list), fix the ' +
           'producer or the consumer, then redrive or archive them (docs/dlq.md); messages without failureReason came from the ' +
-          "queue's redrive policy (crashes, timeouts) or, for Kafka, are Lambda's on-failure records (metadata only: replay " +
-          'the named offsets from the topic, do not redrive them).',
+          "queue's redrive policy (crashes, timeouts) or, for Kafka, Kinesis and DynamoDB Streams, are Lambda's on-failure " +
+          'records (metadata only: replay the named offsets or sequence numbers from the topic or stream, do not redrive them).',
       }),
       oldestMessageAge: alarm('OldestMessageAgeAlarm', {
         metric: oldestMessageAge(),
@@ -252,6 +292,29 @@ export class ConsumerMonitoring extends Construct {
                 `the Kafka offset lag has stayed above ${offsetLagThreshold} records for 15 minutes: the consumer is not keeping ` +
                 'up with the topic or a partition is stuck. Check function errors, RetryableFailures and duration; raise the ' +
                 'maximum pollers (up to the partition count) or the batch size.',
+            }),
+            kafkaDroppedEvents: alarm('KafkaDroppedEventsAlarm', {
+              metric: mappingMetric(kafkaMappingId!, 'DroppedEventCount', fiveMinutes),
+              threshold: 0,
+              description:
+                'the Kafka event source mapping gave up on records in the last 5 minutes (DroppedEventCount: retries exhausted by ' +
+                'function errors or timeouts, or records older than the maximum record age): they went to the on-failure ' +
+                'destination unprocessed. List them (npx idempotent-consumer dlq list), find the cause in the function errors and ' +
+                'logs, fix it, then replay the named offsets.',
+            }),
+          }
+        : {}),
+      ...(streamOn
+        ? {
+            streamIteratorAge: alarm('StreamIteratorAgeAlarm', {
+              metric: iteratorAge(fiveMinutes),
+              threshold: iteratorAgeThreshold * 1000,
+              evaluationPeriods: 3,
+              description:
+                `the stream's iterator age has stayed above ${iteratorAgeThreshold} s for 15 minutes: the consumer is not keeping ` +
+                'up with the stream or a shard is stuck behind a failing record. Check function errors, RetryableFailures and ' +
+                'duration; raise the batch size or the parallelization factor (order then holds per partition key only). ' +
+                'Records leave the stream at its retention (DynamoDB Streams: 24 hours).',
             }),
           }
         : {}),
@@ -313,12 +376,51 @@ export class ConsumerMonitoring extends Construct {
         ),
         graph('Function concurrency', [functionMetric('ConcurrentExecutions', 'Maximum', oneMinute, 'Concurrent executions')]),
       ],
+      ...(consumer.settings.function.mappingMetrics === false
+        ? []
+        : [
+            [
+              graph(
+                'SQS event source mapping (messages)',
+                mappingEvents(consumer.eventSource.eventSourceMappingId, [
+                  'PolledEventCount',
+                  'FilteredOutEventCount',
+                  'InvokedEventCount',
+                  'FailedInvokeEventCount',
+                  'DeletedEventCount',
+                ]),
+                { width: 24 },
+              ),
+            ],
+          ]),
       ...(kafkaOn
         ? [
             [
               graph('Kafka offset lag (records)', [offsetLag(oneMinute, 'Offset lag')], {
-                width: 24,
+                width: 12,
                 leftAnnotations: [{ value: offsetLagThreshold, label: 'alarm threshold' }],
+              }),
+              graph(
+                'Kafka event source mapping (records)',
+                mappingEvents(kafkaMappingId!, [
+                  'PolledEventCount',
+                  'FilteredOutEventCount',
+                  'InvokedEventCount',
+                  'FailedInvokeEventCount',
+                  'DroppedEventCount',
+                  'OnFailureDestinationDeliveredEventCount',
+                ]),
+                { width: 12 },
+              ),
+            ],
+          ]
+        : []),
+      ...(streamOn
+        ? [
+            [
+              graph('Stream iterator age (milliseconds)', [iteratorAge(oneMinute, 'Iterator age')], {
+                width: 24,
+                leftAnnotations: [{ value: iteratorAgeThreshold * 1000, label: 'alarm threshold' }],
               }),
             ],
           ]
@@ -370,6 +472,7 @@ export class ConsumerMonitoring extends Construct {
  */
 export function monitoringOptionsProblems(options: ConsumerMonitoringOptions): string[] {
   const { alarmEmail, oldestMessageAgeThresholdSeconds: oldestAge, kafkaOffsetLagThreshold: offsetLag } = options;
+  const iteratorAge = options.streamIteratorAgeThresholdSeconds;
   const problems: string[] = [];
   if (alarmEmail !== undefined && !Token.isUnresolved(alarmEmail) && !EMAIL.test(alarmEmail)) {
     problems.push(`alarm email ${JSON.stringify(alarmEmail)} is not an email address (for example -c alarmEmail=ops@example.com)`);
@@ -379,6 +482,9 @@ export function monitoringOptionsProblems(options: ConsumerMonitoringOptions): s
   }
   if (offsetLag !== undefined && (!Number.isInteger(offsetLag) || offsetLag <= 0)) {
     problems.push(`Kafka offset lag threshold ${offsetLag} must be a positive whole number of records`);
+  }
+  if (iteratorAge !== undefined && (!Number.isInteger(iteratorAge) || iteratorAge <= 0)) {
+    problems.push(`stream iterator age threshold ${iteratorAge} s must be a positive whole number of seconds`);
   }
   return problems;
 }

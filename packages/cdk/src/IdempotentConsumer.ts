@@ -16,8 +16,8 @@ import {
 import { AttributeType, BillingMode, type ITable, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable, type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
-import { Architecture, Function as LambdaFunction, type IFunction, type Tracing } from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Architecture, FilterCriteria, Function as LambdaFunction, type IFunction, MetricType, type Tracing } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource, type SqsEventSourceProps } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { type BundlingOptions, NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
@@ -31,6 +31,7 @@ import {
   maxReceiveCount,
   METRICS_NAMESPACE,
   resourceNames,
+  sqsProvisionedMode,
   tableEnvironmentVariable,
   tableKeys,
   withOverrides,
@@ -46,6 +47,8 @@ import {
   windowWarnings,
 } from 'idempotent-consumer/settings';
 import { KafkaSource, kafkaSourceProblems, type KafkaSourceOptions } from './KafkaSource.js';
+import { KinesisSource, kinesisSourceProblems, type KinesisSourceOptions } from './KinesisSource.js';
+import { DynamoDbStreamSource, dynamoDbStreamSourceProblems, type DynamoDbStreamSourceOptions } from './DynamoDbStreamSource.js';
 import { defaultBundling, esbuildTarget, lambdaRuntime, runtimeAcknowledgement } from './bundling.js';
 import { configureTracing } from './tracing.js';
 import { grantTableKey } from './tableKey.js';
@@ -191,6 +194,22 @@ export interface IdempotentConsumerProps {
    */
   readonly kafka?: KafkaSourceOptions;
   /**
+   * A Kinesis Data Streams event source on the same function, beside the SQS queue (see
+   * {@link KinesisSource}): a stream created (on-demand, KMS-encrypted) or given, read in order per
+   * shard, with the dead-letter queue as its on-failure destination.
+   *
+   * @default - no Kinesis event source
+   */
+  readonly kinesis?: KinesisSourceOptions;
+  /**
+   * A DynamoDB Streams event source on the same function, beside the SQS queue (see
+   * {@link DynamoDbStreamSource}): the given table's stream (view type `NEW_IMAGE` or
+   * `NEW_AND_OLD_IMAGES`), read in order per shard, with the dead-letter queue as its on-failure destination.
+   *
+   * @default - no DynamoDB Streams event source
+   */
+  readonly dynamoDbStream?: DynamoDbStreamSourceOptions;
+  /**
    * The outbox relay: turns on the inbox table's DynamoDB stream (new images) and adds an
    * {@link OutboxRelay} that publishes the messages decisions put in `Decision.outbox` to a
    * destination (an SNS topic or an SQS queue, created or given), each at least once with a stable
@@ -316,7 +335,8 @@ export interface MonitoringOutputs {
  *   to the dead-letter queue; consume the source queue (the event source mapping's
  *   `ReceiveMessage`, `DeleteMessage`, `GetQueueAttributes`, `GetQueueUrl`, and
  *   `ChangeMessageVisibility`, which the consumer also calls for its retry backoff);
- *   `s3:PutObject` into the payload bucket. With Kafka, what {@link KafkaSource} lists.
+ *   `s3:PutObject` into the payload bucket. With Kafka, what {@link KafkaSource} lists; with a
+ *   stream, what {@link KinesisSource} or {@link DynamoDbStreamSource} lists.
  * - **Stateful resources outlive the stack.** The queues, tables, table key and payload bucket are
  *   retained when the stack is deleted (`RemovalPolicy.RETAIN`); the tables also have deletion
  *   protection and point-in-time recovery. Their construct ids come from `resourceNames`, so
@@ -328,6 +348,10 @@ export interface MonitoringOutputs {
  * - **Bundling is local** ({@link defaultBundling}): esbuild (a dev dependency of your project)
  *   bundles the handler into one ES module with a source map; Docker is never needed. The AWS
  *   SDK is bundled too, so the function runs the SDK version your tests run.
+ * - **The SQS event source mapping** follows the settings (`sqsMappingOptions`): filter
+ *   criteria (`function.filters`), provisioned mode (`function.minimumPollers`/`maximumPollers`)
+ *   in place of the maximum concurrency, and its `EventCount` metrics on unless
+ *   `function.mappingMetrics` is false.
  * - **Tracing is active** (`tracing`): Lambda records a trace of each sampled invocation, with
  *   `xray:PutTraceSegments` and `xray:PutTelemetryRecords` on `*` in a policy of their own. The
  *   engine adds no subsegments of its own yet.
@@ -395,6 +419,10 @@ export class IdempotentConsumer extends Construct {
   public readonly eventSource: SqsEventSource;
   /** The Kafka event source mapping, when the `kafka` prop was given. */
   public readonly kafkaSource?: KafkaSource;
+  /** The Kinesis Data Streams event source, when the `kinesis` prop was given. */
+  public readonly kinesisSource?: KinesisSource;
+  /** The DynamoDB Streams event source, when the `dynamoDbStream` prop was given. */
+  public readonly dynamoDbStreamSource?: DynamoDbStreamSource;
   /** The outbox relay, when the `outbox` prop was given. */
   public readonly outboxRelay?: OutboxRelay;
   /** Whether the inbox table needs its stream (for the outbox relay). */
@@ -414,6 +442,8 @@ export class IdempotentConsumer extends Construct {
     const problems = [
       ...settingsProblems(settings),
       ...(props.kafka === undefined ? [] : kafkaSourceProblems(props.kafka, settings)),
+      ...(props.kinesis === undefined ? [] : kinesisSourceProblems(props.kinesis, settings)),
+      ...(props.dynamoDbStream === undefined ? [] : dynamoDbStreamSourceProblems(props.dynamoDbStream, settings)),
       ...consumerPropsProblems(props, settings),
       ...optionalProblem(payloadLifecycleProblem(payloadExpirationDays(settings), settings.queue.deadLetterRetentionPeriodSeconds)),
       ...(props.managedInstances === undefined
@@ -477,8 +507,8 @@ export class IdempotentConsumer extends Construct {
       batchSize: settings.function.batchSize,
       maxBatchingWindow:
         settings.function.maxBatchingWindowSeconds > 0 ? Duration.seconds(settings.function.maxBatchingWindowSeconds) : undefined,
-      maxConcurrency: settings.function.maxConcurrency,
       reportBatchItemFailures: true,
+      ...sqsMappingOptions(settings),
     });
     this.function.addEventSource(this.eventSource);
 
@@ -489,6 +519,14 @@ export class IdempotentConsumer extends Construct {
         deadLetterQueue: this.deadLetterQueue,
         settings,
       });
+    }
+    if (props.kinesis !== undefined) {
+      const source = { function: this.function, deadLetterQueue: this.deadLetterQueue, settings };
+      this.kinesisSource = new KinesisSource(this, 'KinesisSource', { ...props.kinesis, ...source });
+    }
+    if (props.dynamoDbStream !== undefined) {
+      const source = { function: this.function, deadLetterQueue: this.deadLetterQueue, settings };
+      this.dynamoDbStreamSource = new DynamoDbStreamSource(this, 'DynamoDbStreamSource', { ...props.dynamoDbStream, ...source });
     }
     if (props.outbox !== undefined) {
       this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {
@@ -848,6 +886,29 @@ export interface TableOptions {
   readonly timeToLiveAttribute?: string;
   /** The DynamoDB stream's view type; the outbox relay needs `NEW_IMAGE` on the inbox table. @default none: no stream */
   readonly stream?: StreamViewType;
+}
+
+/**
+ * The SQS event source mapping's filter criteria, scaling and metrics from the settings:
+ * `FilterCriteria` from `function.filters`; provisioned mode (`ProvisionedPollerConfig`) when
+ * `function.minimumPollers` or `maximumPollers` is set, else `ScalingConfig.MaximumConcurrency`
+ * (AWS: the two are mutually exclusive, https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html);
+ * `MetricsConfig: { Metrics: ['EventCount'] }` unless `function.mappingMetrics` is false.
+ * aws-cdk-lib's `SqsEventSource` takes all three (no escape hatch).
+ */
+export function sqsMappingOptions(
+  settings: ConsumerSettings,
+): Pick<SqsEventSourceProps, 'filters' | 'maxConcurrency' | 'provisionedPollerConfig' | 'metricsConfig'> {
+  const fn = settings.function;
+  return {
+    ...(fn.filters === undefined || fn.filters.length === 0
+      ? {}
+      : { filters: fn.filters.map((pattern) => FilterCriteria.filter(pattern as Record<string, unknown>)) }),
+    ...(sqsProvisionedMode(settings)
+      ? { provisionedPollerConfig: { minimumPollers: fn.minimumPollers, maximumPollers: fn.maximumPollers } }
+      : { maxConcurrency: fn.maxConcurrency }),
+    ...(fn.mappingMetrics === false ? {} : { metricsConfig: { metrics: [MetricType.EVENT_COUNT] } }),
+  };
 }
 
 /** The Powertools variables: service name (the consumer's), metrics namespace, log level. */

@@ -4,6 +4,7 @@ import { Policy, PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import {
   type CfnEventSourceMapping,
   type EventSourceMapping,
+  FilterCriteria,
   type IFunction,
   type ISchemaRegistry,
   MetricType,
@@ -11,6 +12,8 @@ import {
   StartingPosition,
 } from 'aws-cdk-lib/aws-lambda';
 import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { DlqDestinationConfig, IEventSourceDlq, IEventSourceMapping } from 'aws-cdk-lib/aws-lambda';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -142,6 +145,25 @@ export interface KafkaSourceOptions {
    * @default - no schema registry
    */
   readonly schemaRegistry?: ISchemaRegistry;
+  /**
+   * An S3 bucket as the mapping's on-failure destination, in place of the dead-letter queue. For
+   * the batches Lambda gives up on (retries exhausted by function errors or timeouts, records
+   * older than `maxRecordAgeSeconds`), an SQS destination receives **metadata only** (topic,
+   * partition, offsets); an S3 destination receives the **whole invocation record**: the same
+   * metadata and, in `payload`, the event of the last invocation with the records' keys, values
+   * and headers, so nothing depends on the topic still holding them. The DLQ tool lists them
+   * (`dlq list --on-failure-bucket`) and redrives them by invoking the function
+   * (`dlq redrive --on-failure-bucket`). The records the consumer rejects itself still go to the
+   * dead-letter queue, with their reason. The role gets `s3:PutObject` on the bucket's objects and
+   * `s3:ListBucket` on the bucket (and `kms:GenerateDataKey` on its key, when it has one), as AWS
+   * documents, nothing more (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html).
+   * Give the bucket a lifecycle rule: Lambda writes one object per batch given up, under
+   * `aws/lambda/<mapping UUID>/`; the bucket must be reachable from the cluster's VPC (an S3
+   * gateway endpoint or a NAT route).
+   *
+   * @default - the dead-letter queue (metadata only)
+   */
+  readonly onFailureBucket?: IBucket;
 }
 
 /** Properties of a {@link KafkaSource}. */
@@ -303,11 +325,16 @@ export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUN
  *   the error), not the record: replay those from the topic. The consumer dead-letters the
  *   records it rejects itself, with their bodies and reasons, before Lambda ever gives up. The
  *   destination must be reachable from the cluster's VPC (an SQS VPC endpoint or a NAT route,
- *   https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html).
+ *   https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html). With `onFailureBucket`
+ *   the destination is that S3 bucket instead, which keeps the whole invocation record (the
+ *   records' keys, values and headers in `payload`).
  * - `ProvisionedPollerConfig` from the settings: the error handling controls above require
  *   provisioned mode (https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html).
  * - `MetricsConfig`: `EventCount`, `ErrorCount` and `KafkaMetrics` (billed as CloudWatch
  *   metrics); the offset lag alarm itself uses the function's `OffsetLag` metric.
+ * - `FilterCriteria` from `settings.kafka.filters` (patterns on `value`, checked by
+ *   `settingsProblems`): a record no pattern matches is committed without an invocation
+ *   (https://docs.aws.amazon.com/lambda/latest/dg/kafka-filtering.html).
  *
  * **IAM, stated explicitly.** The mapping is created with the `EventSourceMapping` L2
  * (`function.addEventSourceMapping`) that `ManagedKafkaEventSource` and
@@ -328,6 +355,8 @@ export const kafkaMappingMetrics: readonly MetricType[] = [MetricType.EVENT_COUN
  *   Manager (condition `kms:ViaService` = `secretsmanager.<region>.amazonaws.com`);
  * - `sqs:SendMessage` on the dead-letter queue (the on-failure destination; the consumer has it
  *   already);
+ * - with `onFailureBucket`, `s3:PutObject` on its objects, `s3:ListBucket` on it and
+ *   `kms:GenerateDataKey` on its key, if any (`KafkaS3OnFailureDestination`);
  * - with `schemaRegistry`, what its `bind` grants (Confluent: reading the registry's secret; AWS
  *   Glue: `glue:GetRegistry` and `glue:GetSchemaVersion` on the registry and its schemas, a
  *   wildcard cdk-nag reports as `AwsSolutions-IAM5` for the app to acknowledge, see `docs/kafka.md`).
@@ -394,10 +423,13 @@ export class KafkaSource extends Construct {
       retryAttempts: kafkaRetryAttempts(settings),
       bisectBatchOnError: kafka.bisectBatchOnError,
       maxRecordAge: kafka.maxRecordAgeSeconds === -1 ? undefined : Duration.seconds(kafka.maxRecordAgeSeconds),
-      onFailure: new SqsDlq(props.deadLetterQueue),
+      onFailure:
+        props.onFailureBucket === undefined ? new SqsDlq(props.deadLetterQueue) : new KafkaS3OnFailureDestination(props.onFailureBucket),
       provisionedPollerConfig: { minimumPollers: kafka.minimumPollers, maximumPollers: kafka.maximumPollers },
       metricsConfig: { metrics: [...kafkaMappingMetrics] },
       schemaRegistryConfig: props.schemaRegistry,
+      // Filter criteria on `value` (settings.kafka.filters, checked by settingsProblems): a record no pattern matches is committed unprocessed.
+      filters: kafka.filters?.map((pattern) => FilterCriteria.filter(pattern as Record<string, unknown>)),
     };
 
     // The mapping is a child of the function: the first keeps the id it always had (its logical id,
@@ -572,4 +604,26 @@ export function mskResourceArns(clusterArn: string, topic: string, consumerGroup
 /** The region field of an ARN (`arn:<partition>:<service>:<region>:…`), for a literal ARN or a token. */
 function arnRegion(arn: string): string {
   return Token.isUnresolved(arn) ? Fn.select(3, Fn.split(':', arn)) : (arn.split(':')[3] ?? '');
+}
+
+// --- The S3 on-failure destination (onFailureBucket) ---
+
+/**
+ * An S3 bucket as a Kafka mapping's on-failure destination, granting the function's role what
+ * Lambda needs to write there and no more: `s3:PutObject` on the bucket's objects,
+ * `s3:ListBucket` on the bucket, `kms:GenerateDataKey` on its customer managed key, if any
+ * (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html). CDK's own
+ * `S3OnFailureDestination` grants read and write (deletes included).
+ */
+class KafkaS3OnFailureDestination implements IEventSourceDlq {
+  constructor(private readonly bucket: IBucket) {}
+
+  bind(_target: IEventSourceMapping, targetHandler: IFunction): DlqDestinationConfig {
+    const role = targetHandler.role;
+    if (role === undefined) throw new Error('an S3 on-failure destination needs a function with an execution role');
+    role.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:PutObject'], resources: [this.bucket.arnForObjects('*')] }));
+    role.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn] }));
+    this.bucket.encryptionKey?.grant(role, 'kms:GenerateDataKey');
+    return { destination: this.bucket.bucketArn };
+  }
 }

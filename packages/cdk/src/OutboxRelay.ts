@@ -14,6 +14,7 @@ import {
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { grantTableKey } from './tableKey.js';
 import { Alias } from 'aws-cdk-lib/aws-kms';
@@ -40,7 +41,7 @@ import {
 import { outboxFilterPattern } from 'idempotent-consumer/outbox';
 
 /**
- * The relay's default entry: the built-in SNS and SQS destinations, configured from the
+ * The relay's default entry: the built-in SNS, SQS and EventBridge destinations, configured from the
  * environment: `outbox/relayHandler` of the `idempotent-consumer` package the app resolves (a peer
  * of this one), its TypeScript source when the package is this repository's workspace (it has
  * `src/`), its compiled `dist/outbox/relayHandler.js` when it is installed.
@@ -55,18 +56,26 @@ function defaultEntry(): string {
  * Where the relay publishes the messages of one logical destination name:
  * - `{ topic }` / `{ queue }`: an existing SNS topic or SQS queue (FIFO when its name ends in
  *   `.fifo`; an imported one needs its real name in its ARN or URL);
+ * - `{ eventBus }`: an existing EventBridge event bus (e.g. `EventBus.fromEventBusArn(...)`, also of
+ *   another account whose bus policy lets this one put events); the relay gets its ARN;
  * - `{ create: 'topic' | 'queue', fifo? }`: a new one, created by the construct (FIFO by
- *   default: deduplication by message id needs a FIFO destination).
+ *   default: deduplication by message id needs a FIFO destination);
+ * - `{ create: 'eventBus' }`: a new custom event bus (EventBridge has no FIFO and no deduplication:
+ *   receivers deduplicate on the event's `detail.outboxMessageId`; see `eventBridgeDestination`).
  */
 export type OutboxRelayDestination =
   | { readonly topic: ITopic }
   | { readonly queue: IQueue }
+  | { readonly eventBus: IEventBus }
   | {
-      /** What to create: an SNS topic or an SQS queue. */
-      readonly create: 'topic' | 'queue';
-      /** A FIFO topic or queue (deduplicated by the outbox message id). @default true */
+      /** What to create: an SNS topic, an SQS queue or an EventBridge event bus. */
+      readonly create: 'topic' | 'queue' | 'eventBus';
+      /** A FIFO topic or queue (deduplicated by the outbox message id); not for an event bus. @default true for a topic or queue */
       readonly fifo?: boolean;
     };
+
+/** What a destination of the relay is once resolved: a topic, a queue or an event bus. */
+export type OutboxRelayTarget = ITopic | IQueue | IEventBus;
 
 /** Properties of an {@link OutboxRelay}. */
 export interface OutboxRelayProps {
@@ -102,7 +111,7 @@ export interface OutboxRelayProps {
   /**
    * The relay's handler file, for destinations of your own (`createOutboxRelay({ destinations })`);
    * grant its function what they need (`relay.function`).
-   * @default the library's relay handler (the built-in SNS and SQS destinations): `src/outbox/relayHandler.ts` of `idempotent-consumer`
+   * @default the library's relay handler (the built-in SNS, SQS and EventBridge destinations): `src/outbox/relayHandler.ts` of `idempotent-consumer`
    *   in the repository, `dist/outbox/relayHandler.js` in the installed package
    */
   readonly entry?: string;
@@ -150,13 +159,16 @@ export interface OutboxRelayAlarms {
 
 /**
  * The outbox relay: a Lambda function on the inbox table's DynamoDB Stream that publishes the
- * consumer's outbox items (written in the same transaction as its state change) to SNS topics or
- * SQS queues, each at least once, with its stable message id as the FIFO deduplication id and as
- * the `outboxMessageId` attribute (`createOutboxRelay` in the runtime).
+ * consumer's outbox items (written in the same transaction as its state change) to SNS topics,
+ * SQS queues or EventBridge event buses, each at least once, with its stable message id as the
+ * FIFO deduplication id and as the `outboxMessageId` attribute (on an event bus: the event's
+ * `detail.outboxMessageId`) (`createOutboxRelay` in the runtime).
  *
  * What it builds:
  * - **The function**: the library's relay entry (or `entry`), bundled locally with esbuild as the
- *   consumer is (ES module, AWS SDK bundled, source maps; Docker never needed), on the runtime
+ *   consumer is (ES module, AWS SDK bundled, source maps; Docker never needed; the SNS or
+ *   EventBridge client, optional peers, left to the Lambda runtime's SDK when the project has not
+ *   installed it), on the runtime
  *   of `runtime` (Node.js 24 by default, or 22), arm64, its own role and log group, and the environment of `outboxRelayEnvironment()`.
  * - **The event source mapping** on the table's stream: starting at `TRIM_HORIZON` (nothing
  *   committed is skipped), **filter criteria** that let only the `INSERT`s of this consumer's
@@ -166,11 +178,13 @@ export interface OutboxRelayAlarms {
  *   destination** (a standard queue, as Lambda requires for streams) that receives the metadata
  *   of a batch given up.
  * - **The destinations**: created (FIFO by default; topics encrypted with the AWS managed SNS
- *   key, queues with SSE-SQS, both TLS only) or the ones passed in.
+ *   key, queues with SSE-SQS, both TLS only; event buses encrypted with an AWS owned key, as
+ *   EventBridge does by default) or the ones passed in.
  * - **Least privilege**: read the table's stream (with `dynamodb:ListStreams` on `*`, which Lambda
  *   needs and which has no resource-level permission); `UpdateItem` on the inbox table only for
  *   keys `<consumer>#outbox#…` (the mark); get, put, update and delete on the idempotency table
- *   only for keys `<consumer>#…`; publish or send to its destinations; send to the on-failure
+ *   only for keys `<consumer>#…`; publish, send or put events to its destinations (`events:PutEvents`
+ *   on each bus); send to the on-failure
  *   queue; write its log group. No managed policy.
  * - **Alarms** ({@link OutboxRelayAlarms}, without actions) and **dashboard widgets**
  *   (`addToDashboard`).
@@ -204,7 +218,7 @@ export class OutboxRelay extends Construct {
   /** The on-failure destination of the mapping: metadata of the batches given up (standard queue, 14 days). */
   public readonly onFailureQueue: Queue;
   /** The destinations, by logical name (`'default'` for `destination`). */
-  public readonly destinations: Readonly<Record<string, ITopic | IQueue>>;
+  public readonly destinations: Readonly<Record<string, OutboxRelayTarget>>;
   /** The alarms. */
   public readonly alarms: OutboxRelayAlarms;
   readonly #consumerName: string;
@@ -233,7 +247,12 @@ export class OutboxRelay extends Construct {
     const runtime = props.runtime ?? defaultSettings.function.runtime;
     const functionRuntime = lambdaRuntime(runtime); // throws for a runtime that is not one of lambdaNodeRuntimes
     const named = { [DEFAULT_DESTINATION]: props.destination, ...props.destinations };
-    for (const name of Object.keys(named)) destinationEnvironmentVariable(name); // throws for a malformed name
+    for (const [name, destination] of Object.entries(named)) {
+      destinationEnvironmentVariable(name); // throws for a malformed name
+      if ('create' in destination && destination.create === 'eventBus' && destination.fifo === true) {
+        throw new Error(`OutboxRelay: destination ${name}: an EventBridge event bus is never FIFO; leave out fifo`);
+      }
+    }
     this.settings = settings;
     this.#consumerName = consumerName;
     this.#thresholdSeconds = threshold;
@@ -265,11 +284,12 @@ export class OutboxRelay extends Construct {
     const destinationTargets = Object.fromEntries(
       Object.entries(this.destinations).map(([name, destination]) => [
         name,
-        isTopic(destination) ? destination.topicArn : destination.queueUrl,
+        isTopic(destination) ? destination.topicArn : isEventBus(destination) ? destination.eventBusArn : destination.queueUrl,
       ]),
     );
+    const entry = props.entry ?? defaultEntry();
     this.function = new NodejsFunction(this, 'Function', {
-      entry: props.entry ?? defaultEntry(),
+      entry,
       handler: 'handler',
       projectRoot: props.projectRoot,
       depsLockFilePath: props.depsLockFilePath,
@@ -292,8 +312,14 @@ export class OutboxRelay extends Construct {
         POWERTOOLS_LOG_LEVEL: 'INFO',
         NODE_OPTIONS: '--enable-source-maps',
       },
-      // The consumer's bundling, for the runtime's Node.js, with nothing external and names kept.
-      bundling: { ...defaultBundling, target: esbuildTarget(runtime), externalModules: [], keepNames: true },
+      // The consumer's bundling, for the runtime's Node.js, names kept, nothing external but the
+      // clients of optional destinations the project has not installed (see optionalDestinationClients).
+      bundling: {
+        ...defaultBundling,
+        target: esbuildTarget(runtime),
+        externalModules: optionalDestinationClients.filter((name) => !installedFrom(dirname(entry), name)),
+        keepNames: true,
+      },
     });
     Validations.of(this.function).acknowledge(runtimeAcknowledgement(runtime, 'The outbox relay function'));
     configureTracing(this, 'TracingPolicy', this.function, role, props.tracing);
@@ -420,7 +446,7 @@ export class OutboxRelay extends Construct {
         'PublishFailuresAlarm',
         this.metric(OutboxMetricName.OutboxPublishFailures, 'Sum', fiveMinutes),
         0,
-        'outbox messages failed to publish and are being retried. The log line "outbox record failed" names the error: a destination that refuses (permissions, throttling, a deleted topic or queue) or a message it cannot take (unknown destination name, too many attributes).',
+        'outbox messages failed to publish and are being retried. The log line "outbox record failed" names the error: a destination that refuses (permissions, throttling, a deleted topic, queue or event bus; the EventBridge ErrorCode is in the log line) or a message it cannot take (unknown destination name, too many attributes, a body EventBridge cannot take).',
       ),
       iteratorAge: alarm(
         'IteratorAgeAlarm',
@@ -445,12 +471,16 @@ export class OutboxRelay extends Construct {
     };
   }
 
-  /** The topic or queue of one destination: created, or the one passed in. */
-  private resolveDestination(name: string, destination: OutboxRelayDestination): ITopic | IQueue {
+  /** The topic, queue or event bus of one destination: created, or the one passed in. */
+  private resolveDestination(name: string, destination: OutboxRelayDestination): OutboxRelayTarget {
     if ('topic' in destination) return destination.topic;
     if ('queue' in destination) return destination.queue;
+    if ('eventBus' in destination) return destination.eventBus;
     const fifo = destination.fifo ?? true;
     const id = `Destination${name.charAt(0).toUpperCase()}${name.slice(1)}`;
+    if (destination.create === 'eventBus') {
+      return new EventBus(this, `${id}EventBus`, { description: `${this.#consumerName} outbox ${name}`.slice(0, 512) });
+    }
     if (destination.create === 'topic') {
       this.#createdTopics.add(name);
       return new Topic(this, `${id}Topic`, {
@@ -508,11 +538,33 @@ export class OutboxRelay extends Construct {
           }),
         );
       } else if (isTopic(destination)) destination.grantPublish(role);
+      else if (isEventBus(destination))
+        destination.grantPutEventsTo(role); // events:PutEvents on the bus ARN
       else destination.grantSendMessages(role);
     }
   }
 }
 
-function isTopic(destination: ITopic | IQueue): destination is ITopic {
+/**
+ * The AWS SDK clients of the built-in destinations that are optional peers of the runtime: the
+ * relay loads each only when a destination of its kind publishes. One that is not installed for
+ * the relay's entry is left external, so the bundle builds, and comes from the Lambda runtime's own
+ * AWS SDK v3 if a destination of its kind is used.
+ */
+const optionalDestinationClients = ['@aws-sdk/client-sns', '@aws-sdk/client-eventbridge'];
+
+/** Whether `name` is installed for code in `directory` (a `node_modules/<name>` on the way up, as Node and esbuild look). */
+function installedFrom(directory: string, name: string): boolean {
+  for (let dir = directory; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'node_modules', ...name.split('/'), 'package.json'))) return true;
+    if (dirname(dir) === dir) return false;
+  }
+}
+
+function isTopic(destination: OutboxRelayTarget): destination is ITopic {
   return 'topicArn' in destination;
+}
+
+function isEventBus(destination: OutboxRelayTarget): destination is IEventBus {
+  return 'eventBusArn' in destination;
 }

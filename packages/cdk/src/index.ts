@@ -40,6 +40,31 @@ export {
   type KafkaSourceProps,
   type KafkaVpcPlacement,
 } from './KafkaSource.js';
+export {
+  KINESIS_DEFAULT_RETENTION_HOURS,
+  KinesisSource,
+  kinesisSourceProblems,
+  type KinesisSourceOptions,
+  type KinesisSourceProps,
+} from './KinesisSource.js';
+export {
+  CONSUMABLE_STREAM_VIEW_TYPES,
+  DynamoDbStreamSource,
+  dynamoDbStreamSourceProblems,
+  tableStreamViewType,
+  type DynamoDbStreamSourceOptions,
+  type DynamoDbStreamSourceProps,
+} from './DynamoDbStreamSource.js';
+export {
+  DYNAMODB_STREAM_RETENTION_HOURS,
+  requiredStreamRetryAttempts,
+  resolveStreamMapping,
+  STREAM_DEFAULT_BATCH_SIZE,
+  streamMappingMetrics,
+  streamMappingProblems,
+  type ResolvedStreamMapping,
+  type StreamMappingOptions,
+} from './streamMapping.js';
 export { consumerContext, consumerContextKeys, type ConsumerContext } from './consumerContext.js';
 export { isInputError, runCdkApp, type RunCdkAppIo } from './runCdkApp.js';
 export { OutboxRelay, type OutboxRelayAlarms, type OutboxRelayDestination, type OutboxRelayProps } from './OutboxRelay.js';

@@ -4,7 +4,16 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type {
+  Context,
+  DynamoDBBatchResponse,
+  DynamoDBStreamEvent,
+  KinesisStreamBatchResponse,
+  KinesisStreamEvent,
+  SQSBatchResponse,
+  SQSEvent,
+  SQSRecord,
+} from 'aws-lambda';
 import { METRICS_NAMESPACE } from './settings/settings.js';
 import type { KafkaBatchResponse } from './batch/kafkaBatchResponse.js';
 import type { KafkaEvent } from './batch/kafkaEvent.js';
@@ -50,7 +59,8 @@ export interface ConsumerRuntimeOptions {
   readonly now?: () => Date;
   /**
    * Waits `ms` milliseconds: the engine's pauses (a Kafka record waiting for a side-effect lock
-   * to expire, a short back-off after contention). A simulated clock advances itself here.
+   * to expire, a short back-off after contention, the Kafka retry policy's delay between attempts:
+   * `kafka.retry.delaySeconds`). A simulated clock advances itself here.
    * @default setTimeout
    */
   readonly sleep?: (ms: number) => Promise<void>;
@@ -83,25 +93,38 @@ export interface ConsumerRuntimeOptions {
   readonly tracer?: SegmentTracer;
 }
 
-/** A Lambda handler for SQS (standard and FIFO) and Kafka (Amazon MSK and self-managed) events, built by {@link createIdempotentConsumer}. */
+/**
+ * A Lambda handler for SQS (standard and FIFO), Kafka (Amazon MSK and self-managed), Kinesis Data
+ * Streams and DynamoDB Streams events, built by {@link createIdempotentConsumer}.
+ */
 export interface IdempotentConsumerHandler {
   /**
-   * Handles one invocation: an event with a `Records` array goes to the SQS handler, one whose
-   * `eventSource` is `aws:kafka` or `SelfManagedKafka` to the Kafka handler. The first invocation
-   * reads the environment and creates the clients.
+   * Handles one invocation: an event whose first record's `eventSource` is `aws:kinesis` goes to
+   * the Kinesis handler, `aws:dynamodb` to the DynamoDB Streams handler, any other event with a
+   * `Records` array to the SQS handler, one whose `eventSource` is `aws:kafka` or
+   * `SelfManagedKafka` to the Kafka handler. The first invocation reads the environment and
+   * creates the clients.
    *
    * @returns the partial batch response of the event's source: `SQSBatchResponse` for SQS,
-   *   `KafkaBatchResponse` for Kafka; it resolves for failed messages too (they are listed
-   *   in `batchItemFailures`, or dead-lettered)
-   * @throws Error (the promise rejects) when the event is neither an SQS nor a Kafka event
+   *   `KafkaBatchResponse` for Kafka, `KinesisStreamBatchResponse` / `DynamoDBBatchResponse`
+   *   (`itemIdentifier` = the sequence number) for the streams; it resolves for failed messages
+   *   too (they are listed in `batchItemFailures`, or dead-lettered)
+   * @throws Error (the promise rejects) when the event is none of these
    * @throws EnvironmentError (the promise rejects, and the next invocation tries again) when the
    *   environment lacks a variable or holds a malformed one
    */
-  (event: SQSEvent | KafkaEvent, context: Context): Promise<SQSBatchResponse | KafkaBatchResponse>;
+  (
+    event: SQSEvent | KafkaEvent | KinesisStreamEvent | DynamoDBStreamEvent,
+    context: Context,
+  ): Promise<SQSBatchResponse | KafkaBatchResponse | KinesisStreamBatchResponse | DynamoDBBatchResponse>;
   /** The SQS handler alone. */
   readonly sqs: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
   /** The Kafka handler alone. */
   readonly kafka: (event: KafkaEvent, context: Context) => Promise<KafkaBatchResponse>;
+  /** The Kinesis Data Streams handler alone (see docs/streams.md). */
+  readonly kinesis: (event: KinesisStreamEvent, context: Context) => Promise<KinesisStreamBatchResponse>;
+  /** The DynamoDB Streams handler alone: each record's `NewImage` is an event (see docs/streams.md). */
+  readonly dynamodbStreams: (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
   /** The options it was built from (tools such as the local runtime read `tables`). */
   readonly options: IdempotentConsumerOptions<never>;
   /**
@@ -127,7 +150,8 @@ interface ConsumerEnvironment<Event> {
  * decision reads, a pure `decide`, optional inline side effects, the user's own errors.
  *
  * The handler serves an SQS event source mapping (standard or FIFO queue; `ReportBatchItemFailures`
- * on) and an Amazon MSK or self-managed Kafka one; the event's shape says which. For each batch it
+ * on), an Amazon MSK or self-managed Kafka one, and a Kinesis Data Streams or DynamoDB Streams one
+ * (per-shard order, `itemIdentifier` = the sequence number: docs/streams.md); the event's shape says which. For each batch it
  * commits the state changes of every message with their inbox rows and outbox items in as few
  * DynamoDB transactions as the limits allow (one on the happy path), dead-letters poison with its
  * reason, and returns the partial batch response AWS documents:
@@ -181,10 +205,28 @@ export function createIdempotentConsumer<
     const env = await ready();
     const { handleKafkaEvent } = await import('./batch/handleKafkaEvent.js');
     env.logger.addContext(context);
-    return handleKafkaEvent(event, context, env.deps, env.metrics, options.kafka);
+    return handleKafkaEvent(event, context, env.deps, env.metrics, options.kafka, runtime.sleep);
   };
-  const handler = (async (event: SQSEvent | KafkaEvent, context: Context) => {
-    if (event !== null && typeof event === 'object' && 'Records' in event && Array.isArray(event.Records)) return sqs(event, context);
+  const kinesis = async (event: KinesisStreamEvent, context: Context): Promise<KinesisStreamBatchResponse> => {
+    const env = await ready();
+    const { handleKinesisEvent } = await import('./batch/handleStreamEvent.js');
+    env.logger.addContext(context);
+    return handleKinesisEvent(event, context, env.deps, env.metrics);
+  };
+  const dynamodbStreams = async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
+    const env = await ready();
+    const { handleDynamoDbStreamEvent } = await import('./batch/handleStreamEvent.js');
+    env.logger.addContext(context);
+    return handleDynamoDbStreamEvent(event, context, env.deps, env.metrics);
+  };
+  const handler = (async (event: SQSEvent | KafkaEvent | KinesisStreamEvent | DynamoDBStreamEvent, context: Context) => {
+    if (event !== null && typeof event === 'object' && 'Records' in event && Array.isArray(event.Records)) {
+      // The records of one invocation come from one source: the first one's `eventSource` says which.
+      const eventSource = (event.Records[0] as { eventSource?: unknown } | undefined)?.eventSource;
+      if (eventSource === 'aws:kinesis') return kinesis(event as KinesisStreamEvent, context);
+      if (eventSource === 'aws:dynamodb') return dynamodbStreams(event as DynamoDBStreamEvent, context);
+      return sqs(event as SQSEvent, context);
+    }
     if (
       event !== null &&
       typeof event === 'object' &&
@@ -193,11 +235,15 @@ export function createIdempotentConsumer<
     ) {
       return kafka(event, context);
     }
-    throw new Error('unsupported event: expected an SQS event (Records) or a Kafka event (eventSource aws:kafka or SelfManagedKafka)');
+    throw new Error(
+      'unsupported event: expected an SQS, Kinesis or DynamoDB Streams event (Records) or a Kafka event (eventSource aws:kafka or SelfManagedKafka)',
+    );
   }) as IdempotentConsumerHandler;
   Object.defineProperties(handler, {
     sqs: { value: sqs },
     kafka: { value: kafka },
+    kinesis: { value: kinesis },
+    dynamodbStreams: { value: dynamodbStreams },
     options: { value: options },
     withRuntime: { value: (next: ConsumerRuntimeOptions) => createIdempotentConsumer(options, next) },
   });

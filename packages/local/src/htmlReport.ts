@@ -372,6 +372,8 @@ const sourceNames: Readonly<Record<HtmlReportSource, string>> = {
   sqs: 'SQS standard queue',
   'sqs-fifo': 'SQS FIFO queue',
   kafka: 'Kafka',
+  kinesis: 'Kinesis Data Streams',
+  'dynamodb-streams': 'DynamoDB Streams',
 };
 
 const outcomeNames: Readonly<Record<HtmlReportOutcome, string>> = {

@@ -16,7 +16,7 @@ export type HtmlReportOutcome = 'applied' | 'duplicate' | 'retried' | 'dead-lett
 export const htmlReportOutcomes: readonly HtmlReportOutcome[] = ['applied', 'duplicate', 'retried', 'dead-lettered'];
 
 /** The event source of the run. */
-export type HtmlReportSource = 'sqs' | 'sqs-fifo' | 'kafka';
+export type HtmlReportSource = 'sqs' | 'sqs-fifo' | 'kafka' | 'kinesis' | 'dynamodb-streams';
 
 /** One delivery of one message to the consumer, as the run saw it. */
 export interface HtmlReportDelivery {
@@ -77,7 +77,7 @@ export class HtmlReportInputError extends LocalRuntimeError {
   }
 }
 
-const sources: ReadonlySet<string> = new Set<HtmlReportSource>(['sqs', 'sqs-fifo', 'kafka']);
+const sources: ReadonlySet<string> = new Set<HtmlReportSource>(['sqs', 'sqs-fifo', 'kafka', 'kinesis', 'dynamodb-streams']);
 const outcomes: ReadonlySet<string> = new Set(htmlReportOutcomes);
 
 /**
@@ -105,7 +105,7 @@ export function assertHtmlReportInput(input: unknown): asserts input is HtmlRepo
 
   text(input.title, 'title');
   if (typeof input.source !== 'string' || !sources.has(input.source))
-    problems.push(`source: expected sqs, sqs-fifo or kafka, got ${describe(input.source)}`);
+    problems.push(`source: expected sqs, sqs-fifo, kafka, kinesis or dynamodb-streams, got ${describe(input.source)}`);
   if (typeof input.startedAt !== 'string' || Number.isNaN(Date.parse(input.startedAt))) {
     problems.push(`startedAt: expected an ISO 8601 date, got ${describe(input.startedAt)}`);
   }

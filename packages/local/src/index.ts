@@ -18,6 +18,15 @@ export {
   type RunningLocalRuntime,
 } from './runLocal.js';
 export { runLocalApp, type LocalAppRunOptions } from './app/runLocalApp.js';
+export {
+  startEventBridgeServer,
+  type EventBridgeServerOptions,
+  type FailEntriesRule,
+  type LocalEventBridge,
+  type LocalEventBridgeEvent,
+  type PutEventsCall,
+  type ReceivedPutEventsEntry,
+} from './aws/eventBridgeServer.js';
 export { readInputFile, InputFileError, type InputMessage } from './inputFile.js';
 export { formatReport, type DeadLetterCauseGroup, type RunReport } from './report.js';
 export { judgeDeadLetter, foreignErrorTypes, type DeadLetterJudgement, type InjectedFaults, type InjectedKind } from './deadLetterCause.js';

@@ -20,3 +20,7 @@ export * from './kafka/partitionRetries.js';
 export * from './lambdaContext.js';
 export * from './localClientConfig.js';
 export * from './provision.js';
+export * from './outbox/judgeStreamBatchResponse.js';
+export * from './streams/ShardLog.js';
+export * from './streams/StreamEventSourcePoller.js';
+export * from './streams/streamEvents.js';

@@ -12,7 +12,7 @@ import type { MetricTotals } from './metricsCapture.js';
 
 /** A message the local run sent to the event source. */
 export interface SentMessage {
-  /** The source's id: SQS `messageId`, or `<topic>-<partition>@<offset>` for Kafka. */
+  /** The source's id: SQS `messageId`, `<topic>-<partition>@<offset>` for Kafka, the record's `eventID` for Kinesis and DynamoDB Streams. */
   readonly messageId: string;
   /** Its line in the input file. */
   readonly line: number;
@@ -60,7 +60,7 @@ export interface DeadLetterCauseGroup {
 /** What `npm start` reports; `--json` prints it as one line. */
 export interface RunReport {
   /** The event source of the run: an SQS queue (see `fifo`) or a Kafka topic. */
-  readonly source: 'sqs' | 'kafka';
+  readonly source: 'sqs' | 'kafka' | 'kinesis' | 'dynamodb-streams';
   /** `true` when the SQS queue is a FIFO queue (left out otherwise). */
   readonly fifo?: true;
   /** Messages the run sent to the source (one per input line that holds a body). */
@@ -111,7 +111,7 @@ export interface RunReport {
 
 /** Inputs of {@link buildReport}. */
 export interface ReportInputs {
-  readonly source: 'sqs' | 'kafka';
+  readonly source: 'sqs' | 'kafka' | 'kinesis' | 'dynamodb-streams';
   /** The SQS queue is a FIFO queue. @default false */
   readonly fifo?: boolean;
   readonly sent: readonly SentMessage[];

@@ -36,6 +36,16 @@ import {
   kafkaPollerOptionsFromSettings,
 } from './kafka/KafkaEventSourcePoller.js';
 import { PartitionedLog } from './kafka/PartitionedLog.js';
+import { appendInput, isStreamSource, type StreamSource } from './streams/appendInput.js';
+import { ShardLog } from './streams/ShardLog.js';
+import {
+  type LocalStreamHandler,
+  StreamEventSourcePoller,
+  type StreamOnFailureRecord,
+  streamPollerOptionsFromSettings,
+} from './streams/StreamEventSourcePoller.js';
+import { startLocalKafkaFunction } from './kafka/localFunctionEndpoint.js';
+import { createS3OnFailureDestination } from './kafka/s3OnFailureDestination.js';
 import { MetricsCapture, type MetricTotals } from './metricsCapture.js';
 import { countOutboxItems } from './outbox/countOutboxItems.js';
 import { startLocalRelay } from './outbox/startLocalRelay.js';
@@ -78,8 +88,13 @@ export interface LocalRunOptions {
   readonly input: readonly InputMessage[];
   /** The consumer's settings (the same object its CDK stack uses). */
   readonly settings: ConsumerSettings;
-  /** The event source. @default 'sqs' */
-  readonly source?: 'sqs' | 'kafka';
+  /**
+   * The event source. `kinesis` and `dynamodb-streams` run on an in-process shard log with a local
+   * stream mapping (`streams/`; docs/streams.md). @default 'sqs'
+   */
+  readonly source?: 'sqs' | 'kafka' | StreamSource;
+  /** Kinesis and DynamoDB Streams: shards of the local stream. @default 2 */
+  readonly shards?: number;
   /** The consumer's own invariants, checked after the run (its `--check` module). */
   readonly check?: LocalCheck;
   /**
@@ -117,6 +132,14 @@ export interface LocalRunOptions {
   readonly concurrencyPerProcess?: number;
   /** Kafka: which reading of AWS's retry rule the local event source follows. @default 'resume-from-lowest-offset' */
   readonly kafkaRetryReading?: KafkaRetryReading;
+  /**
+   * Kafka: the local mapping's on-failure destination is this bucket of the embedded S3 server
+   * (created if missing), as with the construct's `onFailureBucket`: each batch given up is written
+   * as Lambda's S3 invocation record, its whole last event in `payload`
+   * (`kafka/s3OnFailureDestination.ts`; `dlq list --on-failure-bucket` reads them).
+   * @default none: the run only counts the batches given up
+   */
+  readonly kafkaOnFailureBucket?: string;
   /** Run the outbox relay on the inbox table's stream (to a local FIFO queue). @default true */
   readonly relay?: boolean;
   /** Use these running emulators instead of starting new ones (tests); `prefix` keeps names apart. */
@@ -154,6 +177,12 @@ export interface RunningLocalRuntime {
   readonly resources: LocalResources;
   /** The outbox relay's destination queue, when the relay runs. */
   readonly outboxQueueUrl: string | undefined;
+  /**
+   * Kafka with `keepRunning`: the local endpoint of Lambda's `Invoke` API for the consumer's
+   * function (`AWS_ENDPOINT_URL_LAMBDA`), named `functionName`; a Kafka dead letter is redriven
+   * through it (`dlq redrive --function`). See `kafka/localFunctionEndpoint.ts`.
+   */
+  readonly lambda?: { readonly endpoint: string; readonly functionName: string };
 }
 
 /** What a local run found. */
@@ -164,8 +193,8 @@ export interface LocalRunResult {
   readonly deliveries: HtmlReportInput['deliveries'];
   /** When the run started (the wall clock). */
   readonly startedAt: Date;
-  /** The run's event source, as the HTML report names it: `sqs`, `sqs-fifo` (a FIFO queue) or `kafka`. */
-  readonly source: 'sqs' | 'sqs-fifo' | 'kafka';
+  /** The run's event source, as the HTML report names it: `sqs`, `sqs-fifo` (a FIFO queue), `kafka`, `kinesis` or `dynamodb-streams`. */
+  readonly source: 'sqs' | 'sqs-fifo' | 'kafka' | StreamSource;
 }
 
 /**
@@ -191,6 +220,11 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const source = options.source ?? 'sqs';
   if (source === 'kafka' && settings.queue.fifo) {
     throw new Error('a Kafka event source needs a standard dead-letter queue (its on-failure destination): run Kafka without a FIFO queue');
+  }
+  if (isStreamSource(source) && settings.queue.fifo) {
+    throw new Error(
+      `a ${source} event source needs a standard dead-letter queue (its on-failure destination): run it without a FIFO queue`,
+    );
   }
   const handler = withTransientFailures(options.handler, options.transientFailureRate ?? 0, options.seed ?? 1);
   const definition = defineConsumer(options.handler.options);
@@ -218,6 +252,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       capturesProcessOutput: true,
       concurrencyPerEnvironment: options.concurrencyPerProcess ?? 1,
       orderingKeyOf: (message) => orderingKeyOf(definition, message),
+      idempotencyKeyField: definition.idempotencyKeyField,
       sqsPollerOptions: pollerOptionsFromSettings(settings),
       kafkaPollerOptions: kafkaPollerOptionsFromSettings(settings),
       // Made as an execution environment's init: in a context of Lambda's store of its own.
@@ -306,8 +341,15 @@ export interface LocalRunTarget {
   readonly sqsPollerOptions: ReturnType<typeof pollerOptionsFromSettings>;
   /** The Kafka event source mapping's settings. */
   readonly kafkaPollerOptions: ReturnType<typeof kafkaPollerOptionsFromSettings> & { readonly eventSource?: KafkaEvent['eventSource'] };
-  /** A new execution environment: its handlers of SQS and Kafka events. */
-  newEnvironment(): { readonly sqs: LocalSqsHandler; readonly kafka: LocalKafkaHandler };
+  /** The body field holding the idempotency key, when the consumer names one (the local DynamoDB stream's sort key). */
+  readonly idempotencyKeyField?: string | undefined;
+  /** A new execution environment: its handlers of SQS and Kafka events (and of the stream events, when it runs in this process). */
+  newEnvironment(): {
+    readonly sqs: LocalSqsHandler;
+    readonly kafka: LocalKafkaHandler;
+    readonly kinesis?: LocalStreamHandler;
+    readonly dynamodbStreams?: LocalStreamHandler;
+  };
   /** Starts the outbox relay; `undefined` when the consumer has none. */
   startRelay(): Promise<{ readonly relay: LocalRunRelay; readonly outboxQueueUrl: string | undefined } | undefined>;
 }
@@ -330,7 +372,7 @@ export type LocalRunCommonOptions = Omit<
  */
 export async function runLocalTarget(
   options: LocalRunCommonOptions,
-  source: 'sqs' | 'kafka',
+  source: 'sqs' | 'kafka' | StreamSource,
   makeTarget: (run: LocalRunContext) => Promise<LocalRunTarget>,
   showLine: (line: string) => boolean = () => true,
   progressSince?: number,
@@ -396,7 +438,7 @@ export async function runLocalTarget(
 
     const keyOf = target.orderingKeyOf;
     const ordered =
-      (settings.queue.fifo || source === 'kafka') && options.eventTime !== undefined
+      (settings.queue.fifo || source !== 'sqs') && options.eventTime !== undefined
         ? inProducerOrder(options.input, keyOf, options.eventTime)
         : [...options.input];
 
@@ -429,8 +471,9 @@ export async function runLocalTarget(
 
     let sent: SentMessage[];
     let remaining: () => Promise<number>;
-    let onFailureRecords: KafkaOnFailureRecord[] = [];
+    let onFailureRecords: (KafkaOnFailureRecord | StreamOnFailureRecord)[] = [];
     let keepConsuming: (signal: AbortSignal) => Promise<void>;
+    let lambda: RunningLocalRuntime['lambda'];
     // The run's time limit: past it, consuming stops and the report says so (the check fails).
     const limitMs = options.timeoutMs ?? 600_000;
     let timedOut: { limitMs: number; detail: string } | undefined;
@@ -464,6 +507,14 @@ export async function runLocalTarget(
       }
       remaining = () => queueDepth(admin, resources.queueUrl);
       keepConsuming = (signal) => newPoller().run(signal);
+    } else if (isStreamSource(source)) {
+      ({ sent, remaining, keepConsuming, timedOut } = await consumeStream(source, target, ordered, options, {
+        limitMs,
+        onFailure: (record) => onFailureRecords.push(record),
+        onInvocation: () => {
+          invocations += 1;
+        },
+      }));
     } else {
       const log = new PartitionedLog({ topic: settings.kafka.topic, partitions: options.partitions ?? 3 });
       sent = ordered.map((message) => {
@@ -471,14 +522,22 @@ export async function runLocalTarget(
         return { messageId: kafkaMessageId({ topic: log.topic, partition, offset }), line: message.line, body: message.body };
       });
       onFailureRecords = [];
+      if (options.kafkaOnFailureBucket !== undefined && admin.s3 === undefined) {
+        throw new Error('kafkaOnFailureBucket needs the local S3 server, and this run has no S3 endpoint');
+      }
+      const writeToBucket =
+        options.kafkaOnFailureBucket === undefined || admin.s3 === undefined
+          ? undefined
+          : await createS3OnFailureDestination({ s3: admin.s3, bucket: options.kafkaOnFailureBucket });
       const poller = new KafkaEventSourcePoller({
         log,
         ...target.kafkaPollerOptions,
         createHandler: () => target.newEnvironment().kafka,
         guardedClients: target.guarded,
         ...(options.kafkaRetryReading ? { retryReading: options.kafkaRetryReading } : {}),
-        onFailure: (record) => {
+        onFailure: async (record, event) => {
           onFailureRecords.push(record);
+          await writeToBucket?.(record, event);
         },
         onInvocation: () => {
           invocations += 1;
@@ -491,6 +550,18 @@ export async function runLocalTarget(
         timedOut = { limitMs, detail: error.message };
       }
       remaining = async () => poller.lag();
+      if (options.keepRunning !== undefined) {
+        // The consumer's function, invocable as on AWS: how a Kafka dead letter is redriven.
+        const endpoint = await startLocalKafkaFunction({
+          createHandler: () => target.newEnvironment().kafka,
+          ...target.kafkaPollerOptions,
+          onInvocation: () => {
+            invocations += 1;
+          },
+        });
+        stops.unshift(() => endpoint.stop());
+        lambda = { endpoint: endpoint.url, functionName: target.kafkaPollerOptions.functionName };
+      }
       keepConsuming = async (signal) => {
         while (!signal.aborted) {
           await poller.runUntilIdle({ timeoutMs: 24 * 3600_000 }).catch(() => undefined);
@@ -527,7 +598,9 @@ export async function runLocalTarget(
         ...domainProblems,
         ...(onFailureRecords.length === 0
           ? []
-          : [`${onFailureRecords.length} Kafka batch(es) went to the on-failure destination (metadata only, records not processed)`]),
+          : [
+              `${onFailureRecords.length} ${source === 'kafka' ? 'Kafka' : source} batch(es) went to the on-failure destination (metadata only, records not processed)`,
+            ]),
         ...(relay !== undefined && relay.gaveUp().length > 0 ? [`the outbox relay gave up on ${relay.gaveUp().length} batch(es)`] : []),
         ...(relayProblem === undefined ? [] : [relayProblem]),
       ],
@@ -542,9 +615,15 @@ export async function runLocalTarget(
       report,
       deliveries: recorder.deliveries(),
       startedAt,
-      source: source === 'kafka' ? 'kafka' : settings.queue.fifo ? 'sqs-fifo' : 'sqs',
+      source: source !== 'sqs' ? source : settings.queue.fifo ? 'sqs-fifo' : 'sqs',
     };
-    await options.onReport?.(result, { dynamoDbEndpoint: endpoints.dynamoDb, sqsEndpoint: endpoints.sqs, resources, outboxQueueUrl });
+    await options.onReport?.(result, {
+      dynamoDbEndpoint: endpoints.dynamoDb,
+      sqsEndpoint: endpoints.sqs,
+      resources,
+      outboxQueueUrl,
+      ...(lambda === undefined ? {} : { lambda }),
+    });
     reported = true;
     if (options.keepRunning !== undefined && !options.keepRunning.aborted) await keepConsuming(options.keepRunning);
     return result;
@@ -557,6 +636,66 @@ export async function runLocalTarget(
       }
     }
   }
+}
+
+/**
+ * Writes the input to an in-process shard log (`streams/ShardLog.ts`) and runs the local stream
+ * mapping (`streams/StreamEventSourcePoller.ts`) on it until it drains or the time limit.
+ *
+ * @throws Error when the target runs its consumer in another process (a template's bundle): the
+ *   stream sources run from a handler and a settings module only
+ */
+async function consumeStream(
+  source: StreamSource,
+  target: LocalRunTarget,
+  ordered: readonly InputMessage[],
+  options: LocalRunCommonOptions,
+  hooks: {
+    readonly limitMs: number;
+    readonly onFailure: (record: StreamOnFailureRecord) => void;
+    readonly onInvocation: () => void;
+  },
+): Promise<{
+  sent: SentMessage[];
+  remaining: () => Promise<number>;
+  keepConsuming: (signal: AbortSignal) => Promise<void>;
+  timedOut: { limitMs: number; detail: string } | undefined;
+}> {
+  const handlerOf = () => {
+    const environment = target.newEnvironment();
+    const handler = source === 'kinesis' ? environment.kinesis : environment.dynamodbStreams;
+    if (handler === undefined) throw new Error(`--source ${source} runs a handler module (--handler), not a template's bundle`);
+    return handler;
+  };
+  handlerOf(); // fails now, before anything is sent, when the target has no stream handler
+  const log = new ShardLog({ kind: source, name: target.settings.consumerName, shards: options.shards ?? 2 });
+  const sent = appendInput(log, ordered, { orderingKeyOf: target.orderingKeyOf, idempotencyKeyField: target.idempotencyKeyField });
+  const poller = new StreamEventSourcePoller({
+    log,
+    ...streamPollerOptionsFromSettings(target.settings),
+    createHandler: handlerOf,
+    guardedClients: target.guarded,
+    onFailure: hooks.onFailure,
+    onInvocation: hooks.onInvocation,
+  });
+  let timedOut: { limitMs: number; detail: string } | undefined;
+  try {
+    await poller.runUntilIdle({ timeoutMs: hooks.limitMs });
+  } catch (error) {
+    if (!(error instanceof PollerIdleTimeoutError)) throw error;
+    timedOut = { limitMs: hooks.limitMs, detail: error.message };
+  }
+  return {
+    sent,
+    remaining: async () => poller.lag(),
+    timedOut,
+    keepConsuming: async (signal) => {
+      while (!signal.aborted) {
+        await poller.runUntilIdle({ timeoutMs: 24 * 3600_000 }).catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    },
+  };
 }
 
 /**

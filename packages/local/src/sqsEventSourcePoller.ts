@@ -18,6 +18,8 @@ import { invokeWithinTimeout } from './invokeWithinTimeout.js';
 import { createLambdaContext, newLogStreamName } from './lambdaContext.js';
 import { MessageGroupGuard } from './messageGroupGuard.js';
 import { buildSqsEvent } from './sqsEvent.js';
+import type { FilterPattern } from './matchesFilterPattern.js';
+import { assertFilters, sqsRecordPasses } from './recordFilters.js';
 
 export { judgeBatchResponse } from './judgeBatchResponse.js';
 export type { BatchJudgement, InvocationOutcome } from './judgeBatchResponse.js';
@@ -83,6 +85,25 @@ export interface SqsEventSourcePollerOptions {
    * @default []
    */
   readonly guardedClients?: readonly AnySdkClient[];
+  /**
+   * The mapping's filter criteria (`FilterCriteria`, see `sqsRecordPasses`): a received message that
+   * matches none of them is deleted without invoking the handler, as Lambda does
+   * (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs-filtering.html). Checked at construction.
+   * @default undefined: every message invokes the handler
+   */
+  readonly filters?: readonly FilterPattern[];
+  /** Called with the messages a batch's filters dropped, once their deletes are done. */
+  readonly onFilteredOut?: (report: FilteredOutReport) => void;
+}
+
+/** The messages of a received batch that the filter criteria dropped (deleted, never invoked). */
+export interface FilteredOutReport {
+  /** `messageId` of each message dropped, in receive order. */
+  readonly messageIds: readonly string[];
+  /** Ids whose delete SQS confirmed. */
+  readonly deletedIds: readonly string[];
+  /** Ids whose delete SQS refused, with its code (they come back after the visibility timeout and are filtered again). */
+  readonly deleteFailures: ReadonlyArray<{ readonly messageId: string; readonly code: string }>;
 }
 
 /** What one invocation did, for progress output and tests. */
@@ -132,8 +153,10 @@ export function pollerOptionsFromSettings(
     SqsEventSourcePollerOptions,
     'batchSize' | 'maxBatchingWindowSeconds' | 'concurrency' | 'functionTimeoutSeconds' | 'memorySizeMb' | 'fifo' | 'functionName'
   >
-> {
+> &
+  Pick<SqsEventSourcePollerOptions, 'filters'> {
   return {
+    ...(settings.function.filters === undefined ? {} : { filters: settings.function.filters }),
     batchSize: settings.function.batchSize,
     maxBatchingWindowSeconds: settings.function.maxBatchingWindowSeconds,
     concurrency: settings.function.maxConcurrency,
@@ -173,6 +196,8 @@ interface EnvironmentSlot {
  *   timeout ends (or earlier if the handler changed it), and the queue's redrive policy moves
  *   them to the dead-letter queue after `maxReceiveCount` receives.
  * - FIFO: a {@link MessageGroupGuard} keeps at most one batch per message group in flight.
+ * - With `filters` (the mapping's filter criteria), a received message that matches none of them is
+ *   deleted and never reaches the handler; a batch left empty is not invoked.
  *
  * - Past the function timeout the invocation is stopped: its batch counts as failed (back after
  *   the visibility timeout), the worker gets a fresh handler from `createHandler`, and the
@@ -243,6 +268,7 @@ export class SqsEventSourcePoller {
     );
     check(this.functionTimeoutSeconds > 0 && this.functionTimeoutSeconds <= 900, 'functionTimeoutSeconds must be in (0, 900]');
     check(isIntegerIn(this.waitTimeSeconds, 0, 20), 'waitTimeSeconds must be an integer 0..20');
+    assertFilters(options.filters);
   }
 
   /** Whether the workers are polling. */
@@ -424,7 +450,9 @@ export class SqsEventSourcePoller {
     messages: Message[],
     messageGroupIds: string[],
   ): Promise<InvocationOutcome['kind']> {
-    const event = buildSqsEvent(messages, { eventSourceArn: this.options.queueArn, awsRegion: this.region });
+    const received = buildSqsEvent(messages, { eventSourceArn: this.options.queueArn, awsRegion: this.region });
+    const event = await this.dropFilteredOut(received);
+    if (event.Records.length === 0) return 'returned'; // every message was filtered out: no invocation
     const messageIds = event.Records.map((record) => record.messageId);
     const context = createLambdaContext({
       functionName: this.functionName,
@@ -465,6 +493,25 @@ export class SqsEventSourcePoller {
       }
     }
     return outcome.kind;
+  }
+
+  /**
+   * The event without the records the filter criteria drop, which are deleted first (Lambda deletes a
+   * filtered-out message, https://docs.aws.amazon.com/lambda/latest/dg/with-sqs-filtering.html).
+   */
+  private async dropFilteredOut(event: SQSEvent): Promise<SQSEvent> {
+    const filters = this.options.filters;
+    if (filters === undefined || filters.length === 0) return event;
+    const kept = event.Records.filter((record) => sqsRecordPasses(filters, record));
+    if (kept.length === event.Records.length) return event;
+    const dropped = event.Records.filter((record) => !kept.includes(record));
+    const { deletedIds, deleteFailures } = await this.deleteMessages(dropped);
+    try {
+      this.options.onFilteredOut?.({ messageIds: dropped.map((record) => record.messageId), deletedIds, deleteFailures });
+    } catch (error) {
+      this.reportError(error);
+    }
+    return { Records: kept };
   }
 
   private async deleteMessages(

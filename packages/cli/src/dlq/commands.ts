@@ -31,6 +31,11 @@ interface CommonFlags extends OutputsFileFlags {
   max?: number;
 }
 
+/** `--on-failure-bucket` (list, redrive): the Kafka mapping's S3 on-failure destination. */
+interface OnFailureBucketFlags {
+  onFailureBucket?: string;
+}
+
 interface SelectionFlags {
   reason?: string[];
   id?: string[];
@@ -86,7 +91,19 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
       'list the messages grouped by failure reason (those the queue\'s redrive policy moved under "none"), with error, ' +
         "source, age, attempts and the producer's attributes; consumes nothing",
     )
-    .action(async (flags: CommonFlags & SelectionFlags) => {
+    .option(
+      '--on-failure-bucket <s3-uri>',
+      "list instead the Kafka on-failure records of the mapping's S3 on-failure destination (s3://BUCKET[/PREFIX]): why " +
+        'Lambda gave up, the offsets, and the records each keeps whole; S3 at --endpoint, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL',
+    )
+    .action(async (flags: CommonFlags & SelectionFlags & OnFailureBucketFlags) => {
+      if (flags.onFailureBucket !== undefined) {
+        const { listOnFailureRecords, formatOnFailureList } = await import('./onFailureBucket.js');
+        const { location, store } = await onFailureBucket(flags);
+        const result = await listOnFailureRecords(store, location, flags.max !== undefined ? { maxObjects: flags.max } : {});
+        print(flags, result, formatOnFailureList(result));
+        return;
+      }
       const [{ listDeadLetters }, { formatList }] = await Promise.all([import('./list.js'), import('./output.js')]);
       const { context, queueUrl } = await setUp(flags);
       const result = await listDeadLetters(context, { queueUrl, selection: selection(flags), ...receive(flags), dlqCheck: flags.dlqCheck });
@@ -110,9 +127,21 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
     .description(
       'move messages back to their source queue by receive → send → delete: the original body (read back from S3 ' +
         "when offloaded), the producer's attributes restored exactly, every ic.* attribute removed, the FIFO group kept. " +
+        'A Kafka dead letter goes back to the consumer by invoking its function (--function) with the original record. ' +
         'A message that cannot go back as it was stays in the DLQ, with the reason.',
     )
     .option('--to <url>', "send to this queue instead of each message's source queue")
+    .option(
+      '--on-failure-bucket <s3-uri>',
+      "redrive instead the Kafka batches the mapping's S3 on-failure destination kept whole (s3://BUCKET[/PREFIX]): the " +
+        'records given up are sent to --function in one Invoke per object, and the object is deleted once acknowledged',
+    )
+    .option(
+      '--function <name>',
+      "the consumer's Lambda function (name or ARN): a Kafka dead letter is redriven by invoking it with the original record " +
+        '(its coordinates kept, marked as a redrive); default: the FunctionName output of --outputs-file, else FUNCTION_NAME. ' +
+        'Lambda at AWS_ENDPOINT_URL_LAMBDA when set (what `local --keep-running` prints)',
+    )
     .option('--rate <n>', 'messages per second (move task: 1 to 500)', positiveInteger)
     .option(
       '--move-task',
@@ -128,8 +157,10 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
   selectionFlags(redrive).action(
     async (
       flags: CommonFlags &
-        SelectionFlags & {
+        SelectionFlags &
+        OnFailureBucketFlags & {
           to?: string;
+          function?: string;
           rate?: number;
           moveTask?: boolean;
           wait: boolean;
@@ -139,6 +170,34 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
         } & HandlerFlags &
         WindowFlags,
     ) => {
+      if (flags.onFailureBucket !== undefined) {
+        if (flags.to !== undefined || flags.moveTask === true || flags.handler !== undefined)
+          throw new UsageError(
+            '--on-failure-bucket redrives by invoking --function: it cannot be combined with --to, --move-task or --handler',
+          );
+        const [{ redriveOnFailureRecords, formatOnFailureRedrive }, { createFunctionInvoker }] = await Promise.all([
+          import('./onFailureBucket.js'),
+          import('./functionInvoker.js'),
+        ]);
+        const functionName = await functionNameFrom(flags);
+        if (functionName === undefined)
+          throw new UsageError('--on-failure-bucket needs --function NAME (or FUNCTION_NAME, or --outputs-file)');
+        const { location, store } = await onFailureBucket(flags);
+        // No queue here: Lambda in --region, else the environment's (dummy credentials for a loopback endpoint).
+        const region = flags.region ?? (io.env.AWS_REGION || io.env.AWS_DEFAULT_REGION || undefined);
+        const connection = { endpoint: undefined, region, dummyCredentials: false };
+        const result = await redriveOnFailureRecords(store, createFunctionInvoker({ connection, env: io.env }), {
+          location,
+          functionName,
+          ...(flags.max !== undefined ? { maxObjects: flags.max } : {}),
+          dryRun: flags.dryRun === true,
+          yes: flags.yes === true,
+          confirm: await confirmer(),
+        });
+        print(flags, result, formatOnFailureRedrive(result));
+        if (result.failed.length > 0 || result.notDeleted.length > 0 || result.cancelled) outcome.exitCode = 1;
+        return;
+      }
       if (flags.to !== undefined) parseQueueUrl(flags.to, '--to');
       const sel = selection(flags);
       if (checkHandlerFlags(flags)) {
@@ -152,23 +211,32 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
         if (result.interrupted) outcome.exitCode = 130;
         return;
       }
-      const [{ redriveDeadLetters }, { formatRedrive }] = await Promise.all([import('./redrive.js'), import('./output.js')]);
-      const { context, queueUrl } = await setUp(flags);
-      const result = await redriveDeadLetters(context, {
-        queueUrl,
-        selection: sel,
-        ...(flags.to !== undefined ? { to: flags.to } : {}),
-        ...(flags.rate !== undefined ? { ratePerSecond: flags.rate } : {}),
-        useMoveTask: flags.moveTask === true,
-        wait: flags.wait,
-        pollIntervalSeconds: flags.pollInterval,
-        dryRun: flags.dryRun === true,
-        yes: flags.yes === true,
-        confirm: await confirmer(),
-        ...receive(flags),
-        dlqCheck: flags.dlqCheck,
-        ...(await windowOptions(flags, io.env)),
-      });
+      const [{ redriveDeadLetters }, { formatRedrive }, { createFunctionInvoker }] = await Promise.all([
+        import('./redrive.js'),
+        import('./output.js'),
+        import('./functionInvoker.js'),
+      ]);
+      const { context, queueUrl, connection } = await setUp(flags);
+      const functionName = await functionNameFrom(flags);
+      const result = await redriveDeadLetters(
+        { ...context, functions: createFunctionInvoker({ connection, env: io.env }) },
+        {
+          queueUrl,
+          selection: sel,
+          ...(flags.to !== undefined ? { to: flags.to } : {}),
+          ...(functionName !== undefined ? { functionName } : {}),
+          ...(flags.rate !== undefined ? { ratePerSecond: flags.rate } : {}),
+          useMoveTask: flags.moveTask === true,
+          wait: flags.wait,
+          pollIntervalSeconds: flags.pollInterval,
+          dryRun: flags.dryRun === true,
+          yes: flags.yes === true,
+          confirm: await confirmer(),
+          ...receive(flags),
+          dlqCheck: flags.dlqCheck,
+          ...(await windowOptions(flags, io.env)),
+        },
+      );
       print(flags, result, formatRedrive(result));
       if (result.failed.length > 0 || result.notDeleted.length > 0 || result.cancelled) outcome.exitCode = 1;
       nothingMoved(flags, result.nothingMoved);
@@ -340,6 +408,30 @@ export function addDlqCommands(program: Command, io: CliIo, outcome: CliOutcome)
       env: io.env,
       connection,
     });
+  }
+
+  /** The bucket of `--on-failure-bucket` and its S3 store (`--endpoint`, `--region`, else the environment). */
+  async function onFailureBucket(
+    flags: CommonFlags & SelectionFlags & OnFailureBucketFlags,
+  ): Promise<{ location: import('./onFailureBucket.js').BucketLocation; store: import('./onFailureBucket.js').OnFailureBucketStore }> {
+    if ((flags.reason ?? []).length > 0 || (flags.id ?? []).length > 0 || flags.olderThan !== undefined)
+      throw new UsageError('--on-failure-bucket takes no --reason, --id or --older-than: it reads every record under its prefix');
+    const { parseBucketLocation, createOnFailureBucketStore } = await import('./onFailureBucket.js');
+    const location = parseBucketLocation(flags.onFailureBucket ?? '');
+    const store = createOnFailureBucketStore({
+      ...(flags.endpoint !== undefined ? { endpoint: flags.endpoint } : {}),
+      ...(flags.region !== undefined ? { region: flags.region } : {}),
+      env: io.env,
+    });
+    return { location, store };
+  }
+
+  /** The consumer's function: `--function`, else the FunctionName output of `--outputs-file`, else `FUNCTION_NAME`. */
+  async function functionNameFrom(flags: OutputsFileFlags & { function?: string }): Promise<string | undefined> {
+    if (flags.function !== undefined) return flags.function;
+    const { consumerFromFlags } = await import('../stackOutputs.js');
+    const name = (await consumerFromFlags(flags))?.functionName ?? io.env.FUNCTION_NAME;
+    return name === '' ? undefined : name;
   }
 
   async function confirmer(): Promise<Confirm> {

@@ -1,4 +1,5 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { FunctionInvoker } from './functionInvoker.js';
 import type { PayloadStore } from './payloadStore.js';
 import { serverClockOf, type Clock } from './serverClock.js';
 
@@ -14,6 +15,11 @@ export interface DlqContext {
    * back (`replay`). @default none: a command that meets an offloaded body reports it cannot read it
    */
   readonly payloads?: PayloadStore;
+  /**
+   * How Kafka dead letters are redriven: by invoking the consumer's function (`redrive --function`).
+   * @default none: a redrive that needs it reports that it cannot invoke
+   */
+  readonly functions?: FunctionInvoker;
   /**
    * The clock that SQS timestamps and failure times are compared with.
    * @default the SQS server's clock ({@link serverClockOf}), never the local wall clock

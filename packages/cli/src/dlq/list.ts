@@ -1,6 +1,8 @@
 import { toPlainAttributes, type PlainAttribute } from 'idempotent-consumer/dlq';
 import { clockOf, type DlqContext } from './context.js';
 import { failedAtOf, reasonOf, type DeadLetterRecord } from 'idempotent-consumer/dlq';
+import { readKafkaOnFailureRecord } from 'idempotent-consumer/dlq';
+import { kafkaCoordinatesOf, kafkaMessageIdOf } from './kafkaRedriveEvent.js';
 import { assertDeadLetterQueue, inspectQueue, MessageHold, type ReceiveOptions } from './queueInspector.js';
 import { matchesSelection, reasonWarnings, type MessageSelection } from './selection.js';
 
@@ -34,6 +36,12 @@ export interface DeadLetterSummary {
   readonly attributes: Readonly<Record<string, PlainAttribute>> | undefined;
   /** Where the consumer offloaded the body (`s3://bucket/key`), when it did. */
   readonly offloadedTo?: string;
+  /**
+   * Kafka: a dead letter's original coordinates (`orders-3@17`), or, for the on-failure record of
+   * a Kafka mapping with this queue as its destination, what Lambda gave up on
+   * (`gave up orders-0@12..15 (RetryAttemptsExhausted), metadata only`).
+   */
+  readonly kafka?: string;
 }
 
 /** The messages of one reason. */
@@ -131,7 +139,24 @@ export function summarize(record: DeadLetterRecord, now: Date): DeadLetterSummar
     ageSeconds: failedAt !== undefined ? Math.max(0, Math.floor((now.getTime() - failedAt.getTime()) / 1000)) : undefined,
     attributes: record.producerAttributes !== undefined ? toPlainAttributes(record.producerAttributes) : undefined,
     ...(record.offloaded !== undefined ? { offloadedTo: `s3://${record.offloaded.bucket}/${record.offloaded.key}` } : {}),
+    ...kafkaOf(record),
   };
+}
+
+/** {@link DeadLetterSummary.kafka} of a record, if it is a Kafka dead letter or a Kafka mapping's on-failure record. */
+function kafkaOf(record: DeadLetterRecord): { kafka?: string } {
+  const coordinates = kafkaCoordinatesOf(record);
+  if (record.deadLettered) return coordinates !== undefined ? { kafka: kafkaMessageIdOf(coordinates) } : {};
+  if (!record.body.includes('KafkaBatchInfo')) return {};
+  try {
+    const { record: gaveUp } = readKafkaOnFailureRecord(record.body);
+    const ranges = Object.entries(gaveUp.KafkaBatchInfo.recordsInfo).map(
+      ([partition, range]) => `${partition}@${range.firstRecordOffset}..${range.lastRecordOffset}`,
+    );
+    return { kafka: `gave up ${ranges.join(', ')} (${gaveUp.requestContext?.condition ?? '?'}), metadata only` };
+  } catch {
+    return {};
+  }
 }
 
 /** Warnings about what a scan may have missed. */

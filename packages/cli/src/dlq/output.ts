@@ -33,7 +33,7 @@ export function formatList(result: ListResult): string {
     const rows = group.messages.map((m) => [
       m.messageId,
       m.errorType !== undefined ? `${m.errorType}: ${m.errorMessage ?? ''}` : '-',
-      shortSource(m.source),
+      m.kafka !== undefined ? `${shortSource(m.source)} ${m.kafka}` : shortSource(m.source),
       m.ageSeconds !== undefined ? formatDuration(m.ageSeconds * 1000) : '-',
       m.attempts !== undefined ? String(m.attempts) : '-',
       m.attributes === undefined ? '(unreadable)' : attributeList(m.attributes),
@@ -230,7 +230,14 @@ export function formatReplay(result: ReplayResult): string {
 function itemTable(items: readonly RedriveItem[]): string {
   return formatTable(
     ['MESSAGE ID', 'REASON', 'TO / WHY NOT'],
-    items.map((item) => [item.messageId, item.reason, [item.target, item.detail].filter((s) => s !== undefined).join(' — ')]),
+    items.map((item) => [
+      // A Kafka dead letter is named by its original coordinates too: <topic>-<partition>@<offset>.
+      item.coordinates !== undefined
+        ? `${item.messageId} (${item.coordinates.topic}-${item.coordinates.partition}@${item.coordinates.offset})`
+        : item.messageId,
+      item.reason,
+      [item.target, item.detail].filter((s) => s !== undefined).join(' — '),
+    ]),
     120,
   );
 }

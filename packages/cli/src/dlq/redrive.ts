@@ -15,7 +15,11 @@ import { assertDeadLetterQueue, inspectQueue, MessageHold, type QueueInfo, type 
 import { sameQueue } from './queueUrl.js';
 import { DEFAULT_INBOX_WINDOW, type InboxWindowOptions, messageTimesOf, moveTaskOutsideWindow, outsideInboxWindow } from './inboxWindow.js';
 import { buildRedriveMessage, NotRedrivableError } from './redriveMessage.js';
-import { RedriveTargetResolver } from './redriveTarget.js';
+import { RedriveTargetResolver, targetLabel } from './redriveTarget.js';
+import { kafkaCoordinatesOf, kafkaRedriveEvent, type KafkaCoordinates } from './kafkaRedriveEvent.js';
+import { redriveKafkaRecord } from './kafkaRedrive.js';
+import type { SendMessageCommandInput } from '@aws-sdk/client-sqs';
+import type { KafkaEvent } from 'idempotent-consumer/kafka';
 import { matchesSelection, reasonWarnings, selectsAll, type MessageSelection } from './selection.js';
 import { arrivalCutoff } from './arrivalCutoff.js';
 import { createRateLimiter, sleep } from './timing.js';
@@ -31,6 +35,12 @@ export interface RedriveOptions extends ReceiveOptions, ConfirmOptions, InboxWin
   readonly selection?: MessageSelection;
   /** Send every message to this queue URL instead of its source queue. */
   readonly to?: string;
+  /**
+   * The consumer's Lambda function (name or ARN): a Kafka dead letter is redriven by invoking it
+   * with a Kafka event holding the original record (`kafkaRedriveEvent`), through
+   * `context.functions`. Without it Kafka dead letters stay in the DLQ. Ignored with `to`.
+   */
+  readonly functionName?: string;
   /**
    * Messages moved per second: the move task's `MaxNumberOfMessagesPerSecond` (SQS: 1 to 500),
    * or a pause between sends on receive → send → delete.
@@ -74,6 +84,8 @@ export interface RedriveItem {
   readonly target?: string;
   /** Why it was skipped or failed. */
   readonly detail?: string;
+  /** A Kafka dead letter's original coordinates, kept whatever became of it. */
+  readonly coordinates?: KafkaCoordinates;
 }
 
 /** What {@link redriveDeadLetters} did (or, with `dryRun`, would do). */
@@ -115,7 +127,19 @@ export interface RedriveResult {
 }
 
 /**
- * Moves dead-letter messages back to their source queue (or to `to`).
+ * Moves dead-letter messages back to their source queue (or to `to`); Kafka dead letters back to
+ * the consumer by invoking its function (`functionName`).
+ *
+ * - A Kafka dead letter (its `ic.context` holds the record's topic, partition and offset) cannot
+ *   be sent back to its topic (the tool is no Kafka producer, and a record produced again would
+ *   get a new offset, and reach every consumer group of the topic). It is redriven by a
+ *   synchronous Lambda `Invoke` of the consumer's function with the event its Kafka event source
+ *   mapping would send for that record alone (`kafkaRedriveEvent`: its original coordinates, value,
+ *   key and headers, and the redrive mark `ic.redrive`), so the consumer decides it with its
+ *   normal code path; it is deleted from the DLQ only when the function's response reports no
+ *   failure (applied, a duplicate, or dead-lettered again with a new reason). A reported retry,
+ *   an error or a timeout stops the redrive, as a failed send does. Its item keeps its
+ *   `coordinates`.
  *
  * - By default, receive → send → delete, one message at a time: receive (held invisible), send
  *   the original body (read back from S3 when the consumer offloaded it) with the producer's
@@ -300,6 +324,7 @@ async function redriveByCopy(
     ...(options.to !== undefined ? { to: options.to } : {}),
     deadLetterQueueUrl: options.queueUrl,
     ...(info.deadLetterSources !== undefined ? { deadLetterSources: info.deadLetterSources } : {}),
+    ...(options.functionName !== undefined ? { functionName: options.functionName } : {}),
   });
   const hold = new MessageHold(sqs, options.queueUrl);
   const selected: RedriveItem[] = [];
@@ -359,11 +384,11 @@ async function redriveByCopy(
       const target = await resolver.resolve(record);
       const late = outsideWindow(record);
       const stays = 'skip' in target ? target.skip : allowOutsideWindow ? undefined : late;
+      const label = targetLabel(target);
       selected.push({
-        messageId: record.messageId,
-        reason: reasonOf(record),
-        ...('queueUrl' in target && stays === undefined
-          ? { target: target.queueUrl, ...(late !== undefined ? { detail: late } : {}) }
+        ...itemOf(record),
+        ...(label !== undefined && stays === undefined
+          ? { target: label, ...(late !== undefined ? { detail: late } : {}) }
           : { detail: stays }),
       });
     }
@@ -392,13 +417,14 @@ async function redriveByCopy(
           stop = true;
           break;
         }
-        const item = { messageId: record.messageId, reason: reasonOf(record) };
+        const item = itemOf(record);
         const group = info.fifo ? record.messageGroupId : undefined;
         if (group !== undefined && blockedGroups.has(group)) {
           skipped.push({ ...item, detail: `an earlier message of group ${group} was not moved` });
           continue;
         }
-        let input;
+        let input: SendMessageCommandInput | undefined;
+        let invocation: { functionName: string; event: KafkaEvent } | undefined;
         const late = outsideWindow(record);
         try {
           const target = await resolver.resolve(record);
@@ -410,11 +436,16 @@ async function redriveByCopy(
             if ('error' in read) throw new NotRedrivableError(read.error);
             body = read.body;
           }
-          const maxMessageSizeBytes = await resolver.maxMessageSizeOf(target.queueUrl);
-          input = buildRedriveMessage(record, target.queueUrl, {
-            ...(body !== undefined ? { body } : {}),
-            ...(maxMessageSizeBytes !== undefined ? { maxMessageSizeBytes } : {}),
-          });
+          if ('functionName' in target) {
+            if (context.functions === undefined) throw new NotRedrivableError('the tool has no way to invoke the function here');
+            invocation = { functionName: target.functionName, event: kafkaRedriveEvent(record, body !== undefined ? { body } : {}) };
+          } else {
+            const maxMessageSizeBytes = await resolver.maxMessageSizeOf(target.queueUrl);
+            input = buildRedriveMessage(record, target.queueUrl, {
+              ...(body !== undefined ? { body } : {}),
+              ...(maxMessageSizeBytes !== undefined ? { maxMessageSizeBytes } : {}),
+            });
+          }
         } catch (error) {
           if (group !== undefined) blockedGroups.add(group);
           if (error instanceof NotRedrivableError) {
@@ -425,10 +456,20 @@ async function redriveByCopy(
           stop = true;
           break;
         }
-        const target = input.QueueUrl ?? '';
+        const target = invocation !== undefined ? `lambda:${invocation.functionName}` : (input?.QueueUrl ?? '');
         await limit();
         try {
-          await sqs.send(new SendMessageCommand(input));
+          if (invocation !== undefined) {
+            // The function decides the record now; only a record it settled leaves the DLQ.
+            const outcome = await redriveKafkaRecord(context.functions!, invocation.functionName, invocation.event);
+            if (!outcome.acknowledged) {
+              failed.push({ ...item, target, detail: outcome.detail });
+              stop = true;
+              break;
+            }
+          } else if (input !== undefined) {
+            await sqs.send(new SendMessageCommand(input));
+          }
         } catch (error) {
           failed.push({ ...item, target, detail: describe(error) });
           stop = true;
@@ -477,6 +518,12 @@ function explainNothingMoved(result: RedriveResult, selection: MessageSelection)
     }
   }
   return why !== undefined ? { ...result, nothingMoved: `nothing ${result.dryRun ? 'would move' : 'moved'}: ${why}` } : result;
+}
+
+/** The item of a record in a redrive's result: its ids, its reason, and a Kafka dead letter's coordinates. */
+function itemOf(record: DeadLetterRecord): RedriveItem {
+  const coordinates = kafkaCoordinatesOf(record);
+  return { messageId: record.messageId, reason: reasonOf(record), ...(coordinates !== undefined ? { coordinates } : {}) };
 }
 
 function describe(error: unknown): string {

@@ -95,7 +95,14 @@ export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome
     )
     .option('--check <file[#export]>', 'your invariants, checked after the run: a LocalCheck; export "check" unless named')
     .option('--event-time <field>', "a top-level body field with the event's time: a FIFO group or a Kafka key is sent in event-time order")
-    .addOption(new Option('--source <source>', "the event source (default: sqs; with --app, the template's)").choices(['sqs', 'kafka']))
+    .addOption(
+      new Option('--source <source>', "the event source (default: sqs; with --app, the template's)").choices([
+        'sqs',
+        'kafka',
+        'kinesis',
+        'dynamodb-streams',
+      ]),
+    )
     .option('--fifo', 'a FIFO source queue (message group = the ordering key)')
     .addOption(
       new Option('--fault <kind=rate>', `inject faults into the consumer's AWS calls (repeatable); kinds: ${faultKinds.join(', ')}`)
@@ -110,6 +117,7 @@ export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome
       0,
     )
     .option('--partitions <n>', 'Kafka: partitions of the local topic (default 3)', positiveInteger(1000))
+    .option('--shards <n>', 'Kinesis and DynamoDB Streams: shards of the local stream (default 2)', positiveInteger(1000))
     .option(
       '--concurrency-per-process <n>',
       "SQS: invocations one execution environment serves at once, as on Lambda Managed Instances (AWS_LAMBDA_MAX_CONCURRENCY is set); with --app, the template's PerExecutionEnvironmentMaxConcurrency unless given (default 1)",
@@ -120,6 +128,11 @@ export function addLocalCommand(program: Command, io: CliIo, outcome: CliOutcome
         'resume-from-lowest-offset',
         'retry-reported-records',
       ]),
+    )
+    .option(
+      '--kafka-on-failure-bucket <name>',
+      "Kafka: the local mapping's on-failure destination is this bucket of the local S3 server, as the construct's onFailureBucket: " +
+        'each batch given up is kept whole (dlq list --on-failure-bucket s3://NAME)',
     )
     .option('--no-relay', 'do not run the outbox relay on the inbox stream')
     .option('--data-dir <dir>', "keep DynamoDB Local's data in this directory between runs")

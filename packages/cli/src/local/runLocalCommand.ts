@@ -40,14 +40,18 @@ export interface LocalFlags {
   readonly check?: string;
   readonly eventTime?: string;
   /** @default 'sqs'; with `app`, the template's */
-  readonly source?: 'sqs' | 'kafka';
+  readonly source?: 'sqs' | 'kafka' | 'kinesis' | 'dynamodb-streams';
   readonly fifo?: boolean;
   readonly fault: readonly string[];
   readonly seed?: string;
   readonly transientFailureRate: number;
   readonly partitions?: number;
+  /** Kinesis and DynamoDB Streams: shards of the local stream. */
+  readonly shards?: number;
   readonly concurrencyPerProcess?: number;
   readonly kafkaRetryReading?: 'resume-from-lowest-offset' | 'retry-reported-records';
+  /** Kafka: the local mapping's S3 on-failure destination (a bucket of the local S3 server). */
+  readonly kafkaOnFailureBucket?: string;
   readonly relay: boolean;
   readonly dataDir?: string;
   readonly json?: boolean;
@@ -81,6 +85,7 @@ const flagsNpmSwallows = [
   'transient-failure-rate',
   'log-level',
   'partitions',
+  'shards',
   'concurrency-per-process',
   'handler',
   'settings',
@@ -128,6 +133,11 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
   if (flags.source === 'kafka' && flags.fifo === true) {
     throw new UsageError(
       '--source kafka cannot run with --fifo: a Kafka event source needs a standard dead-letter queue (its on-failure destination)',
+    );
+  }
+  if ((flags.source === 'kinesis' || flags.source === 'dynamodb-streams') && (flags.fifo === true || flags.app !== undefined)) {
+    throw new UsageError(
+      `--source ${flags.source} cannot run with ${flags.fifo === true ? '--fifo: a stream event source needs a standard dead-letter queue (its on-failure destination)' : '--app yet: it runs a handler module (--handler) and a settings module'}`,
     );
   }
   const faults = (() => {
@@ -187,7 +197,16 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
   const stdoutWrite = realWrite(io.stdout);
   const stderrWrite = realWrite(io.stderr);
   const progress = new ProgressLine(stderrWrite, (io.stderr as { isTTY?: boolean }).isTTY === true);
-  const sourceName = flags.source === 'kafka' ? 'Kafka' : settings.queue.fifo ? 'SQS FIFO' : 'SQS';
+  const sourceName =
+    flags.source === 'kafka'
+      ? 'Kafka'
+      : flags.source === 'kinesis'
+        ? 'Kinesis Data Streams'
+        : flags.source === 'dynamodb-streams'
+          ? 'DynamoDB Streams'
+          : settings.queue.fifo
+            ? 'SQS FIFO'
+            : 'SQS';
   const title = app === undefined ? settings.consumerName : app.stack;
   progress.say(
     app === undefined
@@ -232,6 +251,18 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
         `  export QUEUE_URL=${running.resources.queueUrl} DLQ_URL=${running.resources.deadLetterQueueUrl}`,
         '  npx idempotent-consumer dlq list',
         '  npx idempotent-consumer dlq redrive --reason RetriesExhausted --dry-run',
+        ...(running.lambda === undefined
+          ? []
+          : [
+              // Kafka: a dead letter goes back to the consumer by an Invoke of its function, served locally.
+              `  export AWS_ENDPOINT_URL_LAMBDA=${running.lambda.endpoint} FUNCTION_NAME=${running.lambda.functionName}`,
+              '  npx idempotent-consumer dlq redrive --yes   # Kafka dead letters: invokes the function with each record',
+              ...(flags.kafkaOnFailureBucket === undefined
+                ? []
+                : [
+                    `  npx idempotent-consumer dlq list --on-failure-bucket s3://${flags.kafkaOnFailureBucket}   # batches the mapping gave up, kept whole`,
+                  ]),
+            ]),
         ...(flags.handler === undefined
           ? []
           : [
@@ -258,8 +289,10 @@ export async function runLocalCommand(flags: LocalFlags, io: CliIo): Promise<num
     ...(flags.dataDir === undefined ? {} : { dataDir: flags.dataDir }),
     ...(flags.logLevel === undefined ? {} : { logLevel: flags.logLevel }),
     ...(flags.partitions === undefined ? {} : { partitions: flags.partitions }),
+    ...(flags.shards === undefined ? {} : { shards: flags.shards }),
     ...(flags.concurrencyPerProcess === undefined ? {} : { concurrencyPerProcess: flags.concurrencyPerProcess }),
     ...(flags.kafkaRetryReading === undefined ? {} : { kafkaRetryReading: flags.kafkaRetryReading }),
+    ...(flags.kafkaOnFailureBucket === undefined ? {} : { kafkaOnFailureBucket: flags.kafkaOnFailureBucket }),
     relay: flags.relay,
     ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
     onProgress: (p: Progress) => progress.update(p),

@@ -1,11 +1,12 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { invocationClock } from '../engine/invocationClock.js';
-import { processDeliveries, type ProcessDeliveriesDeps } from '../engine/processDeliveries.js';
+import type { ProcessDeliveriesDeps } from '../engine/processDeliveries.js';
 import { MetricName } from '../observability/MetricsObserver.js';
 import { type KafkaBatchResponse, type KafkaCoordinates, kafkaBatchResponse } from './kafkaBatchResponse.js';
 import type { KafkaDecodingOptions } from '../types.js';
 import { kafkaDeliveries } from './kafkaDeliveries.js';
+import { kafkaRetryRun, settleKafkaDeliveries } from './kafkaRetryPolicy.js';
 import { type KafkaEvent, kafkaEventSource } from './kafkaEvent.js';
 import { decodeKafkaRecords } from './kafkaRecordDecoding.js';
 
@@ -20,6 +21,14 @@ import { decodeKafkaRecords } from './kafkaRecordDecoding.js';
  *
  * With a schema format in `kafka` (Avro, Protobuf), the batch's values (and keys) are decoded
  * first, by Powertools' deserializers (`decodeKafkaRecords`).
+ *
+ * With a retry policy (`kafka.retry` in the settings: `KAFKA_RETRY_DELAY_SECONDS`,
+ * `KAFKA_RETRY_UNTIL_SUCCESS`), a partition whose record failed retryably is tried again after the
+ * delay within this invocation while its time allows, and a retryable failure may have no attempt
+ * cap (`settleKafkaDeliveries`).
+ *
+ * @param sleep - waits the given milliseconds between attempts (a test's virtual clock advances
+ *   here) @default setTimeout
  */
 export async function handleKafkaEvent<Event>(
   event: KafkaEvent,
@@ -27,14 +36,14 @@ export async function handleKafkaEvent<Event>(
   deps: ProcessDeliveriesDeps<Event>,
   metrics: Metrics,
   kafka?: KafkaDecodingOptions,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 ): Promise<KafkaBatchResponse> {
   const decoded = kafka === undefined ? undefined : await decodeKafkaRecords(Object.values(event.records ?? {}).flat(), kafka);
   const deliveries = kafkaDeliveries(event.records, kafkaEventSource(event), decoded);
-  const results = await processDeliveries(deliveries, deps, invocationClock(context));
+  const { results, held } = await settleKafkaDeliveries(deliveries, deps, invocationClock(context), kafkaRetryRun(deps.config), sleep);
   const failed: KafkaCoordinates[] = [];
-  for (const result of results) {
-    if (!result.reported) continue;
-    const coordinates = result.delivery.deadLetter.coordinates;
+  for (const delivery of [...results.filter((result) => result.reported).map((result) => result.delivery), ...held]) {
+    const coordinates = delivery.deadLetter.coordinates;
     failed.push({ topic: String(coordinates?.topic), partition: Number(coordinates?.partition), offset: Number(coordinates?.offset) });
   }
   metrics.addMetric(MetricName.BatchSize, MetricUnit.Count, deliveries.length);

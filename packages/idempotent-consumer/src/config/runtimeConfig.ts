@@ -29,6 +29,14 @@ export interface RuntimeConfig {
    * @default false
    */
   readonly provenance?: boolean;
+  /**
+   * Kafka: seconds to wait, within the invocation, before trying a record that failed retryably
+   * again (`KAFKA_RETRY_DELAY_SECONDS`, `kafka.retry.delaySeconds`); 0: report it at once.
+   * @default 0
+   */
+  readonly kafkaRetryDelaySeconds?: number;
+  /** Kafka: retry a retryable failure until it succeeds, without `maxAttempts` (`KAFKA_RETRY_UNTIL_SUCCESS=true`). @default false */
+  readonly kafkaRetryUntilSuccess?: boolean;
   /** The business tables: logical name → physical name. */
   readonly tables: Readonly<Record<string, string>>;
 }
@@ -83,6 +91,13 @@ export function readRuntimeConfig(
   const provenance = environment[env.provenance] ?? '';
   if (provenance !== '' && provenance !== 'true' && provenance !== 'false')
     problems.push(`${env.provenance} must be "true" or "false" (or unset), got ${JSON.stringify(provenance)}`);
+  const untilSuccess = environment[env.kafkaRetryUntilSuccess] ?? '';
+  if (untilSuccess !== '' && untilSuccess !== 'true' && untilSuccess !== 'false')
+    problems.push(`${env.kafkaRetryUntilSuccess} must be "true" or "false" (or unset), got ${JSON.stringify(untilSuccess)}`);
+  const delayText = environment[env.kafkaRetryDelaySeconds] ?? '';
+  const kafkaRetryDelaySeconds = delayText === '' ? 0 : Number(delayText);
+  if (!Number.isInteger(kafkaRetryDelaySeconds) || kafkaRetryDelaySeconds < 0)
+    problems.push(`${env.kafkaRetryDelaySeconds} must be an integer ≥ 0 (or unset), got ${JSON.stringify(delayText)}`);
   const deadLetterQueueUrl = text(env.deadLetterQueueUrl);
   if (deadLetterQueueUrl !== '' && !/^https?:\/\/[^/]+\/.+/.test(deadLetterQueueUrl)) {
     problems.push(`${env.deadLetterQueueUrl} must be a queue URL, got ${JSON.stringify(deadLetterQueueUrl)}`);
@@ -105,6 +120,8 @@ export function readRuntimeConfig(
     retryBackoffMaxSeconds: integer(env.retryBackoffMaxSeconds, 0),
     deadLetterMaxMessageSizeBytes: integer(env.deadLetterMaxMessageSizeBytes, 1024),
     provenance: provenance === 'true',
+    kafkaRetryDelaySeconds: Number.isInteger(kafkaRetryDelaySeconds) && kafkaRetryDelaySeconds > 0 ? kafkaRetryDelaySeconds : 0,
+    kafkaRetryUntilSuccess: untilSuccess === 'true',
     tables,
   };
   if (config.consumerName !== '' && !/^[A-Za-z0-9_-]{1,64}$/.test(config.consumerName)) {

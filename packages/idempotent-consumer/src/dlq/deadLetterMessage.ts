@@ -14,9 +14,11 @@
  *   - `ic.failureReason`: the reason (a built-in `FailureReason` or a user's own name);
  *   - `ic.errorType`: the error's `name`, at most {@link MAX_ERROR_TYPE_LENGTH} characters;
  *   - `ic.errorMessage`: the error's message, at most {@link MAX_ERROR_MESSAGE_LENGTH} characters;
- *   - `ic.context`: JSON of {@link DeadLetterContextAttribute}: source (queue ARN or Kafka event
- *     source ARN), original message id, attempts, failure time, coordinates (FIFO message group;
- *     Kafka topic, partition, offset, timestamp, key), body encoding when the body is not the
+ *   - `ic.context`: JSON of {@link DeadLetterContextAttribute}: source (queue ARN, Kafka event
+ *     source ARN, or Kinesis / DynamoDB stream ARN), original message id, attempts, failure time,
+ *     coordinates (FIFO message group; Kafka topic, partition, offset, timestamp, key; Kinesis shard
+ *     id, sequence number, partition key; DynamoDB Streams event id, event name, sequence number,
+ *     keys), body encoding when the body is not the
  *     plain original, and where the body is when it was offloaded.
  * - **The producer's attributes** stay real attributes, exactly as they were, when they fit
  *   beside the consumer's: SQS allows {@link SQS_MAX_MESSAGE_ATTRIBUTES} attributes per message,
@@ -171,11 +173,15 @@ export interface DeadLetterContext {
   readonly failure: DeadLetterFailure;
   /** Attempts so far, from 1. */
   readonly attempts: number;
-  /** Source queue ARN, or Kafka event source ARN. */
+  /** Source queue ARN, Kafka event source ARN, or the Kinesis or DynamoDB stream's ARN. */
   readonly source: string;
-  /** SQS `messageId`, or `<topic>-<partition>@<offset>` for Kafka. */
+  /** SQS `messageId`, `<topic>-<partition>@<offset>` for Kafka, the record's `eventID` for Kinesis and DynamoDB Streams. */
   readonly originalMessageId: string;
-  /** Original coordinates: `{messageGroupId}` for SQS FIFO; `{topic, partition, offset, timestamp, key, …}` for Kafka. */
+  /**
+   * Original coordinates: `{messageGroupId}` for SQS FIFO; `{topic, partition, offset, timestamp, key, …}` for Kafka;
+   * `{shardId, sequenceNumber, partitionKey, approximateArrivalTimestamp}` for Kinesis; `{eventID, eventName,
+   * sequenceNumber, keys, approximateCreationDateTime}` for DynamoDB Streams (docs/streams.md).
+   */
   readonly coordinates?: Readonly<Record<string, string | number | null>>;
   /** The FIFO message group: required when the dead-letter queue is FIFO. */
   readonly messageGroupId?: string;
@@ -207,15 +213,19 @@ export interface OffloadedPayload {
 export interface DeadLetterContextAttribute {
   /** The version of this format: {@link DEAD_LETTER_FORMAT_VERSION} (1) when this library wrote it. */
   readonly v: number;
-  /** Source queue ARN, or Kafka event source ARN. */
+  /** Source queue ARN, Kafka event source ARN, or the Kinesis or DynamoDB stream's ARN. */
   readonly source: string;
-  /** SQS `messageId`, or `<topic>-<partition>@<offset>` for Kafka. */
+  /** SQS `messageId`, `<topic>-<partition>@<offset>` for Kafka, the record's `eventID` for Kinesis and DynamoDB Streams. */
   readonly originalMessageId: string;
   /** Attempts the consumer made, from 1. */
   readonly attempts: number;
   /** When the consumer gave up (ISO 8601, UTC). */
   readonly failedAt: string;
-  /** `{messageGroupId}` for SQS FIFO; `{topic, partition, offset, timestamp, timestampType, key, keyEncoding?}` for Kafka. */
+  /**
+   * `{messageGroupId}` for SQS FIFO; `{topic, partition, offset, timestamp, timestampType, key, keyEncoding?}` for Kafka;
+   * `{shardId, sequenceNumber, partitionKey, approximateArrivalTimestamp}` for Kinesis; `{eventID, eventName,
+   * sequenceNumber, keys, approximateCreationDateTime}` for DynamoDB Streams.
+   */
   readonly coordinates?: Readonly<Record<string, string | number | null>>;
   /**
    * Present only when the body is not the plain original: `empty` (SQS refuses an empty body, so

@@ -8,6 +8,7 @@
 export * from './deadLetterMessage.js';
 export * from './deadLetterRecord.js';
 export * from './failureReasons.js';
+export * from './kafkaOnFailureRecord.js';
 export * from './payloadPointer.js';
 export { REDRIVE_ATTRIBUTE } from '../batch/sqsDeliveries.js';
 export * from './deadLetterErrors.js';

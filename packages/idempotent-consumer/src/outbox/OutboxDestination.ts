@@ -1,6 +1,6 @@
 /**
  * Where the outbox relay publishes: the small interface every destination implements (an SNS
- * topic and an SQS queue are built in; an EventBridge bus or anything else is one object with a
+ * topic, an SQS queue and an EventBridge bus are built in; anything else is one object with a
  * `publish` method, see `docs/outbox.md`).
  *
  * @module
@@ -55,7 +55,8 @@ export interface PublishReceipt {
  *
  * A destination should:
  * - use `message.messageId` as its deduplication id when it has one (FIFO SNS and SQS:
- *   `MessageDeduplicationId`; EventBridge has none: put it in the event);
+ *   `MessageDeduplicationId`; EventBridge has none: the built-in destination puts it in the
+ *   event's detail);
  * - pass `message.messageId` downstream, under {@link MESSAGE_ID_ATTRIBUTE} where there are
  *   message attributes, so a receiver can deduplicate (the relay publishes at least once).
  */

@@ -1,6 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SNSClient } from '@aws-sdk/client-sns';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -13,6 +14,7 @@ import { OutboxPublisher } from './OutboxPublisher.js';
 import { type OutboxRelayConfig, readOutboxRelayConfig } from './outboxRelayConfig.js';
 import { DEFAULT_DESTINATION, destinationEnvironmentVariable } from './outboxRelaySettings.js';
 import { readOutboxRecord } from './outboxStreamRecords.js';
+import { eventBridgeDestination } from './eventBridgeDestination.js';
 import { snsTopicDestination } from './snsTopicDestination.js';
 import { sqsQueueDestination } from './sqsQueueDestination.js';
 import { startOnce } from '../startOnce.js';
@@ -25,8 +27,9 @@ export interface OutboxRelayOptions {
   /**
    * Destinations by logical name (`OutgoingMessage.destination`; `'default'` when a message names
    * none). They take precedence over the built-in ones named in the environment
-   * (`OUTBOX_DESTINATION_<NAME>`: an SNS topic ARN or an SQS queue URL). Use it for a destination
-   * that is not built in, such as an EventBridge bus (see `docs/outbox.md`).
+   * (`OUTBOX_DESTINATION_<NAME>`: an SNS topic ARN, an SQS queue URL or an EventBridge bus ARN).
+   * Use it for a destination that is not built in, or a built-in one with options of your own (e.g.
+   * `eventBridgeDestination({ eventBusName, source: 'com.example.orders' })`; see `docs/outbox.md`).
    * @default {} (only the environment's)
    */
   readonly destinations?: Readonly<Record<string, OutboxDestination>>;
@@ -39,8 +42,13 @@ export interface OutboxRelayOptions {
 export interface OutboxRelayRuntimeOptions {
   /** Where the configuration is read from. @default process.env */
   readonly environment?: Readonly<Record<string, string | undefined>>;
-  /** The AWS clients. @default new clients with the default configuration, the SNS and SQS ones created at their first use */
-  readonly clients?: { readonly dynamoDb?: DynamoDBClient; readonly sns?: SNSClient; readonly sqs?: SQSClient };
+  /** The AWS clients. @default new clients with the default configuration, the SNS, SQS and EventBridge ones created at their first use */
+  readonly clients?: {
+    readonly dynamoDb?: DynamoDBClient;
+    readonly sns?: SNSClient;
+    readonly sqs?: SQSClient;
+    readonly eventBridge?: EventBridgeClient;
+  };
   /** @default a Powertools Logger named after the consumer (level from `POWERTOOLS_LOG_LEVEL`) */
   readonly logger?: Logger;
   /** @default Powertools Metrics, namespace `POWERTOOLS_METRICS_NAMESPACE` or `IdempotentConsumer`, service = consumer name */
@@ -124,7 +132,7 @@ interface RelayEnvironment {
  *   skipped (the event source mapping's filter drops them before; see `outboxFilterPattern`).
  * - Configuration comes from the environment that `outboxRelayEnvironment()` builds (consumer
  *   name, inbox and idempotency tables, destinations, TTLs), read at the first invocation; the
- *   SNS and SQS SDKs are loaded when a destination of theirs first publishes.
+ *   SNS, SQS and EventBridge SDKs are loaded when a destination of theirs first publishes.
  *
  * Metrics: {@link OutboxMetricName}. Logs: one line per batch, one per failure. Traces: each
  * message is published with the X-Ray trace header of the message that emitted it (stored on its
@@ -155,7 +163,7 @@ async function buildEnvironment(options: OutboxRelayOptions, runtime: OutboxRela
   const inCode = options.destinations ?? {};
   if (Object.keys(config.destinations).length === 0 && Object.keys(inCode).length === 0) {
     throw new EnvironmentError([
-      `no outbox destination: set ${destinationEnvironmentVariable(DEFAULT_DESTINATION)} (an SNS topic ARN or an SQS queue URL) or pass destinations in code`,
+      `no outbox destination: set ${destinationEnvironmentVariable(DEFAULT_DESTINATION)} (an SNS topic ARN, an SQS queue URL or an EventBridge bus ARN) or pass destinations in code`,
     ]);
   }
   const dynamoDb = runtime.clients?.dynamoDb ?? new DynamoDBClient({});
@@ -167,15 +175,18 @@ async function buildEnvironment(options: OutboxRelayOptions, runtime: OutboxRela
   const now = runtime.now ?? (() => new Date());
 
   const fromEnvironment = new Map<string, OutboxDestination>();
+  const clients = runtime.clients;
   for (const [variable, target] of Object.entries(config.destinations)) {
     fromEnvironment.set(
       variable,
       target.kind === 'sns'
-        ? snsTopicDestination({ topicArn: target.topicArn, ...(runtime.clients?.sns === undefined ? {} : { client: runtime.clients.sns }) })
-        : sqsQueueDestination({
-            queueUrl: target.queueUrl,
-            ...(runtime.clients?.sqs === undefined ? {} : { client: runtime.clients.sqs }),
-          }),
+        ? snsTopicDestination({ topicArn: target.topicArn, ...(clients?.sns === undefined ? {} : { client: clients.sns }) })
+        : target.kind === 'sqs'
+          ? sqsQueueDestination({ queueUrl: target.queueUrl, ...(clients?.sqs === undefined ? {} : { client: clients.sqs }) })
+          : eventBridgeDestination({
+              eventBusName: target.eventBusArn,
+              ...(clients?.eventBridge === undefined ? {} : { client: clients.eventBridge }),
+            }),
     );
   }
   const destination = (logicalName: string): OutboxDestination => {

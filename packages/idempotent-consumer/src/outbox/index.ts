@@ -1,7 +1,7 @@
 /**
  * The outbox entry point of the package (`idempotent-consumer/outbox`): the relay that publishes
  * the outbox items a consumer's decisions wrote (from the inbox table's DynamoDB stream), its
- * destinations (SNS, SQS), its settings, and the redrive of items the relay gave up on.
+ * destinations (SNS, SQS, EventBridge), its settings, and the redrive of items the relay gave up on.
  *
  * @module
  */
@@ -22,6 +22,18 @@ export {
 } from './OutboxDestination.js';
 export { snsTopicDestination } from './snsTopicDestination.js';
 export { sqsQueueDestination } from './sqsQueueDestination.js';
+export {
+  eventBridgeDestination,
+  eventBridgeDetail,
+  eventBridgeEntry,
+  putEventsEntrySize,
+  PutEventsEntryError,
+  ATTRIBUTES_DETAIL_KEY,
+  DEFAULT_DETAIL_TYPE,
+  MAX_PUT_EVENTS_ENTRY_BYTES,
+  RETRYABLE_PUT_EVENTS_ERROR_CODES,
+  type EventBridgeDestinationOptions,
+} from './eventBridgeDestination.js';
 export { redriveOutbox, type RedriveOutboxOptions, type RedriveOutboxResult } from './redriveOutbox.js';
 export { outboxMessageId, OUTBOX_KIND } from './outboxItems.js';
 export { outboxFilterPattern } from './outboxStreamRecords.js';

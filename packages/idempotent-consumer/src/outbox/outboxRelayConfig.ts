@@ -6,30 +6,35 @@ export type DestinationTarget =
   /** An SNS topic; FIFO when its name ends in `.fifo`. */
   | { readonly kind: 'sns'; readonly topicArn: string; readonly fifo: boolean }
   /** An SQS queue; FIFO when its name ends in `.fifo`. */
-  | { readonly kind: 'sqs'; readonly queueUrl: string; readonly fifo: boolean };
+  | { readonly kind: 'sqs'; readonly queueUrl: string; readonly fifo: boolean }
+  /** An EventBridge event bus, by its ARN. */
+  | { readonly kind: 'eventBridge'; readonly eventBusArn: string };
 
 const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
 const SQS_QUEUE_URL = /^https?:\/\/[^/\s]+\/\d{12}\/[A-Za-z0-9_-]{1,80}(\.fifo)?$/;
-const EVENT_BUS_ARN = /^arn:aws[a-z-]*:events:/;
+/** An event bus ARN: https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_EventBus.html (names: `[/\.\-_A-Za-z0-9]+`, at most 256). */
+const EVENT_BUS_ARN = /^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[/.\-_A-Za-z0-9]{1,256}$/;
 
 /**
- * Reads a destination target: an SNS topic ARN (`arn:aws:sns:<region>:<account>:<name>`) or an
+ * Reads a destination target: an SNS topic ARN (`arn:aws:sns:<region>:<account>:<name>`), an
  * SQS queue URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`, or an emulator's
- * `http://…/<account>/<name>`).
+ * `http://…/<account>/<name>`) or an EventBridge event bus ARN
+ * (`arn:aws:events:<region>:<account>:event-bus/<name>`).
  *
- * @throws Error saying what is wrong, e.g. for an EventBridge bus ARN (not built in: give the
- *   relay an `OutboxDestination` in code, see `docs/outbox.md`) or a queue ARN instead of its URL
+ * @throws Error saying what is wrong, e.g. a queue ARN instead of its URL, or an EventBridge ARN
+ *   that is not a bus's
  */
 export function parseDestinationTarget(value: string): DestinationTarget {
   if (SNS_TOPIC_ARN.test(value)) return { kind: 'sns', topicArn: value, fifo: value.endsWith('.fifo') };
   if (SQS_QUEUE_URL.test(value)) return { kind: 'sqs', queueUrl: value, fifo: value.endsWith('.fifo') };
-  if (EVENT_BUS_ARN.test(value)) {
+  if (EVENT_BUS_ARN.test(value)) return { kind: 'eventBridge', eventBusArn: value };
+  if (/^arn:aws[a-z-]*:events:/.test(value)) {
     throw new Error(
-      `${JSON.stringify(value)} is an EventBridge bus: it is not built in; pass an OutboxDestination for it to createOutboxRelay({ destinations })`,
+      `${JSON.stringify(value)} is an EventBridge ARN but not an event bus's (arn:aws:events:<region>:<account>:event-bus/<name>)`,
     );
   }
   if (/^arn:aws[a-z-]*:sqs:/.test(value)) throw new Error(`${JSON.stringify(value)} is a queue ARN: give the queue URL instead`);
-  throw new Error(`${JSON.stringify(value)} is neither an SNS topic ARN nor an SQS queue URL`);
+  throw new Error(`${JSON.stringify(value)} is neither an SNS topic ARN, an SQS queue URL nor an EventBridge event bus ARN`);
 }
 
 /** The relay's configuration at run time, read from the environment that `outboxRelayEnvironment()` built. */

@@ -164,7 +164,7 @@ export interface OutboxRelayResourceNames {
   readonly idempotencyTable: string;
   /**
    * The destinations: logical name → target, an SNS topic ARN or an SQS queue URL (FIFO when the
-   * name ends in `.fifo`). Destinations given in code (`createOutboxRelay({ destinations })`)
+   * name ends in `.fifo`), or an EventBridge event bus ARN. Destinations given in code (`createOutboxRelay({ destinations })`)
    * need no entry. @default {}
    */
   readonly destinations?: Readonly<Record<string, string>>;

@@ -10,4 +10,5 @@ export * from './validateSettings.js';
 export * from './windows.js';
 export * from './metricNames.js';
 export * from './outputKeys.js';
+export * from './filterCriteria.js';
 export { EnvironmentError } from '../config/runtimeConfig.js';

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import type { FilterPattern } from './filterCriteria.js';
 
 /** Settings of the source queue and its dead-letter queue. */
 export interface QueueSettings {
@@ -93,8 +94,53 @@ export interface FunctionSettings {
   readonly batchSize: number;
   /** Maximum batching window, in seconds (0 to 300; 0 for FIFO). @default 0 */
   readonly maxBatchingWindowSeconds: number;
-  /** Maximum concurrent invocations the SQS event source may drive (2 to 1,000). @default 5 */
+  /**
+   * Maximum concurrent invocations the SQS event source may drive (2 to 1,000). In provisioned mode
+   * ({@link FunctionSettings.minimumPollers}, {@link FunctionSettings.maximumPollers}) the mapping has
+   * no maximum concurrency (AWS: the two are mutually exclusive,
+   * https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html); this then sets only the
+   * local runtime's concurrent invocations.
+   * @default 5
+   */
   readonly maxConcurrency: number;
+  /**
+   * Filter criteria of the SQS event source mapping: at most 5 patterns on the `body` key
+   * (see {@link FilterPattern}); a message that matches none is deleted from the queue without
+   * invoking the function (counted by the mapping's `FilteredOutEventCount`), and the local runtime's
+   * poller does the same. A body filter with fields (`{ body: { type: [...] } }`) drops every
+   * message whose body is not JSON. Checked at synth and at a local start (`filterCriteriaProblems`;
+   * https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html).
+   * @default undefined: no filter, every message invokes the function
+   */
+  readonly filters?: readonly FilterPattern[];
+  /**
+   * Provisioned mode of the SQS event source mapping: the fewest event pollers (2 to 200). Giving it
+   * or {@link FunctionSettings.maximumPollers} turns provisioned mode on (dedicated pollers, billed
+   * per event poller unit while they run, https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html),
+   * and leaves `maxConcurrency` out of the mapping.
+   * @default undefined: standard mode (Lambda scales the pollers; AWS's provisioned default is 2)
+   */
+  readonly minimumPollers?: number;
+  /**
+   * Provisioned mode of the SQS event source mapping: the most event pollers (2 to 2,000, at least
+   * {@link FunctionSettings.minimumPollers}).
+   * @default undefined: standard mode (AWS's provisioned default is 200)
+   */
+  readonly maximumPollers?: number;
+  /**
+   * The SQS event source mapping's metrics (`MetricsConfig: { Metrics: ['EventCount'] }`):
+   * `PolledEventCount`, `InvokedEventCount`, `FilteredOutEventCount`, `FailedInvokeEventCount`,
+   * `DeletedEventCount` in `AWS/Lambda` by `EventSourceMappingUUID`, which the monitoring's
+   * dashboard shows. CloudWatch bills them as custom metrics
+   * (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html#event-source-mapping-metrics).
+   * @default true
+   */
+  readonly mappingMetrics?: boolean;
+}
+
+/** Whether the SQS event source mapping runs in provisioned mode (either poller bound is set). */
+export function sqsProvisionedMode(settings: Pick<ConsumerSettings, 'function'>): boolean {
+  return settings.function.minimumPollers !== undefined || settings.function.maximumPollers !== undefined;
 }
 
 /**
@@ -206,6 +252,58 @@ export interface KafkaSettings {
   readonly minimumPollers: number;
   /** Provisioned mode: the most event pollers (1 to 2,000, ≥ `minimumPollers`). @default 2 */
   readonly maximumPollers: number;
+  /**
+   * Filter criteria of the Kafka event source mapping: at most 5 patterns on the `value` key (the
+   * record's value, after the schema registry's decoding when there is one; see
+   * {@link FilterPattern}). A record that matches none is skipped: its offset is committed without
+   * invoking the function, and the local runtime's log does the same. Checked at synth and at a
+   * local start (https://docs.aws.amazon.com/lambda/latest/dg/kafka-filtering.html).
+   * @default undefined: no filter
+   */
+  readonly filters?: readonly FilterPattern[];
+  /**
+   * The consumer's own retry policy for records that fail retryably (see {@link KafkaRetryPolicy}):
+   * a delay between attempts, waited within the invocation, and "retry until it succeeds".
+   * @default undefined: no delay (the mapping retries at once), attempts capped at `retry.maxAttempts`
+   */
+  readonly retry?: KafkaRetryPolicy;
+}
+
+/**
+ * How the consumer retries a Kafka record that failed retryably (a downstream outage, throttling,
+ * a predecessor not applied yet). Non-retryable failures (poison: a bad schema, a business rule)
+ * are dead-lettered at once whatever the policy.
+ *
+ * The Kafka event source mapping retries a partially failed batch at once and counts its retries
+ * (`MaximumRetryAttempts`): without a delay, a downstream outage of a few seconds spends a record's
+ * attempts and dead-letters it. With `delaySeconds`, the handler does not report a failed record at
+ * once: it waits the delay (the partition held, the invocation's duration billed) and tries the
+ * record, and the rest of its partition in the batch, again within the same invocation, while the
+ * invocation's remaining time minus `idempotency.sideEffectMinRemainingMs` allows; then it reports
+ * the failure and the mapping retries. Each real attempt is counted once in the attempt log.
+ *
+ * Kafka Connect's way (`errors.retry.timeout = -1`, a fixed delay): `{ delaySeconds: 30, untilSuccess: true }`.
+ *
+ * Sources: https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html,
+ * https://docs.aws.amazon.com/lambda/latest/dg/with-msk.html. Costs: docs/kafka.md, "Retry policies".
+ */
+export interface KafkaRetryPolicy {
+  /**
+   * Seconds to wait between two attempts of a record that failed retryably, within the invocation
+   * (0 to 899, an integer; `delaySeconds × 1000 + idempotency.sideEffectMinRemainingMs` must stay
+   * below the function timeout, so that one wait fits in an invocation). 0: the mapping retries at once.
+   * @default 0
+   */
+  readonly delaySeconds?: number;
+  /**
+   * Retry a retryable failure until it succeeds: no `retry.maxAttempts` cap, never `RetriesExhausted`.
+   * The mapping's `MaximumRetryAttempts` is then its largest finite value, 10,000 (with an on-failure
+   * destination AWS turns -1 into 10), and `kafka.maxRecordAgeSeconds` must be -1: the partition
+   * stalls behind the record until the downstream recovers; the lag alarm is the safety net. Needs
+   * `delaySeconds` ≥ 1, else the mapping's retries are spent in minutes.
+   * @default false
+   */
+  readonly untilSuccess?: boolean;
 }
 
 /** Names of the keys of the tables the library owns: the stack creates them, the engine reads and writes them. */
@@ -268,11 +366,20 @@ export function maxReceiveCount(settings: Pick<ConsumerSettings, 'queue' | 'func
  * failure is a retry of the batch for the records behind it, so `maxAttempts × batchSize − 1`;
  * plus {@link RECEIVE_ALLOWANCE} retries that are no attempt of the consumer's (an invocation that
  * crashed or timed out, which the mapping counts and the attempt log cannot). At most 10,000,
- * AWS's limit.
+ * AWS's limit; exactly that with `kafka.retry.untilSuccess` (the consumer then has no cap of its
+ * own, and the mapping's is the one left).
  */
 export function requiredKafkaRetryAttempts(settings: Pick<ConsumerSettings, 'kafka' | 'retry'>): number {
+  if (settings.kafka.retry?.untilSuccess === true) return MAX_KAFKA_RETRY_ATTEMPTS;
   return Math.min(10_000, settings.retry.maxAttempts * settings.kafka.batchSize - 1 + RECEIVE_ALLOWANCE);
 }
+
+/**
+ * The largest finite `MaximumRetryAttempts` of a Kafka event source mapping. -1 (infinite) is not
+ * finite, and with an on-failure destination AWS applies 10 retries in its place
+ * (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure-destination.html).
+ */
+export const MAX_KAFKA_RETRY_ATTEMPTS = 10_000;
 
 /** The Kafka mapping's `MaximumRetryAttempts`: the setting, or {@link requiredKafkaRetryAttempts} when unset. */
 export function kafkaRetryAttempts(settings: Pick<ConsumerSettings, 'kafka' | 'retry'>): number {
@@ -349,6 +456,10 @@ export const environmentVariables = {
   sideEffectMinRemainingMs: 'SIDE_EFFECT_MIN_REMAINING_MS',
   retryBackoffBaseSeconds: 'RETRY_BACKOFF_BASE_SECONDS',
   retryBackoffMaxSeconds: 'RETRY_BACKOFF_MAX_SECONDS',
+  /** Optional: `kafka.retry.delaySeconds`, set only when above 0. */
+  kafkaRetryDelaySeconds: 'KAFKA_RETRY_DELAY_SECONDS',
+  /** Optional: `true` when `kafka.retry.untilSuccess`; absent when off. */
+  kafkaRetryUntilSuccess: 'KAFKA_RETRY_UNTIL_SUCCESS',
   deadLetterMaxMessageSizeBytes: 'DEAD_LETTER_MAX_MESSAGE_SIZE_BYTES',
   /** Optional: `true` when inbox rows record the keys their message wrote (`idempotency.provenance`); absent when off. */
   provenance: 'PROVENANCE',
@@ -432,6 +543,10 @@ export function lambdaEnvironment(settings: ConsumerSettings, resources: Deploye
   if (resources.payloadBucket !== undefined) environment[env.payloadBucket] = resources.payloadBucket;
   // Only when on: a consumer that leaves provenance off gets the environment it always had.
   if (settings.idempotency.provenance === true) environment[env.provenance] = 'true';
+  // Only when set: a consumer without a Kafka retry policy gets the environment it always had.
+  const kafkaRetry = settings.kafka.retry;
+  if ((kafkaRetry?.delaySeconds ?? 0) > 0) environment[env.kafkaRetryDelaySeconds] = String(kafkaRetry?.delaySeconds);
+  if (kafkaRetry?.untilSuccess === true) environment[env.kafkaRetryUntilSuccess] = 'true';
   const variables = tableEnvironmentVariables(Object.keys(resources.tables ?? {}));
   for (const [logicalName, physicalName] of Object.entries(resources.tables ?? {})) {
     environment[variables.get(logicalName)!] = physicalName;

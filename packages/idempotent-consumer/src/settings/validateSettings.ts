@@ -8,6 +8,7 @@ import {
   requiredMaxReceiveCount,
 } from './settings.js';
 import { windowProblems } from './windows.js';
+import { filterCriteriaProblems } from './filterCriteria.js';
 
 /** Thrown when the settings break an AWS rule; `problems` lists every rule broken. */
 export class InvalidSettingsError extends Error {
@@ -50,7 +51,9 @@ export const DEAD_LETTER_ATTRIBUTE_ALLOWANCE_BYTES = 16_384;
  *   message long enough for all its receives.
  * - Kafka: retries finite (0 to 10,000; AWS's -1 means infinite), record age -1 or 60 to
  *   604,800 s, batch size 1 to 10,000, provisioned pollers 1 to 200 / 1 to 2,000 with
- *   minimum ≤ maximum, a legal topic name
+ *   minimum ≤ maximum, a legal topic name; filter criteria of both mappings and the SQS mapping's
+ *   provisioned pollers (see `eventSourceMappingProblems`); a retry policy (`kafka.retry`) whose delay fits in the
+ *   function timeout, and with `untilSuccess` a delay, no maximum record age and 10,000 retries
  *   (https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html,
  *   https://docs.aws.amazon.com/lambda/latest/api/API_ProvisionedPollerConfig.html)
  */
@@ -161,6 +164,7 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
     problems.push(`idempotency.provenance must be true or false, got ${JSON.stringify(idempotency.provenance)}`);
   }
   problems.push(...kafkaSettingsProblems(settings));
+  problems.push(...eventSourceMappingProblems(settings));
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(settings.consumerName)) {
     problems.push(`consumer name "${settings.consumerName}" must be 1 to 64 letters, digits, '-' or '_'`);
   }
@@ -179,6 +183,11 @@ function kafkaSettingsProblems(settings: ConsumerSettings): string[] {
       `Kafka retry attempts ${retries} must be an integer from 0 to 10000 ` +
         `(rule: Kafka retries must be finite, so a failing record cannot block its partition; AWS's -1 means infinite)`,
     );
+  } else if (retries < requiredRetries && kafka.retry?.untilSuccess === true) {
+    problems.push(
+      `Kafka retry attempts ${retries} are below ${requiredRetries} (rule: with kafka.retry.untilSuccess the mapping's retries are the only limit left, ` +
+        `so they are the most AWS allows short of infinite, which an on-failure destination turns into 10). Leave kafka.retryAttempts unset to use ${requiredRetries}`,
+    );
   } else if (retries < requiredRetries) {
     problems.push(
       `Kafka retry attempts ${retries} are below ${requiredRetries} = maxAttempts ${settings.retry.maxAttempts} × batch size ${kafka.batchSize} − 1 + ${RECEIVE_ALLOWANCE} ` +
@@ -186,6 +195,7 @@ function kafkaSettingsProblems(settings: ConsumerSettings): string[] {
         `Leave kafka.retryAttempts unset to use ${requiredRetries}`,
     );
   }
+  problems.push(...kafkaRetryPolicyProblems(settings));
   if (kafka.maxRecordAgeSeconds !== -1 && !isInteger(kafka.maxRecordAgeSeconds, 60, 604_800)) {
     problems.push(`Kafka maximum record age ${kafka.maxRecordAgeSeconds} s must be -1 (no limit) or an integer from 60 to 604800 s`);
   }
@@ -204,6 +214,93 @@ function kafkaSettingsProblems(settings: ConsumerSettings): string[] {
   }
   if (!/^[A-Za-z0-9._-]{1,249}$/.test(kafka.topic) || kafka.topic === '.' || kafka.topic === '..') {
     problems.push(`Kafka topic "${kafka.topic}" must be 1 to 249 letters, digits, '.', '_' or '-' (Kafka's rule)`);
+  }
+  return problems;
+}
+
+/**
+ * The rules of `kafka.retry` (see `KafkaRetryPolicy`): a whole delay from 0 to 899 s that fits, with
+ * the time an attempt needs after it (`idempotency.sideEffectMinRemainingMs`), in the function
+ * timeout; a maximum record age above the time the policy may hold a record before it
+ * dead-letters it ((maxAttempts − 1) × delay); `untilSuccess` a boolean, with a delay (else the
+ * mapping's retries, which come at once, are spent in minutes) and no maximum record age (else the
+ * mapping skips the record it holds). Sources: https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html,
+ * https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure-destination.html.
+ */
+function kafkaRetryPolicyProblems(settings: ConsumerSettings): string[] {
+  const policy = settings.kafka.retry;
+  if (policy === undefined) return [];
+  const problems: string[] = [];
+  const delaySeconds = policy.delaySeconds ?? 0;
+  const timeoutMs = settings.function.timeoutSeconds * 1000;
+  const marginMs = settings.idempotency.sideEffectMinRemainingMs;
+  if (!Number.isInteger(delaySeconds) || delaySeconds < 0 || delaySeconds > 899) {
+    problems.push(`kafka.retry.delaySeconds ${delaySeconds} must be a whole number of seconds from 0 to 899`);
+  } else if (delaySeconds > 0 && delaySeconds * 1000 + marginMs >= timeoutMs) {
+    problems.push(
+      `kafka.retry.delaySeconds ${delaySeconds} s + sideEffectMinRemainingMs ${marginMs} ms must stay below the function timeout ` +
+        `${settings.function.timeoutSeconds} s (rule: the delay is waited within the invocation, and an attempt needs that much time after it). ` +
+        `Fix: a function timeout of at least ${Math.ceil((delaySeconds * 1000 + marginMs) / 1000) + 1} s, or a shorter delay`,
+    );
+  }
+  const heldSeconds = (settings.retry.maxAttempts - 1) * delaySeconds;
+  if (
+    policy.untilSuccess !== true &&
+    delaySeconds > 0 &&
+    settings.kafka.maxRecordAgeSeconds !== -1 &&
+    heldSeconds >= settings.kafka.maxRecordAgeSeconds
+  ) {
+    problems.push(
+      `Kafka maximum record age ${settings.kafka.maxRecordAgeSeconds} s is not above (maxAttempts ${settings.retry.maxAttempts} − 1) × kafka.retry.delaySeconds ${delaySeconds} = ${heldSeconds} s ` +
+        `(rule: the mapping would give a failing record up, as metadata only, before the consumer dead-letters it with its reason and body). ` +
+        `Fix: kafka.maxRecordAgeSeconds -1 or above ${heldSeconds}, or a shorter delay`,
+    );
+  }
+  if (policy.untilSuccess !== undefined && typeof policy.untilSuccess !== 'boolean') {
+    problems.push(`kafka.retry.untilSuccess must be true or false, got ${JSON.stringify(policy.untilSuccess)}`);
+  }
+  if (policy.untilSuccess === true) {
+    if (delaySeconds === 0) {
+      problems.push(
+        'kafka.retry.untilSuccess needs kafka.retry.delaySeconds ≥ 1 (rule: the mapping retries at once, ' +
+          'so without a delay its 10000 retries are spent in minutes and the record is given up)',
+      );
+    }
+    if (settings.kafka.maxRecordAgeSeconds !== -1) {
+      problems.push(
+        `kafka.retry.untilSuccess needs kafka.maxRecordAgeSeconds -1, got ${settings.kafka.maxRecordAgeSeconds} s ` +
+          `(rule: a record older than the maximum age is skipped by the mapping, unprocessed, which untilSuccess promises never to do)`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
+ * The filter criteria, provisioned mode and metrics of the event source mappings: filters of the
+ * SQS mapping on `body` and of the Kafka mapping on `value`, each at most 5 patterns of Lambda's
+ * grammar (`filterCriteriaProblems`, https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html);
+ * SQS provisioned pollers 2 to 200 (minimum) and 2 to 2,000 (maximum), minimum ≤ maximum
+ * (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-lambda-eventsourcemapping-provisionedpollerconfig.html);
+ * `mappingMetrics` a boolean.
+ */
+function eventSourceMappingProblems(settings: ConsumerSettings): string[] {
+  const fn = settings.function;
+  const problems = [
+    ...filterCriteriaProblems(fn.filters, 'sqs', 'function.filters'),
+    ...filterCriteriaProblems(settings.kafka.filters, 'kafka', 'kafka.filters'),
+  ];
+  const { minimumPollers: minimum, maximumPollers: maximum } = fn;
+  const isInteger = (value: number | undefined, min: number, max: number) =>
+    value === undefined || (Number.isInteger(value) && value >= min && value <= max);
+  if (!isInteger(minimum, 2, 200) || !isInteger(maximum, 2, 2000) || (minimum ?? 2) > (maximum ?? 200)) {
+    problems.push(
+      `SQS provisioned pollers must be integers with 2 ≤ function.minimumPollers (${minimum ?? 'unset: 2'}) ≤ 200, ` +
+        `2 ≤ function.maximumPollers (${maximum ?? 'unset: 200'}) ≤ 2000 and minimum ≤ maximum (AWS rule for SQS provisioned mode)`,
+    );
+  }
+  if (fn.mappingMetrics !== undefined && typeof fn.mappingMetrics !== 'boolean') {
+    problems.push(`function.mappingMetrics must be true or false, got ${JSON.stringify(fn.mappingMetrics)}`);
   }
   return problems;
 }

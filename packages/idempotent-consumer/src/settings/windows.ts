@@ -217,6 +217,28 @@ export function kafkaUnlimitedRetentionWarning(settings: Pick<ConsumerSettings, 
 }
 
 /**
+ * Warning (Kafka, `kafka.retry.untilSuccess` with a known `kafka.topicRetentionHours`): a partition
+ * held behind a record that keeps failing retryably does not move while the topic's retention runs:
+ * when the hold lasts longer than the retention, Kafka deletes the records behind it and the
+ * mapping, which retries "until the record expires in the event source"
+ * (https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html), never delivers
+ * them. Only a warning: the lag alarm is there to be answered within the retention.
+ */
+export function kafkaRetryStallWarning(settings: Pick<ConsumerSettings, 'kafka' | 'function'>): string | undefined {
+  const hours = settings.kafka.topicRetentionHours;
+  if (settings.kafka.retry?.untilSuccess !== true || hours === undefined || !(hours > 0)) return undefined;
+  const holdSeconds = 10_000 * settings.function.timeoutSeconds;
+  const retentionSeconds = hours * 3600;
+  if (holdSeconds <= retentionSeconds) return undefined;
+  return (
+    `kafka.retry.untilSuccess holds a partition behind a failing record for up to ${describeSeconds(holdSeconds)} ` +
+    `(10000 retries of the mapping × function timeout ${settings.function.timeoutSeconds} s), longer than the topic retention of ${hours} hours: ` +
+    `a downstream outage longer than the retention loses the records behind the held one (Kafka deletes them unread). ` +
+    `Answer the Kafka offset lag alarm within the retention, or keep the topic longer`
+  );
+}
+
+/**
  * The payload bucket's lifecycle expiration, in whole days (S3 expires objects by days): source
  * retention + dead-letter retention, rounded up, plus 1 day. An offloaded body is written when
  * its message is dead-lettered; the dead letter lives the DLQ's retention from then, and a copy of
@@ -286,7 +308,8 @@ export function windowProblems(settings: ConsumerSettings): string[] {
  * @param options.kafka - whether the consumer has a Kafka source (the Kafka warnings apply only then)
  */
 export function windowWarnings(settings: ConsumerSettings, options: { readonly kafka: boolean }): string[] {
-  return [options.kafka ? kafkaUnlimitedRetentionWarning(settings) : undefined].filter(
-    (warning): warning is string => warning !== undefined,
-  );
+  return [
+    options.kafka ? kafkaUnlimitedRetentionWarning(settings) : undefined,
+    options.kafka ? kafkaRetryStallWarning(settings) : undefined,
+  ].filter((warning): warning is string => warning !== undefined);
 }

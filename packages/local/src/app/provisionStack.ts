@@ -1,5 +1,5 @@
 /**
- * Creates a stack's tables, queues, topics and buckets in the emulators from its template's own
+ * Creates a stack's tables, queues, topics, event buses and buckets in the emulators from its template's own
  * properties (key schemas, streams, TTL, FIFO, visibility timeouts, retention, message sizes,
  * redrive policies), and gives each its local values (`Ref` and attributes) for resolving the
  * functions' environments.
@@ -25,6 +25,8 @@ export interface ProvisionStackOptions {
   readonly sns: SNSClient;
   /** Without it, the stack's buckets are not created (their names still resolve). */
   readonly s3?: S3Client;
+  /** The local EventBridge (`startEventBridgeServer`) that creates the stack's event buses; needed when it has any. */
+  readonly eventBridge?: { createEventBus(name: string): string };
   /** Put before every name, so that several runs share the emulators. @default '' */
   readonly prefix?: string;
   /** Only these resources (logical ids), e.g. those the functions refer to. @default all of the stack's */
@@ -164,6 +166,14 @@ export async function provisionStack(model: StackModel, options: ProvisionStackO
   for (const queue of model.queues.values()) {
     if (!wanted(queue.id)) continue;
     values.set(queue.id, await createQueue(queue));
+  }
+  for (const bus of model.eventBuses.values()) {
+    if (!wanted(bus.id)) continue;
+    if (options.eventBridge === undefined)
+      throw new ProvisioningError(`${bus.path}: an event bus needs the local EventBridge, and none was given.`);
+    const name = `${prefix}${bus.name ?? `${model.stackName}-${bus.id}`}`.replace(/[^/.\-_A-Za-z0-9]/g, '-').slice(0, 256);
+    const arn = options.eventBridge.createEventBus(name);
+    values.set(bus.id, { ref: name, attributes: { Arn: arn, Name: name } });
   }
   for (const fn of model.functions.values()) {
     const name = `${prefix}${model.stackName}-${fn.id}`.slice(0, 64);

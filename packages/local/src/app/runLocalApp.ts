@@ -31,7 +31,8 @@ import { logLevelOf, logLevelRank, outcomeFromLogLine } from './functionOutput.j
 import { type CfnTemplateWithOutputs, localEndpointEnvironment, localStackOutputs, writeLocalOutputFiles } from './localStackOutputs.js';
 import { type NodeBinary, nodeBinaryFor } from './nodeRuntime.js';
 import { localAccountId, provisionStack } from './provisionStack.js';
-import { concurrencyPerEnvironment, planStackRun, type StackRunPlan, templateDifferences } from './stackPlan.js';
+import { startEventBridgeServer } from '../aws/eventBridgeServer.js';
+import { concurrencyPerEnvironment, notRunFromTemplate, planStackRun, type StackRunPlan, templateDifferences } from './stackPlan.js';
 import {
   type FunctionModel,
   functionAssetDirectory,
@@ -228,6 +229,7 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
     ...(options.concurrencyPerProcess === undefined ? {} : { concurrencyPerProcess: options.concurrencyPerProcess }),
   });
   if (differences.length > 0) throw new TemplateMismatchError(differences);
+  for (const note of notRunFromTemplate(plan)) options.onNote?.(note);
   const perEnvironment = concurrencyPerEnvironment(plan.consumer, options.concurrencyPerProcess);
   const settings = assertValidSettings(plan.settings);
   const source = options.source ?? (plan.sqs !== undefined ? 'sqs' : 'kafka');
@@ -278,6 +280,13 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
       run.stops.unshift(() => admin.destroy());
       const sns = new SNSClient(localClientConfig(endpoints.sqs));
       run.stops.unshift(() => sns.destroy());
+      // An event bus of the stack (an outbox relay's destination) lives in the local EventBridge.
+      const eventBridge = prepared.model.eventBuses.size === 0 ? undefined : await startEventBridgeServer();
+      if (eventBridge !== undefined) {
+        run.say(`started the local EventBridge on ${eventBridge.endpoint}`);
+        run.stops.unshift(() => eventBridge.stop());
+      }
+      const functionEndpoints = eventBridge === undefined ? endpoints : { ...endpoints, eventBridge: eventBridge.endpoint };
 
       run.say(`creating the tables, queues, topics and buckets of ${prepared.stackName}`);
       const prefix = options.endpoints?.prefix ?? '';
@@ -286,6 +295,7 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
         sqs: admin.sqs,
         sns,
         ...(admin.s3 ? { s3: admin.s3 } : {}),
+        ...(eventBridge === undefined ? {} : { eventBridge }),
         prefix,
       });
       const context = {
@@ -328,7 +338,7 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
             functionName,
             code,
             environment,
-            endpoints,
+            endpoints: functionEndpoints,
             logLevel: childLogLevel(fn, environment, userLevel, note),
             concurrencyPerEnvironment: perProcess,
           }),
@@ -353,10 +363,16 @@ async function runAssembly(directory: string, options: LocalAppRunOptions, start
         capturesProcessOutput: false,
         concurrencyPerEnvironment: perEnvironment,
         orderingKeyOf: (message) => (definition === undefined ? undefined : orderingKeyOf(definition, message)),
-        sqsPollerOptions: { ...pollerSettings(settings), functionName },
+        // The mappings' filter criteria, read from the template into the settings (stackPlan.ts).
+        sqsPollerOptions: {
+          ...pollerSettings(settings),
+          functionName,
+          ...(settings.function.filters ? { filters: settings.function.filters } : {}),
+        },
         kafkaPollerOptions: {
           batchSize: settings.kafka.batchSize,
           retryAttempts: kafkaRetryAttempts(settings),
+          ...(settings.kafka.filters ? { filters: settings.kafka.filters } : {}),
           functionTimeoutSeconds: settings.function.timeoutSeconds,
           memorySizeMb: settings.function.memorySizeMb,
           functionName,
@@ -497,7 +513,8 @@ export function lambdaProcessEnvironment(input: {
   readonly functionName: string;
   readonly code: string;
   readonly environment: Readonly<Record<string, string>>;
-  readonly endpoints: { readonly dynamoDb: string; readonly sqs: string; readonly s3: string };
+  /** The emulators' endpoints; `eventBridge`, the local EventBridge's, when the stack has an event bus. */
+  readonly endpoints: { readonly dynamoDb: string; readonly sqs: string; readonly s3: string; readonly eventBridge?: string };
   readonly logLevel: string | undefined;
   /** Invocations one execution environment serves at once: above 1, or on a capacity provider, `AWS_LAMBDA_MAX_CONCURRENCY` says it, as on Lambda Managed Instances. @default 1 */
   readonly concurrencyPerEnvironment?: number;
@@ -533,6 +550,7 @@ export function lambdaProcessEnvironment(input: {
     AWS_ENDPOINT_URL_DYNAMODB: input.endpoints.dynamoDb,
     AWS_ENDPOINT_URL_DYNAMODB_STREAMS: input.endpoints.dynamoDb,
     AWS_ENDPOINT_URL_S3: input.endpoints.s3,
+    ...(input.endpoints.eventBridge === undefined ? {} : { AWS_ENDPOINT_URL_EVENTBRIDGE: input.endpoints.eventBridge }),
     // The local run's Node.js may be older than the runtime's; the SDK's notice says nothing of the function.
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   };

@@ -11,10 +11,12 @@ import {
   environmentVariables,
   kafkaRetryAttempts,
   maxReceiveCount,
+  sqsProvisionedMode,
   tableEnvironmentVariables,
 } from 'idempotent-consumer/settings';
 import { CloudAssemblyError, type TemplateDifference } from '../errors.js';
 import type { EventSourceMappingModel, FunctionModel, QueueModel, StackModel, TableModel } from './stackTemplate.js';
+import type { FilterPattern } from '../matchesFilterPattern.js';
 
 /** A function of the stack with one of its event source mappings. */
 export interface MappedFunction {
@@ -30,6 +32,11 @@ export interface StackRunPlan {
   readonly sqs: (MappedFunction & { readonly queue: QueueModel; readonly deadLetterQueue: QueueModel | undefined }) | undefined;
   /** Its Kafka event source mapping. */
   readonly kafka: MappedFunction | undefined;
+  /**
+   * Its Kinesis Data Streams or DynamoDB Streams event source mapping (a stream of a table other than
+   * its inbox, whose stream is the outbox relay's), when it has one.
+   */
+  readonly stream: MappedFunction | undefined;
   /** The outbox relay: a function with a mapping on the consumer's inbox table's stream. */
   readonly relay: MappedFunction | undefined;
   /** The consumer's inbox table (`INBOX_TABLE_NAME`). */
@@ -73,7 +80,7 @@ export function planStackRun(model: StackModel, options: PlanOptions = {}): Stac
   const isConsumer = (fn: FunctionModel): boolean =>
     fn.environment[environmentVariables.consumerName] !== undefined &&
     fn.environment[environmentVariables.inboxTable] !== undefined &&
-    model.mappings.some((m) => m.functionId === fn.id && (m.source.kind === 'sqs' || m.source.kind === 'kafka'));
+    model.mappings.some((m) => m.functionId === fn.id && m.source.kind !== 'dynamodb-stream');
   const consumers = [...model.functions.values()].filter(isConsumer);
   const wanted = options.functionId;
   const chosen =
@@ -113,17 +120,37 @@ export function planStackRun(model: StackModel, options: PlanOptions = {}): Stac
     tables.set(byVariable.get(variable) ?? logicalTableName(variable), tableOf(variable));
   }
   const relay = findRelay(model, consumer, inboxTable);
+  const streamMapping = mappings.find(
+    (m) => m.source.kind === 'kinesis' || (m.source.kind === 'dynamodb-stream' && m.source.tableId !== inboxTable.id),
+  );
   const { settings, templateValues } = templateSettings(consumer, { sqsMapping, kafkaMapping, queue, deadLetterQueue });
   return {
     consumer,
     sqs: sqsMapping === undefined || queue === undefined ? undefined : { fn: consumer, mapping: sqsMapping, queue, deadLetterQueue },
     kafka: kafkaMapping === undefined ? undefined : { fn: consumer, mapping: kafkaMapping },
+    stream: streamMapping === undefined ? undefined : { fn: consumer, mapping: streamMapping },
     relay,
     inboxTable,
     tables,
     settings,
     templateValues,
   };
+}
+
+/**
+ * What the plan holds that a local run from the template does not run yet, one sentence each: a
+ * Kinesis Data Streams or DynamoDB Streams event source mapping of the consumer (the local shard
+ * log runs those sources from a settings module, `--source kinesis` / `--source dynamodb-streams`,
+ * not from a template yet). The run goes on with the consumer's SQS or Kafka source.
+ */
+export function notRunFromTemplate(plan: StackRunPlan): string[] {
+  const stream = plan.stream;
+  if (stream === undefined) return [];
+  const what = stream.mapping.source.kind === 'kinesis' ? 'Kinesis Data Streams' : 'DynamoDB Streams';
+  return [
+    `${plan.consumer.path}: its ${what} event source mapping ${stream.mapping.path} is not yet run locally from a template; ` +
+      'the local run drives its SQS or Kafka source only',
+  ];
 }
 
 /** A table's logical name from its variable when the handler's `tables` are not known: `TABLE_NAME_STOCK_ITEMS` → `stockItems`. */
@@ -211,6 +238,12 @@ function templateSettings(
       'sqs',
     );
     add('function.maxConcurrency', sqsMapping.maxConcurrency, `ScalingConfig.MaximumConcurrency of ${sqsMapping.path}`, 'sqs');
+    add('function.minimumPollers', sqsMapping.pollers?.minimum, `ProvisionedPollerConfig.MinimumPollers of ${sqsMapping.path}`, 'sqs');
+    add('function.maximumPollers', sqsMapping.pollers?.maximum, `ProvisionedPollerConfig.MaximumPollers of ${sqsMapping.path}`, 'sqs');
+    // Compared only when the template has a MetricsConfig (a stack of a version before it has none).
+    if (sqsMapping.metrics.length > 0)
+      add('function.mappingMetrics', sqsMapping.metrics.includes('EventCount'), `MetricsConfig.Metrics of ${sqsMapping.path}`, 'sqs');
+    add('function.filters', filtersValue(sqsMapping.filters), `FilterCriteria of ${sqsMapping.path}`, 'sqs');
   }
   add('retry.maxAttempts', numberVariable(env.maxAttempts), inEnvironment(env.maxAttempts));
   add('retry.backoffBaseSeconds', numberVariable(env.retryBackoffBaseSeconds), inEnvironment(env.retryBackoffBaseSeconds));
@@ -228,10 +261,17 @@ function templateSettings(
     add('kafka.bisectBatchOnError', kafkaMapping.bisectBatchOnError ?? false, where('BisectBatchOnFunctionError'), 'kafka');
     add('kafka.minimumPollers', kafkaMapping.pollers?.minimum, where('ProvisionedPollerConfig.MinimumPollers'), 'kafka');
     add('kafka.maximumPollers', kafkaMapping.pollers?.maximum, where('ProvisionedPollerConfig.MaximumPollers'), 'kafka');
+    add('kafka.filters', filtersValue(kafkaMapping.filters), where('FilterCriteria'), 'kafka');
   }
 
   const settings = structuredClone(defaultSettings) as unknown as Record<string, unknown>;
   for (const { setting, value } of values) {
+    // The filter patterns themselves, not their JSON text (which is what the differences compare).
+    if (setting === 'function.filters' || setting === 'kafka.filters') {
+      const patterns = JSON.parse(value as string) as FilterPattern[];
+      if (patterns.length > 0) (settings[setting.split('.')[0]!] as Record<string, unknown>).filters = patterns;
+      continue;
+    }
     const [group, key] = setting.split('.') as [string, string | undefined];
     if (key === undefined) settings[group] = value;
     else (settings[group] as Record<string, unknown>)[key] = value;
@@ -246,7 +286,7 @@ export interface LocalRunAsGiven {
   /** `--fifo` was given. */
   readonly fifo?: boolean;
   /** The event source asked for (`--source`). */
-  readonly source?: 'sqs' | 'kafka';
+  readonly source?: 'sqs' | 'kafka' | 'kinesis' | 'dynamodb-streams';
   /** Invocations one execution environment serves at once (`--concurrency-per-process`). */
   readonly concurrencyPerProcess?: number;
 }
@@ -296,6 +336,17 @@ export function templateDifferences(plan: StackRunPlan, given: LocalRunAsGiven):
       local: '--source kafka',
     });
   }
+  if (source === 'kinesis' || source === 'dynamodb-streams') {
+    const kind = source === 'kinesis' ? 'kinesis' : 'dynamodb-stream';
+    differences.push({
+      setting: 'the event source',
+      template:
+        plan.stream?.mapping.source.kind === kind
+          ? `${plan.stream.mapping.path}: a ${source} event source mapping, not yet run locally from a template`
+          : `no ${source} event source mapping for ${plan.consumer.path}`,
+      local: `--source ${source}`,
+    });
+  }
   if (given.fifo === true && plan.sqs !== undefined && !plan.sqs.queue.fifo) {
     differences.push({ setting: 'queue.fifo', template: `a standard queue (${plan.sqs.queue.path})`, local: '--fifo' });
   }
@@ -328,6 +379,14 @@ export function templateDifferences(plan: StackRunPlan, given: LocalRunAsGiven):
   }
   if (given.settings !== undefined) {
     const local = given.settings.value;
+    // SQS provisioned mode on one side only (the poller bounds themselves are compared below when the template has them).
+    if (source === 'sqs' && plan.sqs !== undefined && sqsProvisionedMode(local) !== (plan.sqs.mapping.pollers !== undefined)) {
+      differences.push({
+        setting: 'function.minimumPollers / function.maximumPollers (SQS provisioned mode)',
+        template: `${plan.sqs.mapping.pollers === undefined ? 'standard mode: no' : 'provisioned mode:'} ProvisionedPollerConfig on ${plan.sqs.mapping.path}`,
+        local: `${sqsProvisionedMode(local) ? 'provisioned mode' : 'standard mode (neither set)'} by the settings ${given.settings.name}`,
+      });
+    }
     for (const value of plan.templateValues) {
       if (value.only !== undefined && value.only !== source) continue;
       const localValue =
@@ -335,7 +394,11 @@ export function templateDifferences(plan: StackRunPlan, given: LocalRunAsGiven):
           ? maxReceiveCount(local)
           : value.setting === 'kafka.retryAttempts'
             ? kafkaRetryAttempts(local)
-            : valueAt(local, value.setting);
+            : value.setting === 'function.filters' || value.setting === 'kafka.filters'
+              ? filtersValue(valueAt(local, value.setting) as readonly FilterPattern[] | undefined)
+              : value.setting === 'function.mappingMetrics'
+                ? local.function.mappingMetrics !== false
+                : valueAt(local, value.setting);
       // A setting the settings object does not have (a library version without it) is not compared.
       if (localValue === value.value || localValue === undefined) continue;
       const derived =
@@ -346,12 +409,37 @@ export function templateDifferences(plan: StackRunPlan, given: LocalRunAsGiven):
             : '';
       differences.push({
         setting: value.setting,
-        template: `${JSON.stringify(value.value)} (${value.source})`,
-        local: `${JSON.stringify(localValue)}${derived} by the settings ${given.settings.name}`,
+        // Filters are compared as their canonical JSON already: shown as it is.
+        template: `${shown(value.setting, value.value)} (${value.source})`,
+        local: `${shown(value.setting, localValue)}${derived} by the settings ${given.settings.name}`,
       });
     }
   }
   return differences;
+}
+
+/**
+ * The filter patterns of a mapping as one comparable string: canonical JSON (object keys sorted) of
+ * the list, `[]` without filters, so that a template's `FilterCriteria` and a settings module's
+ * filters compare equal whatever their key order.
+ */
+function filtersValue(filters: readonly FilterPattern[] | undefined): string {
+  const canonical = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(canonical)
+      : value !== null && typeof value === 'object'
+        ? Object.fromEntries(
+            Object.keys(value)
+              .sort()
+              .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
+          )
+        : value;
+  return JSON.stringify(canonical(filters ?? []));
+}
+
+/** A value of a difference as the message shows it: JSON, or a filter list's canonical JSON as it is. */
+function shown(setting: string, value: unknown): string {
+  return setting.endsWith('.filters') ? String(value) : JSON.stringify(value);
 }
 
 function valueAt(settings: ConsumerSettings, path: string): unknown {

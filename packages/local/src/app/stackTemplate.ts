@@ -9,7 +9,7 @@
  * @module
  */
 import { join } from 'node:path';
-import type { FilterPattern } from '../outbox/matchesFilterPattern.js';
+import type { FilterPattern } from '../matchesFilterPattern.js';
 import { CloudAssemblyError } from '../errors.js';
 
 /** A CloudFormation resource as the template holds it. */
@@ -75,6 +75,14 @@ export interface TopicModel {
   readonly contentBasedDeduplication: boolean | undefined;
 }
 
+/** What the template says of an `AWS::Events::EventBus` (the local EventBridge creates it). */
+export interface EventBusModel {
+  readonly id: string;
+  readonly path: string;
+  /** `Name`, when the template sets it as a literal (CDK always does). */
+  readonly name: string | undefined;
+}
+
 /** What the template says of an `AWS::S3::Bucket`. */
 export interface BucketModel {
   readonly id: string;
@@ -113,6 +121,11 @@ export interface FunctionModel {
 export type MappingSource =
   | { readonly kind: 'sqs'; readonly queueId: string }
   | { readonly kind: 'dynamodb-stream'; readonly tableId: string }
+  /**
+   * A Kinesis data stream: `streamId` when it is a stream of the stack (`Fn::GetAtt` of an
+   * `AWS::Kinesis::Stream`), else `streamArn`, the literal ARN of a stream made elsewhere.
+   */
+  | { readonly kind: 'kinesis'; readonly streamId: string | undefined; readonly streamArn: string | undefined }
   | { readonly kind: 'kafka'; readonly topics: readonly string[]; readonly selfManaged: boolean };
 
 /** What the template says of an `AWS::Lambda::EventSourceMapping`. */
@@ -142,6 +155,8 @@ export interface EventSourceMappingModel {
   readonly pollers: { readonly minimum: number | undefined; readonly maximum: number | undefined } | undefined;
   /** `FilterCriteria.Filters[].Pattern`, parsed. */
   readonly filters: readonly FilterPattern[];
+  /** `MetricsConfig.Metrics` (`EventCount`, `ErrorCount`, `KafkaMetrics`); empty without it. */
+  readonly metrics: readonly string[];
   /** The on-failure destination: a queue or topic of this template. */
   readonly onFailureId: string | undefined;
 }
@@ -152,6 +167,8 @@ export interface StackModel {
   readonly tables: ReadonlyMap<string, TableModel>;
   readonly queues: ReadonlyMap<string, QueueModel>;
   readonly topics: ReadonlyMap<string, TopicModel>;
+  /** The EventBridge event buses (an outbox relay's destination). */
+  readonly eventBuses: ReadonlyMap<string, EventBusModel>;
   readonly buckets: ReadonlyMap<string, BucketModel>;
   readonly functions: ReadonlyMap<string, FunctionModel>;
   readonly mappings: readonly EventSourceMappingModel[];
@@ -172,6 +189,7 @@ export function readStackTemplate(template: CfnTemplate, stackName: string): Sta
   const tables = new Map<string, TableModel>();
   const queues = new Map<string, QueueModel>();
   const topics = new Map<string, TopicModel>();
+  const eventBuses = new Map<string, EventBusModel>();
   const buckets = new Map<string, BucketModel>();
   const functions = new Map<string, FunctionModel>();
   const mappings: EventSourceMappingModel[] = [];
@@ -199,6 +217,9 @@ export function readStackTemplate(template: CfnTemplate, stackName: string): Sta
       case 'AWS::S3::Bucket':
         buckets.set(id, { id, path, name: literalString(properties.BucketName) });
         break;
+      case 'AWS::Events::EventBus':
+        eventBuses.set(id, { id, path, name: literalString(properties.Name) });
+        break;
       case 'AWS::Lambda::Function': {
         const environment = (properties.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {};
         const code = (properties.Code ?? {}) as { S3Key?: unknown };
@@ -221,7 +242,7 @@ export function readStackTemplate(template: CfnTemplate, stackName: string): Sta
   }
   for (const [id, resource] of Object.entries(resources)) {
     if (resource.Type !== 'AWS::Lambda::EventSourceMapping') continue;
-    mappings.push(readMapping(id, constructPath(id, resource), resource.Properties ?? {}, { queues, tables }));
+    mappings.push(readMapping(id, constructPath(id, resource), resource.Properties ?? {}, { queues, tables, types }));
   }
   for (const queue of queues.values()) {
     if (queue.redrive !== undefined && !queues.has(queue.redrive.deadLetterQueueId)) {
@@ -230,7 +251,7 @@ export function readStackTemplate(template: CfnTemplate, stackName: string): Sta
       );
     }
   }
-  return { stackName, tables, queues, topics, buckets, functions, mappings, types };
+  return { stackName, tables, queues, topics, eventBuses, buckets, functions, mappings, types };
 }
 
 function readTable(id: string, path: string, properties: Readonly<Record<string, unknown>>): TableModel {
@@ -296,11 +317,18 @@ function readQueue(id: string, path: string, properties: Readonly<Record<string,
   };
 }
 
+/** The ARN of a Kinesis data stream: `arn:<partition>:kinesis:<region>:<account>:stream/<name>`. */
+const KINESIS_STREAM_ARN = /^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:\d{12}:stream\/[A-Za-z0-9_.-]+$/;
+
 function readMapping(
   id: string,
   path: string,
   properties: Readonly<Record<string, unknown>>,
-  known: { readonly queues: ReadonlyMap<string, QueueModel>; readonly tables: ReadonlyMap<string, TableModel> },
+  known: {
+    readonly queues: ReadonlyMap<string, QueueModel>;
+    readonly tables: ReadonlyMap<string, TableModel>;
+    readonly types: ReadonlyMap<string, string>;
+  },
 ): EventSourceMappingModel {
   const functionId = referencedId(properties.FunctionName, 'Arn');
   if (functionId === undefined) {
@@ -318,8 +346,13 @@ function readMapping(
     const arn = properties.EventSourceArn;
     const queueId = referencedId(arn, 'Arn');
     const tableId = referencedId(arn, 'StreamArn');
+    const literalArn = literalString(arn);
     if (queueId !== undefined && known.queues.has(queueId)) source = { kind: 'sqs', queueId };
     else if (tableId !== undefined && known.tables.has(tableId)) source = { kind: 'dynamodb-stream', tableId };
+    else if (queueId !== undefined && known.types.get(queueId) === 'AWS::Kinesis::Stream')
+      source = { kind: 'kinesis', streamId: queueId, streamArn: undefined };
+    else if (literalArn !== undefined && KINESIS_STREAM_ARN.test(literalArn))
+      source = { kind: 'kinesis', streamId: undefined, streamArn: literalArn };
     else {
       throw new CloudAssemblyError(
         `${path}: the event source ${JSON.stringify(arn)} is not a queue or table stream of the stack (the local run creates only the stack's own resources)`,
@@ -352,6 +385,9 @@ function readMapping(
         ? undefined
         : { minimum: optionalNumber(pollers.MinimumPollers), maximum: optionalNumber(pollers.MaximumPollers) },
     filters,
+    metrics: (((properties.MetricsConfig as { Metrics?: unknown } | undefined)?.Metrics ?? []) as unknown[]).filter(
+      (metric): metric is string => typeof metric === 'string',
+    ),
     onFailureId: destination === undefined ? undefined : (referencedId(destination, 'Arn') ?? referencedId(destination, 'TopicArn')),
   };
 }
@@ -495,7 +531,7 @@ export function resolveValue(value: unknown, context: ResolveContext, where: str
     const type = context.types?.get(id);
     return type === undefined
       ? `${id} is neither a resource of the stack nor a pseudo parameter the local run knows (a template parameter has no local value)`
-      : `${id} (${type}) is not created by the local run (it creates the stack's tables, queues, topics, buckets and functions)`;
+      : `${id} (${type}) is not created by the local run (it creates the stack's tables, queues, topics, event buses, buckets and functions)`;
   };
   return resolve(value);
 }

@@ -27,6 +27,8 @@ import {
 import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import type { LogRecord, PartitionedLog } from './PartitionedLog.js';
 import type { OnFailureInvocation } from '../onFailureRecord.js';
+import type { FilterPattern } from '../matchesFilterPattern.js';
+import { assertFilters, kafkaRecordPasses } from '../recordFilters.js';
 
 /** A Lambda handler for Kafka events; its result may be anything (it is read as AWS reads it). */
 export type LocalKafkaHandler = (event: KafkaEvent, context: Context) => unknown;
@@ -102,14 +104,24 @@ export interface KafkaEventSourcePollerOptions {
    * @default kafkaRetryAttempts(defaultSettings)
    */
   readonly retryAttempts?: number;
-  /** Receives the metadata record of each batch given up (the on-failure destination). @default none (dropped) */
-  readonly onFailure?: (record: KafkaOnFailureRecord) => void | Promise<void>;
+  /**
+   * Receives the metadata record of each batch given up (the on-failure destination), with the
+   * event of the last invocation (what an S3 destination keeps in `payload`). @default none (dropped)
+   */
+  readonly onFailure?: (record: KafkaOnFailureRecord, event: KafkaEvent) => void | Promise<void>;
   /** Function timeout in seconds. @default defaultSettings.function.timeoutSeconds */
   readonly functionTimeoutSeconds?: number;
   /** @default defaultSettings.function.memorySizeMb */
   readonly memorySizeMb?: number;
   /** @default 'local-consumer' */
   readonly functionName?: string;
+  /**
+   * The clock of each invocation's context (`getRemainingTimeInMillis()` counts the function timeout
+   * down on it), in epoch milliseconds: a test's virtual clock, with the handler's `sleep` advancing
+   * it. The timeout that stops an invocation stays on real time.
+   * @default Date.now
+   */
+  readonly now?: () => number;
   /** `aws:kafka` (MSK, with an ARN) or `SelfManagedKafka`. @default 'aws:kafka' */
   readonly eventSource?: KafkaEvent['eventSource'];
   /** @default a local MSK cluster ARN in us-east-1, account 000000000000 */
@@ -118,6 +130,16 @@ export interface KafkaEventSourcePollerOptions {
   readonly bootstrapServers?: string;
   /** Called after each invocation, once offsets are committed. */
   readonly onInvocation?: (report: KafkaInvocationReport) => void;
+  /**
+   * The mapping's filter criteria (`FilterCriteria` on `value`, see `kafkaRecordPasses`): a record that
+   * matches none is left out of the event and its offset committed with its batch, as Lambda does
+   * (https://docs.aws.amazon.com/lambda/latest/dg/kafka-filtering.html); a batch left empty is not
+   * invoked. Checked at construction.
+   * @default undefined: every record invokes the handler
+   */
+  readonly filters?: readonly FilterPattern[];
+  /** Called with the records the filters left out of a batch (`"<topic>-<partition>@<offset>"` each). */
+  readonly onFilteredOut?: (records: readonly string[]) => void;
   /** How a partial batch response is retried (see {@link KafkaRetryReading}). @default 'resume-from-lowest-offset' */
   readonly retryReading?: KafkaRetryReading;
   /**
@@ -136,8 +158,10 @@ export function kafkaPollerOptionsFromSettings(
   settings: ConsumerSettings,
 ): Required<
   Pick<KafkaEventSourcePollerOptions, 'batchSize' | 'retryAttempts' | 'functionTimeoutSeconds' | 'memorySizeMb' | 'functionName'>
-> {
+> &
+  Pick<KafkaEventSourcePollerOptions, 'filters'> {
   return {
+    ...(settings.kafka.filters === undefined ? {} : { filters: settings.kafka.filters }),
     batchSize: settings.kafka.batchSize,
     retryAttempts: kafkaRetryAttempts(settings),
     functionTimeoutSeconds: settings.function.timeoutSeconds,
@@ -207,6 +231,7 @@ export class KafkaEventSourcePoller {
     if (!Number.isInteger(this.#retryAttempts) || this.#retryAttempts < 0) {
       throw new RangeError(`retryAttempts ${this.#retryAttempts} must be a whole number from 0: Kafka retries must be finite`);
     }
+    assertFilters(options.filters);
     this.#state = newPartitionRetryState(this.#log.partitions);
     this.#handler = options.createHandler();
   }
@@ -235,7 +260,9 @@ export class KafkaEventSourcePoller {
   async pollOnce(): Promise<KafkaInvocationReport | undefined> {
     const batch = this.#nextBatch();
     if (batch.length === 0) return undefined;
-    const event = buildKafkaEvent(batch, {
+    const passing = this.#passingFilters(batch);
+    if (passing.length === 0) return this.pollOnce(); // every record filtered out and committed: no invocation
+    const event = buildKafkaEvent(passing, {
       eventSource: this.#options.eventSource ?? 'aws:kafka',
       eventSourceArn:
         this.#options.eventSourceArn ?? `arn:aws:kafka:${localRegion}:${localAccount}:cluster/local/00000000-0000-0000-0000-000000000000-1`,
@@ -248,6 +275,7 @@ export class KafkaEventSourcePoller {
       timeoutSeconds: this.#functionTimeoutSeconds,
       memorySizeMb: this.#options.memorySizeMb ?? defaultSettings.function.memorySizeMb,
       logStreamName: this.#logStreamName,
+      ...(this.#options.now === undefined ? {} : { now: this.#options.now }),
     });
     this.#invocations += 1;
     const invoked = await invokeWithinTimeout(this.#handler, event, context, this.#functionTimeoutSeconds);
@@ -313,6 +341,30 @@ export class KafkaEventSourcePoller {
     return made;
   }
 
+  /**
+   * The records of `batch` that pass the filters. The others stay in the batch for the commit (a
+   * filtered-out record is committed with its batch, or comes back with it and is filtered again);
+   * when none passes, the batch is committed here.
+   */
+  #passingFilters(batch: readonly LogRecord[]): LogRecord[] {
+    const filters = this.#options.filters;
+    if (filters === undefined || filters.length === 0) return [...batch];
+    const passing = batch.filter((record) => kafkaRecordPasses(filters, toEventRecord(record)));
+    if (passing.length < batch.length) {
+      const left = batch.filter((record) => !passing.includes(record));
+      this.#options.onFilteredOut?.(left.map((record) => `${topicPartition(record.topic, record.partition)}@${record.offset}`));
+    }
+    if (passing.length > 0) return passing;
+    for (const partition of new Set(batch.map((record) => record.partition))) {
+      const records = batch.filter((record) => record.partition === partition);
+      settlePartition(this.#state, this.#log.topic, partition, records, { kind: 'success' }, new Map(), {
+        retryAttempts: this.#retryAttempts,
+        retryReading: this.#retryReading,
+      });
+    }
+    return [];
+  }
+
   #nextBatch(): LogRecord[] {
     const batch: LogRecord[] = [];
     const partitions = this.#log.partitions;
@@ -349,7 +401,8 @@ export class KafkaEventSourcePoller {
       });
       if (settled === undefined) continue;
       const record = this.#onFailureRecord(settled.gaveUp, settled.invocations, event, context, functionError);
-      await this.#options.onFailure?.(record);
+      // With the last invocation's event: an S3 destination keeps it whole (`kafkaS3OnFailureRecord`).
+      await this.#options.onFailure?.(record, event);
       gaveUp.push(record);
     }
     return gaveUp;

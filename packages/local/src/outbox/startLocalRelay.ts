@@ -2,6 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SNSClient } from '@aws-sdk/client-sns';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createOutboxRelay, type OutboxRelayHandler } from 'idempotent-consumer/outbox';
@@ -31,12 +32,16 @@ export interface LocalRelayOptions {
   readonly idempotencyTableName: string;
   /**
    * The built-in destinations, by logical name: an SNS topic ARN or an SQS queue URL of the local
-   * SQS/SNS server, e.g. `{ default: queueUrl }`.
+   * SQS/SNS server, or an event bus ARN of the local EventBridge (`startEventBridgeServer`), e.g.
+   * `{ default: queueUrl }` or `{ default: eventBridge.createEventBus('orders') }`.
    * @default {}
    */
   readonly destinations?: Readonly<Record<string, string>>;
-  /** Clients of the local SQS/SNS server for those destinations. */
-  readonly clients?: { readonly sns?: SNSClient; readonly sqs?: SQSClient };
+  /**
+   * Clients of the local servers for those destinations: the SQS/SNS server's, and for an event bus
+   * one of the local EventBridge (`new EventBridgeClient(localClientConfig(eventBridge.endpoint))`).
+   */
+  readonly clients?: { readonly sns?: SNSClient; readonly sqs?: SQSClient; readonly eventBridge?: EventBridgeClient };
   /**
    * The relay to run: `createOutboxRelay(options)` with destinations in code, or one with faults
    * injected. Each execution environment is `relay.withRuntime(...)` with the local clients.
