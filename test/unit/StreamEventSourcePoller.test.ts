@@ -170,3 +170,60 @@ describe('StreamEventSourcePoller', () => {
     await expect(poller.runUntilIdle({ maxInvocations: 3 })).rejects.toBeInstanceOf(PollerIdleTimeoutError);
   });
 });
+
+describe('StreamEventSourcePoller: filter criteria (settings.stream.filters)', () => {
+  it('skips the Kinesis records no pattern matches, never invoking them, and invokes the others in order', async () => {
+    const bodies = [
+      '{"type":"a","n":1}',
+      '{"type":"b","n":2}',
+      'not json',
+      '{"type":"a","n":3}',
+      '{"type":"b","n":4}',
+      '{"type":"a","n":5}',
+    ];
+    const { poller, batches } = pollerWith(kinesisLog(bodies), () => ({ batchItemFailures: [] }), {
+      filters: [{ data: { type: ['a'] } }],
+    });
+    await poller.runUntilIdle();
+    // Each invocation holds records that pass, contiguous; what does not pass is never invoked.
+    expect(batches.flat()).toEqual(['{"type":"a","n":1}', '{"type":"a","n":3}', '{"type":"a","n":5}']);
+    expect(poller.lag()).toBe(0);
+  });
+
+  it('retries a filtered batch from the failed record without invoking the filtered ones', async () => {
+    const bodies = ['{"type":"a","n":1}', '{"type":"a","n":2}', '{"type":"b","n":3}'];
+    const { poller, batches } = pollerWith(kinesisLog(bodies), (event, invocation) => (invocation === 1 ? failAt(event, 1) : {}), {
+      filters: [{ data: { type: ['a'] } }],
+    });
+    await poller.runUntilIdle();
+    expect(batches).toEqual([['{"type":"a","n":1}', '{"type":"a","n":2}'], ['{"type":"a","n":2}']]);
+  });
+
+  it('matches a DynamoDB Streams pattern against the record: eventName and the new image in DynamoDB JSON', async () => {
+    const log = new ShardLog({ kind: 'dynamodb-streams', name: 'events', shards: 1, now: () => T0 });
+    log.appendItem('O-1', { id: { S: '1' } }, { id: { S: '1' }, type: { S: 'Paid' } });
+    log.appendItem('O-1', { id: { S: '2' } }, { id: { S: '2' }, type: { S: 'Placed' } });
+    const seen: string[] = [];
+    const poller = new StreamEventSourcePoller({
+      log,
+      createHandler: () => async (event: DynamoDBStreamEvent) => {
+        for (const record of event.Records) seen.push(record.dynamodb?.NewImage?.id?.S ?? '?');
+        return { batchItemFailures: [] };
+      },
+      filters: [{ eventName: ['INSERT'], dynamodb: { NewImage: { type: { S: ['Paid'] } } } }],
+    });
+    await poller.runUntilIdle();
+    expect(seen).toEqual(['1']);
+  });
+
+  it('refuses a pattern outside Lambda’s grammar at its start', () => {
+    expect(
+      () =>
+        new StreamEventSourcePoller({
+          log: kinesisLog([]),
+          createHandler: () => async () => ({}),
+          filters: [{ data: [{ wildcard: 'a*' } as never] }],
+        }),
+    ).toThrow(/wildcard/);
+  });
+});

@@ -1,9 +1,16 @@
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import type { IRole } from 'aws-cdk-lib/aws-iam';
-import { type CfnEventSourceMapping, type IFunction, MetricType, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { type CfnEventSourceMapping, FilterCriteria, type IFunction, MetricType, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { SqsDlq, type StreamEventSourceProps } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
-import { type ConsumerSettings, describeSeconds, RECEIVE_ALLOWANCE } from 'idempotent-consumer/settings';
+import {
+  type ConsumerSettings,
+  describeSeconds,
+  type FilterPattern,
+  filterCriteriaProblems,
+  RECEIVE_ALLOWANCE,
+  streamSettingsOf,
+} from 'idempotent-consumer/settings';
 
 /**
  * The event source mapping settings of a Kinesis Data Streams or DynamoDB Streams source. Every
@@ -18,9 +25,10 @@ export interface StreamMappingOptions {
   /**
    * Records per invocation, per shard (1 to 10,000; AWS's rule for Kinesis and DynamoDB Streams,
    * https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html). The whole
-   * batch must also fit Lambda's 6 MB invocation payload.
+   * batch must also fit Lambda's 6 MB invocation payload. Prefer `settings.stream.batchSize`, which
+   * the local runtime reads too; given both, they must agree.
    *
-   * @default 100 (AWS's default)
+   * @default settings.stream.batchSize (100, AWS's default)
    */
   readonly batchSize?: number;
   /**
@@ -81,6 +89,8 @@ export interface ResolvedStreamMapping {
   readonly retryAttempts: number;
   /** `MaximumRecordAgeInSeconds`, in seconds, or -1 for no limit. */
   readonly maxRecordAgeSeconds: number;
+  /** The filter criteria (`settings.stream.filters`), when any. */
+  readonly filters?: readonly FilterPattern[];
 }
 
 /** AWS's default batch size of a Kinesis or DynamoDB Streams mapping. */
@@ -112,9 +122,14 @@ export function requiredStreamRetryAttempts(settings: Pick<ConsumerSettings, 're
 }
 
 /** The options with AWS's and the library's defaults applied. */
-export function resolveStreamMapping(options: StreamMappingOptions, settings: Pick<ConsumerSettings, 'retry'>): ResolvedStreamMapping {
-  const batchSize = options.batchSize ?? STREAM_DEFAULT_BATCH_SIZE;
+export function resolveStreamMapping(
+  options: StreamMappingOptions,
+  settings: Pick<ConsumerSettings, 'retry' | 'stream'>,
+): ResolvedStreamMapping {
+  const stream = streamSettingsOf(settings);
+  const batchSize = options.batchSize ?? stream.batchSize ?? STREAM_DEFAULT_BATCH_SIZE;
   return {
+    ...(stream.filters === undefined || stream.filters.length === 0 ? {} : { filters: stream.filters }),
     batchSize,
     maxBatchingWindowSeconds: options.maxBatchingWindowSeconds ?? 0,
     startingPosition: options.startingPosition ?? 'TRIM_HORIZON',
@@ -181,6 +196,14 @@ export function streamMappingProblems(
         `Leave retryAttempts unset to use ${required}`,
     );
   }
+  const givenInSettings = settings.stream?.batchSize;
+  if (options.batchSize !== undefined && givenInSettings !== undefined && options.batchSize !== givenInSettings) {
+    problems.push(
+      `${what} batch size ${options.batchSize} differs from settings.stream.batchSize ${givenInSettings}: the local runtime reads ` +
+        'the settings; set it in one place (settings.stream.batchSize)',
+    );
+  }
+  problems.push(...filterCriteriaProblems(settings.stream?.filters, what === 'Kinesis' ? 'kinesis' : 'dynamodb-streams', 'stream.filters'));
   const window = streamWindowProblem(what, mapping, settings, retentionHours);
   if (window !== undefined) problems.push(window);
   if (settings.queue.fifo) {
@@ -249,6 +272,10 @@ export function streamMappingProps(mapping: ResolvedStreamMapping, deadLetterQue
     reportBatchItemFailures: true,
     onFailure: new SqsDlq(deadLetterQueue),
     metricsConfig: { metrics: [...streamMappingMetrics] },
+    // Filter criteria (settings.stream.filters): a record no pattern matches is skipped, the shard's checkpoint moving past it.
+    ...(mapping.filters === undefined
+      ? {}
+      : { filters: mapping.filters.map((pattern) => FilterCriteria.filter(pattern as Record<string, unknown>)) }),
   };
 }
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { SQSRecord } from 'aws-lambda';
+import type { DynamoDBRecord, KinesisStreamRecord, SQSRecord } from 'aws-lambda';
 import type { KafkaRecord } from 'idempotent-consumer/kafka';
 import { type FilterPattern, filterDataKey } from 'idempotent-consumer/settings';
 import { assertFilterPattern, matchesFilterPattern } from './matchesFilterPattern.js';
@@ -37,6 +37,35 @@ export function sqsRecordPasses(filters: readonly FilterPattern[] | undefined, r
 export function kafkaRecordPasses(filters: readonly FilterPattern[] | undefined, record: KafkaRecord): boolean {
   const value = record.value === null || record.value === undefined ? undefined : Buffer.from(record.value, 'base64').toString('utf8');
   return recordPasses(filters, record as unknown as Record<string, unknown>, filterDataKey.kafka, value);
+}
+
+/**
+ * Whether a Kinesis record (as the function would receive it: `kinesis.data` in base64) passes
+ * `filters`, as {@link kafkaRecordPasses} with the `data` key: the data is decoded from base64
+ * (UTF-8) and matched as JSON or as a string by the pattern's form
+ * (https://docs.aws.amazon.com/lambda/latest/dg/with-kinesis-filtering.html: Kinesis mappings
+ * filter only on `data`).
+ *
+ * @throws UnsupportedFilterRuleError when a pattern breaks Lambda's filter grammar
+ */
+export function kinesisRecordPasses(filters: readonly FilterPattern[] | undefined, record: KinesisStreamRecord): boolean {
+  const data = Buffer.from(record.kinesis.data, 'base64').toString('utf8');
+  return recordPasses(filters, { data: record.kinesis.data }, filterDataKey.kinesis, data);
+}
+
+/**
+ * Whether a DynamoDB Streams record (as the function would receive it, images in DynamoDB JSON)
+ * passes `filters`: a pattern is matched against the record's own fields (`eventName`,
+ * `dynamodb.NewImage`, …; https://docs.aws.amazon.com/lambda/latest/dg/with-ddb-filtering.html).
+ *
+ * @throws UnsupportedFilterRuleError when a pattern breaks Lambda's filter grammar
+ */
+export function dynamoDbStreamRecordPasses(filters: readonly FilterPattern[] | undefined, record: DynamoDBRecord): boolean {
+  if (filters === undefined || filters.length === 0) return true;
+  return filters.some((pattern) => {
+    assertFilterPattern(pattern);
+    return matchesFilterPattern(pattern, record);
+  });
 }
 
 /**

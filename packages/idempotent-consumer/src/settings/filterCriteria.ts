@@ -66,7 +66,51 @@ export const MAX_FILTER_PATTERN_LENGTH = 4096;
  * The key of the record's data a pattern of each source filters on: SQS mappings filter only on
  * `body`, Kafka mappings only on `value` (AWS rules).
  */
-export const filterDataKey = { sqs: 'body', kafka: 'value' } as const;
+export const filterDataKey = { sqs: 'body', kafka: 'value', kinesis: 'data' } as const;
+
+/**
+ * The fields of a DynamoDB Streams record a filter pattern may name at its top level: the record's
+ * own (`eventName`, `dynamodb` with `Keys`, `NewImage`, `OldImage` in DynamoDB JSON, …)
+ * (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb-filtering.html).
+ */
+export const DYNAMODB_STREAM_FILTER_KEYS = [
+  'eventID',
+  'eventName',
+  'eventVersion',
+  'eventSource',
+  'awsRegion',
+  'dynamodb',
+  'userIdentity',
+  'eventSourceARN',
+] as const;
+
+/**
+ * The mappings filter criteria are checked for: `stream` is a Kinesis or DynamoDB Streams mapping
+ * not yet known which (the settings' `stream.filters`: either source's keys).
+ */
+export type FilterSource = 'sqs' | 'kafka' | 'kinesis' | 'dynamodb-streams' | 'stream';
+
+/** The top-level keys a pattern of `source` may name. */
+function allowedTopLevelKeys(source: FilterSource): readonly string[] {
+  switch (source) {
+    case 'sqs':
+    case 'kafka':
+    case 'kinesis':
+      return [filterDataKey[source]];
+    case 'dynamodb-streams':
+      return DYNAMODB_STREAM_FILTER_KEYS;
+    case 'stream':
+      return [filterDataKey.kinesis, ...DYNAMODB_STREAM_FILTER_KEYS];
+  }
+}
+
+const SOURCE_NAMES: Record<FilterSource, string> = {
+  sqs: 'an SQS',
+  kafka: 'a Kafka',
+  kinesis: 'a Kinesis',
+  'dynamodb-streams': 'a DynamoDB Streams',
+  stream: 'a Kinesis or DynamoDB Streams',
+};
 
 /** The comparison operators of Lambda event filtering, as the keys of a rule object. */
 export const FILTER_OPERATORS = ['prefix', 'suffix', 'equals-ignore-case', 'anything-but', 'numeric', 'exists'] as const;
@@ -82,13 +126,15 @@ const NUMERIC_LIMIT = 5e9;
  * per broken rule (empty when all hold): a list of at most {@link MAX_FILTERS_PER_MAPPING} patterns,
  * each a non-empty JSON object of at most {@link MAX_FILTER_PATTERN_LENGTH} characters, whose
  * top-level keys are the source's data key ({@link filterDataKey}: `body` for SQS, `value` for
- * Kafka) or `$or`, and whose rules follow {@link filterPatternGrammarProblems}.
+ * Kafka, `data` for Kinesis), a DynamoDB Streams record's fields
+ * ({@link DYNAMODB_STREAM_FILTER_KEYS}), or `$or`, and whose rules follow
+ * {@link filterPatternGrammarProblems}.
  *
  * @param filters - the patterns, as given (any value: a settings file is not type-checked)
  * @param source - which mapping they are for
  * @param name - how the settings name them in a message, e.g. `function.filters`
  */
-export function filterCriteriaProblems(filters: unknown, source: 'sqs' | 'kafka', name: string): string[] {
+export function filterCriteriaProblems(filters: unknown, source: FilterSource, name: string): string[] {
   if (filters === undefined) return [];
   if (!Array.isArray(filters)) return [`${name} must be a list of filter patterns, got ${describe(filters)}`];
   const problems: string[] = [];
@@ -98,7 +144,7 @@ export function filterCriteriaProblems(filters: unknown, source: 'sqs' | 'kafka'
         '(AWS quota; combine patterns with "$or" or with lists of values)',
     );
   }
-  const dataKey = filterDataKey[source];
+  const allowed = allowedTopLevelKeys(source);
   filters.forEach((pattern: unknown, index) => {
     const where = `${name}[${index}]`;
     if (!isObject(pattern)) {
@@ -109,14 +155,14 @@ export function filterCriteriaProblems(filters: unknown, source: 'sqs' | 'kafka'
     if (length > MAX_FILTER_PATTERN_LENGTH) {
       problems.push(`${where} is ${length} characters of JSON; a filter pattern has at most ${MAX_FILTER_PATTERN_LENGTH} (AWS rule)`);
     }
-    problems.push(...topLevelProblems(pattern, dataKey, source, where));
+    problems.push(...topLevelProblems(pattern, allowed, source, where));
     problems.push(...filterPatternGrammarProblems(pattern, where));
   });
   return problems;
 }
 
-/** The top-level keys of a pattern (and of its top-level `$or` branches): the data key only. */
-function topLevelProblems(pattern: Record<string, unknown>, dataKey: string, source: 'sqs' | 'kafka', where: string): string[] {
+/** The top-level keys of a pattern (and of its top-level `$or` branches): the source's keys only. */
+function topLevelProblems(pattern: Record<string, unknown>, allowed: readonly string[], source: FilterSource, where: string): string[] {
   const problems: string[] = [];
   const keys = Object.keys(pattern);
   if (keys.length === 0) problems.push(`${where} is empty: it would let every record through; leave it out instead`);
@@ -125,15 +171,16 @@ function topLevelProblems(pattern: Record<string, unknown>, dataKey: string, sou
       const branches = pattern[key];
       if (Array.isArray(branches)) {
         branches.forEach((branch: unknown, index) => {
-          if (isObject(branch)) problems.push(...topLevelProblems(branch, dataKey, source, `${where}.$or[${index}]`));
+          if (isObject(branch)) problems.push(...topLevelProblems(branch, allowed, source, `${where}.$or[${index}]`));
         });
       }
       continue;
     }
-    if (key !== dataKey) {
+    if (!allowed.includes(key)) {
+      const example = allowed[0] === 'eventID' ? 'eventName' : allowed[0]!;
       problems.push(
-        `${where} filters on "${key}": ${source === 'sqs' ? 'an SQS' : 'a Kafka'} event source mapping filters only on the "${dataKey}" key ` +
-          `(AWS rule), e.g. { "${dataKey}": { "type": ["PaymentCaptured"] } }`,
+        `${where} filters on "${key}": ${SOURCE_NAMES[source]} event source mapping filters only on ` +
+          `${allowed.length === 1 ? `the "${allowed[0]}" key` : `the keys ${allowed.map((k) => `"${k}"`).join(', ')}`} (AWS rule), e.g. { "${example}": ${example === 'eventName' ? '["INSERT"]' : '{ "type": ["PaymentCaptured"] }'} }`,
       );
     }
   }

@@ -206,6 +206,38 @@ export interface IdempotencySettings {
 export const PROVENANCE_BUDGET_BYTES = 1024;
 
 /**
+ * Settings of a Kinesis Data Streams or DynamoDB Streams event source mapping that both the
+ * constructs (`KinesisSource`, `DynamoDbStreamSource`) and the local runtime's shard log read, so
+ * `cdk deploy` and `npm start -- --source kinesis` batch and filter alike. The constructs' other
+ * mapping options (window, starting position, parallelization factor, retries, record age) are
+ * their props.
+ */
+export interface StreamSettings {
+  /** Records per invocation, of one shard (1 to 10,000; AWS's default). @default 100 */
+  readonly batchSize: number;
+  /**
+   * Filter criteria of the stream mapping: at most 5 patterns (see {@link FilterPattern}). On
+   * Kinesis a pattern filters only on the `data` key (the record's data, decoded from base64: its
+   * JSON fields, or the text as a whole); on DynamoDB Streams on the record's own fields
+   * (`eventName`, `dynamodb` with `Keys`, `NewImage`, `OldImage` in DynamoDB JSON, e.g.
+   * `{ "dynamodb": { "NewImage": { "type": { "S": ["Paid"] } } } }`). A record that matches none is
+   * skipped: the shard's checkpoint moves past it without invoking the function, and the local
+   * shard log does the same (https://docs.aws.amazon.com/lambda/latest/dg/with-kinesis-filtering.html,
+   * https://docs.aws.amazon.com/lambda/latest/dg/with-ddb-filtering.html).
+   * @default undefined: no filter
+   */
+  readonly filters?: readonly FilterPattern[];
+}
+
+/** The stream mapping's settings when none are given. */
+export const DEFAULT_STREAM_SETTINGS: StreamSettings = { batchSize: 100 };
+
+/** The stream settings of `settings`, with the defaults for what it leaves out. */
+export function streamSettingsOf(settings: Pick<ConsumerSettings, 'stream'>): StreamSettings {
+  return { ...DEFAULT_STREAM_SETTINGS, ...settings.stream };
+}
+
+/**
  * Settings of the Kafka event source mapping (Amazon MSK or self-managed Apache Kafka). The
  * stack creates the mapping from them; the local runtime's partitioned log follows them too.
  *
@@ -335,6 +367,11 @@ export interface ConsumerSettings {
   readonly idempotency: IdempotencySettings;
   /** The Kafka event source mapping (Amazon MSK or self-managed), when the consumer reads Kafka. */
   readonly kafka: KafkaSettings;
+  /**
+   * A Kinesis Data Streams or DynamoDB Streams mapping, when the consumer reads one (optional:
+   * settings written before it keep compiling). @default {@link DEFAULT_STREAM_SETTINGS}
+   */
+  readonly stream?: StreamSettings;
 }
 
 /**
@@ -562,6 +599,7 @@ export type SettingsOverrides = {
   readonly retry?: Partial<RetrySettings>;
   readonly idempotency?: Partial<IdempotencySettings>;
   readonly kafka?: Partial<KafkaSettings>;
+  readonly stream?: Partial<StreamSettings>;
 };
 
 /** Returns `base` with `overrides` applied; neither argument is changed. */
@@ -573,5 +611,6 @@ export function withOverrides(overrides: SettingsOverrides = {}, base: ConsumerS
     retry: { ...base.retry, ...overrides.retry },
     idempotency: { ...base.idempotency, ...overrides.idempotency },
     kafka: { ...base.kafka, ...overrides.kafka },
+    stream: { ...streamSettingsOf(base), ...overrides.stream },
   };
 }

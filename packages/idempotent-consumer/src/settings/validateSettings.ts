@@ -278,7 +278,8 @@ function kafkaRetryPolicyProblems(settings: ConsumerSettings): string[] {
 
 /**
  * The filter criteria, provisioned mode and metrics of the event source mappings: filters of the
- * SQS mapping on `body` and of the Kafka mapping on `value`, each at most 5 patterns of Lambda's
+ * SQS mapping on `body`, of the Kafka mapping on `value`, of a stream mapping on Kinesis' `data` or
+ * a DynamoDB Streams record's fields, each at most 5 patterns of Lambda's
  * grammar (`filterCriteriaProblems`, https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html);
  * SQS provisioned pollers 2 to 200 (minimum) and 2 to 2,000 (maximum), minimum ≤ maximum
  * (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-lambda-eventsourcemapping-provisionedpollerconfig.html);
@@ -289,7 +290,14 @@ function eventSourceMappingProblems(settings: ConsumerSettings): string[] {
   const problems = [
     ...filterCriteriaProblems(fn.filters, 'sqs', 'function.filters'),
     ...filterCriteriaProblems(settings.kafka.filters, 'kafka', 'kafka.filters'),
+    ...filterCriteriaProblems(settings.stream?.filters, 'stream', 'stream.filters'),
   ];
+  const streamBatchSize = settings.stream?.batchSize;
+  if (streamBatchSize !== undefined && !(Number.isInteger(streamBatchSize) && streamBatchSize >= 1 && streamBatchSize <= 10_000)) {
+    problems.push(
+      `stream.batchSize ${streamBatchSize} must be an integer from 1 to 10000 (AWS rule for Kinesis and DynamoDB Streams mappings)`,
+    );
+  }
   const { minimumPollers: minimum, maximumPollers: maximum } = fn;
   const isInteger = (value: number | undefined, min: number, max: number) =>
     value === undefined || (Number.isInteger(value) && value >= min && value <= max);

@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
-import type { ConsumerSettings } from 'idempotent-consumer/settings';
+import type { DynamoDBRecord, KinesisStreamRecord } from 'aws-lambda';
+import { type ConsumerSettings, type FilterPattern, streamSettingsOf } from 'idempotent-consumer/settings';
 import { guardInvocations } from '../aws/invocationGuard.js';
 import type { AnySdkClient } from '../aws/sdkMiddleware.js';
 import { PollerIdleTimeoutError } from '../errors.js';
@@ -16,6 +17,7 @@ import type { InvocationOutcome } from '../judgeBatchResponse.js';
 import { createLambdaContext, newLogStreamName } from '../lambdaContext.js';
 import type { OnFailureInvocation } from '../onFailureRecord.js';
 import { judgeStreamBatchResponse, type StreamBatchJudgement } from '../outbox/judgeStreamBatchResponse.js';
+import { assertFilters, dynamoDbStreamRecordPasses, kinesisRecordPasses } from '../recordFilters.js';
 import type { ShardLog, ShardRecord } from './ShardLog.js';
 import { buildStreamEvent } from './streamEvents.js';
 
@@ -73,6 +75,12 @@ export interface StreamEventSourcePollerOptions {
   readonly batchSize?: number;
   /** Retries of a failed batch after its first invocation (finite, 0 to 10,000). @default 10,000 */
   readonly retryAttempts?: number;
+  /**
+   * The mapping's filter criteria (`settings.stream.filters`): a record no pattern matches is
+   * skipped, the shard's checkpoint moving past it without an invocation, as Lambda does.
+   * @default none: every record
+   */
+  readonly filters?: readonly FilterPattern[];
   /** Receives the metadata record of each batch given up (the on-failure destination). @default none (dropped) */
   readonly onFailure?: (record: StreamOnFailureRecord) => void | Promise<void>;
   /** Function timeout in seconds. @default 30 */
@@ -93,18 +101,20 @@ export interface StreamEventSourcePollerOptions {
 
 /**
  * The poller settings of a stream mapping from the one source of settings: the function's timeout,
- * memory and name; a batch size of `kafka.batchSize` (100 by default, AWS's default for the
- * streams too), and `maxAttempts × batchSize − 1 + 5` retries (at most 10,000), the room the
+ * memory and name; `stream.batchSize` (100 by default, AWS's default) and `stream.filters`, as
+ * the constructs read them; and `maxAttempts × batchSize − 1 + 5` retries (at most 10,000), the room the
  * consumer's own attempt count needs (the same rule as the constructs' `requiredStreamRetryAttempts`).
  */
 export function streamPollerOptionsFromSettings(
   settings: ConsumerSettings,
 ): Required<
   Pick<StreamEventSourcePollerOptions, 'batchSize' | 'retryAttempts' | 'functionTimeoutSeconds' | 'memorySizeMb' | 'functionName'>
-> {
-  const batchSize = settings.kafka.batchSize;
+> &
+  Pick<StreamEventSourcePollerOptions, 'filters'> {
+  const { batchSize, filters } = streamSettingsOf(settings);
   return {
     batchSize,
+    ...(filters === undefined || filters.length === 0 ? {} : { filters }),
     retryAttempts: Math.min(10_000, settings.retry.maxAttempts * batchSize - 1 + 5),
     functionTimeoutSeconds: settings.function.timeoutSeconds,
     memorySizeMb: settings.function.memorySizeMb,
@@ -171,6 +181,7 @@ export class StreamEventSourcePoller {
     if (!Number.isInteger(this.#retryAttempts) || this.#retryAttempts < 0 || this.#retryAttempts > 10_000) {
       throw new RangeError(`retryAttempts ${this.#retryAttempts} must be a whole number from 0 to 10000: stream retries must be finite`);
     }
+    assertFilters(options.filters);
     for (const client of options.guardedClients ?? []) guardInvocations(client);
     this.#checkpoint = Array.from({ length: this.#log.shards }, () => 0);
     this.#handler = options.createHandler();
@@ -199,7 +210,7 @@ export class StreamEventSourcePoller {
   async pollOnce(): Promise<StreamPollerInvocationReport | undefined> {
     for (let i = 0; i < this.#log.shards; i += 1) {
       const shard = (this.#nextShard + i) % this.#log.shards;
-      const records = this.#log.read(shard, this.checkpoint(shard), this.#batchSize);
+      const records = this.#passing(shard, this.#log.read(shard, this.checkpoint(shard), this.#batchSize));
       if (records.length === 0) continue;
       this.#nextShard = (shard + 1) % this.#log.shards;
       return this.#invoke(shard, records);
@@ -229,6 +240,32 @@ export class StreamEventSourcePoller {
       made += 1;
     }
     return made;
+  }
+
+  /**
+   * The records of a batch the filters let through: the ones no pattern matches at its start are
+   * skipped (the checkpoint moves past them, as Lambda's does), and the batch ends before the next
+   * one skipped, so that the records invoked are contiguous (Lambda gathers the records that pass
+   * across those it drops; here a batch is cut there: the same records, in the same order, in more
+   * batches).
+   */
+  #passing(shard: number, records: readonly ShardRecord[]): readonly ShardRecord[] {
+    const filters = this.#options.filters;
+    if (filters === undefined || filters.length === 0 || records.length === 0) return records;
+    const event = buildStreamEvent(this.#log, records);
+    const passes = (event.Records as readonly (KinesisStreamRecord | DynamoDBRecord)[]).map((record) =>
+      this.#log.kind === 'kinesis'
+        ? kinesisRecordPasses(filters, record as KinesisStreamRecord)
+        : dynamoDbStreamRecordPasses(filters, record as DynamoDBRecord),
+    );
+    const start = passes.indexOf(true);
+    if (start === -1) {
+      this.#checkpoint[shard] = this.checkpoint(shard) + records.length;
+      return [];
+    }
+    this.#checkpoint[shard] = this.checkpoint(shard) + start;
+    const end = passes.indexOf(false, start);
+    return records.slice(start, end === -1 ? records.length : end);
   }
 
   async #invoke(shard: number, records: readonly ShardRecord[]): Promise<StreamPollerInvocationReport> {
