@@ -553,7 +553,7 @@ export class IdempotentConsumer extends Construct {
    * `ConsumerName`, `QueueUrl`, `DeadLetterQueueUrl`, `InboxTableName`, `IdempotencyTableName`,
    * `PayloadBucketName`, `FunctionName`, `LogGroupName` (when this construct made the function),
    * one `<Name>TableName` per business table (`orders` → `OrdersTableName`), with the outbox
-   * `OutboxTopicArn` or `OutboxQueueUrl` and `OutboxRelayFunctionName`, with Kafka
+   * `OutboxTopicArn`, `OutboxQueueUrl` or `OutboxEventBusArn` and `OutboxRelayFunctionName`, with Kafka
    * `KafkaConsumerGroupId` and `KafkaEventSourceMappingId`, and with `monitoring`
    * `AlarmTopicArn`, `DashboardName` and `DashboardUrl` (the CloudWatch console page of the
    * dashboard). No output is exported (`exportName`): nothing ties another stack to them.
@@ -620,6 +620,12 @@ export class IdempotentConsumer extends Construct {
         values.push(['outboxTopicArn', destination.topicArn, `ARN of the SNS topic the ${consumer} outbox relay publishes to`]);
       else if (destination !== undefined && 'queueUrl' in destination)
         values.push(['outboxQueueUrl', destination.queueUrl, `URL of the SQS queue the ${consumer} outbox relay sends to`]);
+      else if (destination !== undefined && 'eventBusArn' in destination)
+        values.push([
+          'outboxEventBusArn',
+          destination.eventBusArn,
+          `ARN of the EventBridge event bus the ${consumer} outbox relay publishes to`,
+        ]);
       values.push(['outboxRelayFunctionName', relay.function.functionName, `Name of the ${consumer} outbox relay function`]);
     }
     const kafka = this.kafkaSource;

@@ -220,6 +220,7 @@ export const shellVariables: Readonly<Record<ConsumerOutput, string>> = {
   logGroupName: 'LOG_GROUP_NAME',
   outboxTopicArn: 'OUTBOX_TOPIC_ARN',
   outboxQueueUrl: 'OUTBOX_QUEUE_URL',
+  outboxEventBusArn: 'OUTBOX_EVENT_BUS_ARN',
   outboxRelayFunctionName: 'OUTBOX_RELAY_FUNCTION_NAME',
   alarmTopicArn: 'ALARM_TOPIC_ARN',
   dashboardName: 'DASHBOARD_NAME',

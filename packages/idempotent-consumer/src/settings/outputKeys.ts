@@ -32,6 +32,8 @@ export const consumerOutputKeys = {
   outboxTopicArn: 'OutboxTopicArn',
   /** The outbox relay's SQS queue, when its destination is a queue. */
   outboxQueueUrl: 'OutboxQueueUrl',
+  /** The outbox relay's EventBridge event bus, when its destination is a bus. */
+  outboxEventBusArn: 'OutboxEventBusArn',
   outboxRelayFunctionName: 'OutboxRelayFunctionName',
   /** The SNS topic the alarms notify (with monitoring). */
   alarmTopicArn: 'AlarmTopicArn',
