@@ -80,7 +80,9 @@ export interface RunReport {
   readonly deadLetteredByReason: Readonly<Record<string, number>>;
   /** Messages with no final outcome at the end: still in the source (in flight), or lost. Any fails the check. */
   readonly unaccounted: number;
-  /** `messagesIn = applied + duplicates + deadLettered + unaccounted`. A message that ended in two ways counts twice, and breaks it. */
+  /** Messages the mapping's filter criteria dropped, never invoked (0 without filters). */
+  readonly filteredOut?: number;
+  /** `messagesIn = applied + duplicates + deadLettered + filteredOut + unaccounted`. A message that ended in two ways counts twice, and breaks it. */
   readonly countsAddUp: boolean;
   /** Every dead letter, judged: the message's own, excused (an injected fault), or not its own. */
   readonly deadLetterCauses: readonly DeadLetterCauseGroup[];
@@ -119,6 +121,11 @@ export interface ReportInputs {
   readonly outcomes: readonly OutcomeRecord[];
   /** The dead-letter queue's content after the run. */
   readonly deadLetters: readonly DeadLetterSnapshot[];
+  /**
+   * Message ids the event source mapping's filter criteria dropped (never invoked, as on AWS):
+   * they end there, counted as filtered out, not lost. @default none
+   */
+  readonly filteredOut?: ReadonlySet<string>;
   /** What the consumer's own invariants found wrong (its `--check` module). */
   readonly domainProblems?: readonly string[];
   /** Outbox items written and published, when the run had a relay. */
@@ -183,6 +190,7 @@ export function buildReport(inputs: ReportInputs): RunReport {
   }
 
   const lost: SentMessage[] = [];
+  let filteredOut = 0;
   const finalizedTwice: SentMessage[] = [];
   const movedByPolicy: SentMessage[] = [];
   const copies: SentMessage[] = [];
@@ -212,6 +220,10 @@ export function buildReport(inputs: ReportInputs): RunReport {
       judge(message, undefined, undefined);
       continue;
     }
+    if (outcomes.length === 0 && dead.length === 0 && inputs.filteredOut?.has(message.messageId) === true) {
+      filteredOut += 1;
+      continue;
+    }
     if (outcomes.length === 0) {
       lost.push(message);
       continue;
@@ -239,11 +251,12 @@ export function buildReport(inputs: ReportInputs): RunReport {
   }
   const unaccounted = lost.length;
   const messagesIn = inputs.sent.length;
-  const countsAddUp = messagesIn === applied + duplicates + deadLettered + unaccounted;
+  const countsAddUp = messagesIn === applied + duplicates + deadLettered + filteredOut + unaccounted;
   if (!countsAddUp) {
+    const filtered = filteredOut > 0 ? ` + ${filteredOut} filtered out` : '';
     problems.push(
-      `the counts do not add up: ${messagesIn} messages in, but ${applied} applied + ${duplicates} duplicates + ${deadLettered} dead-lettered + ${unaccounted} unaccounted = ` +
-        `${applied + duplicates + deadLettered + unaccounted} (a message that ended in two ways counts twice)`,
+      `the counts do not add up: ${messagesIn} messages in, but ${applied} applied + ${duplicates} duplicates + ${deadLettered} dead-lettered${filtered} + ${unaccounted} unaccounted = ` +
+        `${applied + duplicates + deadLettered + filteredOut + unaccounted} (a message that ended in two ways counts twice)`,
     );
   }
   if (lost.length > 0) {
@@ -332,6 +345,7 @@ export function buildReport(inputs: ReportInputs): RunReport {
     deadLettered,
     deadLetteredByReason,
     unaccounted,
+    filteredOut,
     countsAddUp,
     deadLetterCauses,
     ...(declared.length === 0
@@ -432,10 +446,12 @@ export function formatReport(report: RunReport): string {
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([reason, n]) => `      ${reason.padEnd(24)}${String(n).padStart(6)}`);
   const row = (label: string, value: number | string) => `  ${label.padEnd(28)}${String(value).padStart(6)}`;
-  const sum = report.applied + report.duplicates + report.deadLettered + report.unaccounted;
+  const filteredOut = report.filteredOut ?? 0;
+  const sum = report.applied + report.duplicates + report.deadLettered + filteredOut + report.unaccounted;
   const equation =
     `  ${report.messagesIn} in ${report.countsAddUp ? '=' : '≠'} ${report.applied} applied + ${report.duplicates} duplicates + ` +
-    `${report.deadLettered} dead-lettered + ${report.unaccounted} unaccounted${report.countsAddUp ? '' : ` (= ${sum}): the counts do not add up`}`;
+    `${report.deadLettered} dead-lettered${filteredOut > 0 ? ` + ${filteredOut} filtered out` : ''} + ${report.unaccounted} unaccounted` +
+    `${report.countsAddUp ? '' : ` (= ${sum}): the counts do not add up`}`;
   const causes = report.deadLetterCauses;
   const total = (verdict: DeadLetterCauseGroup['verdict']) => causes.filter((g) => g.verdict === verdict).reduce((n, g) => n + g.count, 0);
   const label = { 'not-own': 'NOT THEIR OWN', excused: 'excused', own: 'own' } as const;
@@ -462,6 +478,7 @@ export function formatReport(report: RunReport): string {
     row('retried (deliveries)', report.retried),
     row('dead-lettered', report.deadLettered),
     ...reasons,
+    ...(filteredOut > 0 ? [row('filtered out (not invoked)', filteredOut)] : []),
     row('unaccounted', report.unaccounted),
     equation,
     ...(causes.length === 0

@@ -11,7 +11,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { type ConsumerSettings, METRICS_NAMESPACE } from 'idempotent-consumer/settings';
-import { assertValidSettings } from 'idempotent-consumer/settings';
+import { assertValidSettings, filterCriteriaProblems, InvalidSettingsError, streamSettingsOf } from 'idempotent-consumer/settings';
 import { createIdempotentConsumer, type IdempotentConsumerHandler } from 'idempotent-consumer';
 import { RetryableError } from 'idempotent-consumer';
 import { readDeadLetterAttributes, EMPTY_BODY_PLACEHOLDER } from 'idempotent-consumer/dlq';
@@ -477,6 +477,8 @@ export async function runLocalTarget(
     // The run's time limit: past it, consuming stops and the report says so (the check fails).
     const limitMs = options.timeoutMs ?? 600_000;
     let timedOut: { limitMs: number; detail: string } | undefined;
+    // Messages the mapping's filter criteria dropped: they end there, never invoked, as on AWS.
+    const filteredOut = new Set<string>();
     say(`sending ${options.input.length} messages`, 'running');
     if (source === 'sqs') {
       sent = await sendInput(admin.sqs, resources.queueUrl, ordered, {
@@ -492,6 +494,9 @@ export async function runLocalTarget(
           concurrencyPerEnvironment: target.concurrencyPerEnvironment,
           createHandler: () => target.newEnvironment().sqs,
           guardedClients: target.guarded,
+          onFilteredOut: (dropped) => {
+            for (const id of dropped.messageIds) filteredOut.add(id);
+          },
           onInvocation: () => {
             invocations += 1;
           },
@@ -510,6 +515,9 @@ export async function runLocalTarget(
     } else if (isStreamSource(source)) {
       ({ sent, remaining, keepConsuming, timedOut } = await consumeStream(source, target, ordered, options, {
         limitMs,
+        onFilteredOut: (ids) => {
+          for (const id of ids) filteredOut.add(id);
+        },
         onFailure: (record) => onFailureRecords.push(record),
         onInvocation: () => {
           invocations += 1;
@@ -538,6 +546,9 @@ export async function runLocalTarget(
         onFailure: async (record, event) => {
           onFailureRecords.push(record);
           await writeToBucket?.(record, event);
+        },
+        onFilteredOut: (ids) => {
+          for (const id of ids) filteredOut.add(id);
         },
         onInvocation: () => {
           invocations += 1;
@@ -594,6 +605,7 @@ export async function runLocalTarget(
       sent,
       outcomes,
       deadLetters,
+      filteredOut,
       domainProblems: [
         ...domainProblems,
         ...(onFailureRecords.length === 0
@@ -653,6 +665,7 @@ async function consumeStream(
   hooks: {
     readonly limitMs: number;
     readonly onFailure: (record: StreamOnFailureRecord) => void;
+    readonly onFilteredOut: (eventIds: readonly string[]) => void;
     readonly onInvocation: () => void;
   },
 ): Promise<{
@@ -668,6 +681,9 @@ async function consumeStream(
     return handler;
   };
   handlerOf(); // fails now, before anything is sent, when the target has no stream handler
+  // The settings may hold either stream source's filter keys; this run's source is known now.
+  const filterProblems = filterCriteriaProblems(streamSettingsOf(target.settings).filters, source, 'stream.filters');
+  if (filterProblems.length > 0) throw new InvalidSettingsError(filterProblems);
   const log = new ShardLog({ kind: source, name: target.settings.consumerName, shards: options.shards ?? 2 });
   const sent = appendInput(log, ordered, { orderingKeyOf: target.orderingKeyOf, idempotencyKeyField: target.idempotencyKeyField });
   const poller = new StreamEventSourcePoller({
@@ -676,6 +692,7 @@ async function consumeStream(
     createHandler: handlerOf,
     guardedClients: target.guarded,
     onFailure: hooks.onFailure,
+    onFilteredOut: hooks.onFilteredOut,
     onInvocation: hooks.onInvocation,
   });
   let timedOut: { limitMs: number; detail: string } | undefined;

@@ -81,6 +81,8 @@ export interface StreamEventSourcePollerOptions {
    * @default none: every record
    */
   readonly filters?: readonly FilterPattern[];
+  /** Called with the `eventID`s of the records the filters skipped (never invoked). */
+  readonly onFilteredOut?: (eventIds: readonly string[]) => void;
   /** Receives the metadata record of each batch given up (the on-failure destination). @default none (dropped) */
   readonly onFailure?: (record: StreamOnFailureRecord) => void | Promise<void>;
   /** Function timeout in seconds. @default 30 */
@@ -259,6 +261,8 @@ export class StreamEventSourcePoller {
         : dynamoDbStreamRecordPasses(filters, record as DynamoDBRecord),
     );
     const start = passes.indexOf(true);
+    const skipped = start === -1 ? records : records.slice(0, start);
+    if (skipped.length > 0) this.#options.onFilteredOut?.(skipped.map((record) => record.eventId));
     if (start === -1) {
       this.#checkpoint[shard] = this.checkpoint(shard) + records.length;
       return [];
