@@ -401,14 +401,25 @@ class ScheduleRun {
 
   /**
    * The message as the consumer gets it. On a DynamoDB stream a message is an item: a poison body
-   * that is not a JSON object is written as `{"body": "<text>"}` (`dynamoDbImageOf`), which a
-   * consumer whose idempotency key is a field dead-letters as `MissingIdempotencyKey` (that check
-   * comes first), not as the `ValidationError` of the body itself.
+   * that is not a JSON object is written as `{"body": "<text>"}` (`dynamoDbImageOf`), and the
+   * consumer judges that item, not the text: one whose idempotency key is a field dead-letters it
+   * as `MissingIdempotencyKey` (that check comes first); one with a `parse` function of its own
+   * as what its `parse` throws for `{ body: text }` (a generated consumer: `UnknownMessageType`,
+   * the item having no step); one with a schema as the schema's `ValidationError`.
    */
   #asSent(message: InputMessage): InputMessage {
     if (this.#schedule.source !== 'dynamodb-streams' || message.role !== MessageRole.Poison) return message;
-    if (dynamoDbImageOf(message.body).body?.S !== message.body || typeof this.#workload.options.idempotencyKey !== 'string') return message;
-    return { ...message, expectedReason: FailureReason.MissingIdempotencyKey };
+    if (dynamoDbImageOf(message.body).body?.S !== message.body) return message;
+    const { idempotencyKey, parse } = this.#workload.options;
+    if (typeof idempotencyKey === 'string') return { ...message, expectedReason: FailureReason.MissingIdempotencyKey };
+    if (typeof parse === 'function') {
+      try {
+        parse({ body: message.body });
+      } catch (error) {
+        if (error instanceof Error) return { ...message, expectedReason: error.name };
+      }
+    }
+    return message;
   }
 
   /** The producer's order: the schedule's priorities; FIFO and Kafka keep each group's own order. */
