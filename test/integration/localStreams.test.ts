@@ -3,44 +3,8 @@
  * kinesis` and `--source dynamodb-streams` (an in-process shard log with the stream mappings'
  * semantics) on the café sample and on the inventory example, each passing the exactly-once check.
  */
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import type { RunReport } from '../../packages/local/src/report.js';
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** `idempotent-consumer local …` from the sources, as `npm run cli -- local …` runs it. */
-function local(args: readonly string[], timeoutMs = 400_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=@idempotent-consumer/source', '--import', 'tsx', 'packages/cli/src/run.ts', 'local', ...args],
-      { cwd: process.cwd(), env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGINT');
-      reject(new Error(`${args.join(' ')} did not finish in ${timeoutMs} ms:\n${stderr.slice(-2000)}`));
-    }, timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-const lastJsonLine = (stdout: string): RunReport => JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as RunReport;
+import { lastJsonReport, runLocalCli } from '../support/localCli.js';
 
 const cafe = [
   '--handler',
@@ -61,10 +25,10 @@ describe('idempotent-consumer local --source kinesis | dynamodb-streams', () => 
   it.each([['kinesis'], ['dynamodb-streams']])(
     'runs the café sample through %s: every message applied once, a duplicate, or dead-lettered for a reason of its own',
     async (source) => {
-      const result = await local([...cafe, '--source', source, '--shards', '3', '--json']);
+      const result = await runLocalCli([...cafe, '--source', source, '--shards', '3', '--json']);
 
       expect(result.code, result.stderr.slice(-3000)).toBe(0);
-      const report = lastJsonLine(result.stdout);
+      const report = lastJsonReport(result.stdout);
       expect(report).toMatchObject({ source, check: { ok: true, problems: [] } });
       expect(report.applied + report.duplicates + report.deadLettered).toBe(report.messagesIn);
       expect(report.retried).toBeGreaterThan(0);
@@ -83,7 +47,7 @@ describe('idempotent-consumer local --source kinesis | dynamodb-streams', () => 
   );
 
   it('refuses a stream source with --fifo, before starting anything', async () => {
-    const result = await local([...cafe, '--source', 'kinesis', '--fifo']);
+    const result = await runLocalCli([...cafe, '--source', 'kinesis', '--fifo']);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/--source kinesis cannot run with --fifo/);
   }, 120_000);

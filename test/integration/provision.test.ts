@@ -290,6 +290,7 @@ describe('provisionResources', () => {
   });
 
   // Only the embedded emulators can be stopped and restarted by a test (a data directory is theirs).
+  // skipped unless embedded: only the embedded emulators can be stopped and restarted by a test
   describe.skipIf(awsEndpoints().source !== 'embedded')('with a kept data directory', () => {
     it('finds the tables and items of an earlier run after the emulators restart', async () => {
       // Arrange: a run that provisions and writes, then stops.
