@@ -15,5 +15,9 @@ export const cafeTables = {
 /** The café's logical table names: what its `read`, `state.get`, writes and `context.tableName` may name (a misspelt one does not compile). */
 export type CafeTable = keyof typeof cafeTables;
 
-/** The café consumer's settings: the library's defaults with its own name and Kafka topic. */
-export const cafeSettings = withOverrides({ consumerName: 'cafe-orders', kafka: { topic: 'orders' } });
+/**
+ * The café consumer's settings: the library's defaults with its own name and Kafka topic, and
+ * out-of-order events parked (a payment that arrives before its order waits in the inbox table
+ * and is applied by the invocation that applies the order, instead of coming back from the queue).
+ */
+export const cafeSettings = withOverrides({ consumerName: 'cafe-orders', kafka: { topic: 'orders' }, retry: { parkOutOfOrder: true } });

@@ -34,6 +34,15 @@ describe('classify: the one place that decides', () => {
     expect(classify(error)).toEqual({ retryable: false, reason, errorType: reason, errorMessage: error.message, countsAsAttempt: true });
   });
 
+  it('marks a wait for a predecessor (PredecessorNotApplied and its subclasses) so that it may be parked, and no other retryable error', () => {
+    class ReservationNotKnownYet extends PredecessorNotApplied {}
+    expect(classify(new PredecessorNotApplied('order not placed yet'))).toMatchObject({ retryable: true, waitsForPredecessor: true });
+    expect(classify(new ReservationNotKnownYet('r-1'))).toMatchObject({ retryable: true, waitsForPredecessor: true });
+    expect(classify(new StockLedgerBehind('later'))).not.toHaveProperty('waitsForPredecessor');
+    expect(classify(new TransactionConflict('lost'))).not.toHaveProperty('waitsForPredecessor');
+    expect(classify(awsError('ThrottlingException', 400))).not.toHaveProperty('waitsForPredecessor');
+  });
+
   it("takes a user's reason from the subclass name, or from the reason it was given", () => {
     expect(classify(new OutOfStock('sku-1 has 0 left'))).toMatchObject({ retryable: false, reason: 'OutOfStock' });
     expect(classify(new BusinessRuleViolation('x', { cause: 1 }))).toMatchObject({ reason: 'BusinessRuleViolation' });

@@ -23,6 +23,8 @@ export interface Classification {
   readonly countsAsAttempt: boolean;
   /** When the message may be tried again, in epoch milliseconds, if known (a side-effect lock's expiry). */
   readonly retryAt?: number;
+  /** `true` for a `PredecessorNotApplied` (or a subclass): the message waits for an earlier one of its ordering key and may be parked. */
+  readonly waitsForPredecessor?: true;
 }
 
 /** Powertools idempotency's "another invocation holds the lock" error, recognised by name (no import at cold start). */
@@ -66,7 +68,14 @@ export function classify(error: unknown, userClassify?: (error: unknown) => Erro
   if (isConsumerError(error)) {
     // By its marks, not `instanceof`: an error from another copy of the library counts the same.
     return error.retryable
-      ? { retryable: true, reason: undefined, errorType, errorMessage, countsAsAttempt: true }
+      ? {
+          retryable: true,
+          reason: undefined,
+          errorType,
+          errorMessage,
+          countsAsAttempt: true,
+          ...((error as { waitsForPredecessor?: unknown }).waitsForPredecessor === true ? { waitsForPredecessor: true as const } : {}),
+        }
       : {
           retryable: false,
           reason: typeof error.reason === 'string' ? toFailureReason(error.reason) : toFailureReason(errorType),

@@ -32,6 +32,7 @@ import type { Delivery, DeliveryResult } from './engine/Delivery.js';
 import { ItemCache } from './engine/ItemCache.js';
 import { type DeadLetterSink, processDeliveries, type ProcessDeliveriesDeps } from './engine/processDeliveries.js';
 import { AttemptLog } from './inbox/AttemptLog.js';
+import { ParkedMessages } from './inbox/ParkedMessages.js';
 import { LogObserver } from './observability/LogObserver.js';
 import { MetricName, MetricsObserver } from './observability/MetricsObserver.js';
 import { combineObservers, type OutcomeObserver } from './observability/outcomes.js';
@@ -349,6 +350,11 @@ async function buildEnvironment<Event>(
     ...(runtime.sleep === undefined ? {} : { sleep: runtime.sleep }),
     ...(runtime.tracer === undefined ? {} : { tracer: runtime.tracer }),
   });
+  // Loaded at the first retry, with the SQS client: an invocation that retries nothing never loads either.
+  const backoff = startOnce(async (): Promise<RetryBackoff> => {
+    const [client, { RetryBackoff: Backoff }] = await Promise.all([sqs(), import('./batch/retryBackoff.js')]);
+    return new Backoff({ sqs: client });
+  });
   const deps: ProcessDeliveriesDeps<Event> = {
     definition,
     config,
@@ -366,13 +372,21 @@ async function buildEnvironment<Event>(
     observer: combineObservers(new LogObserver(logger), new MetricsObserver(metrics), runtime.observer),
     logger,
     now,
+    ...(config.parkOutOfOrder === true && !config.fifo
+      ? {
+          parking: new ParkedMessages({
+            client,
+            tableName: config.inboxTable,
+            consumerName: config.consumerName,
+            ttlSeconds: config.inboxTtlSeconds,
+            now,
+            deleter: backoff,
+            logger,
+          }),
+        }
+      : {}),
     ...(runtime.tracer === undefined ? {} : { tracer: runtime.tracer }),
   };
-  // Loaded at the first retry, with the SQS client: an invocation that retries nothing never loads either.
-  const backoff = startOnce(async (): Promise<RetryBackoff> => {
-    const [client, { RetryBackoff: Backoff }] = await Promise.all([sqs(), import('./batch/retryBackoff.js')]);
-    return new Backoff({ sqs: client });
-  });
   return {
     config,
     logger,

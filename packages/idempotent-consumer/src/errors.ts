@@ -172,8 +172,16 @@ export class InvalidWrite extends NonRetryableError {
   }
 }
 
-/** The event's predecessor has not been applied yet; it may apply once it has. Throw it from `decide`. */
+/**
+ * The event's predecessor has not been applied yet; it may apply once it has. Throw it from `decide`.
+ *
+ * On a standard queue with `retry.parkOutOfOrder` on, a message that fails with it (or a subclass)
+ * is parked: its record waits in the inbox table and is decided again as soon as a message of its
+ * ordering key is applied (see docs/parking.md).
+ */
 export class PredecessorNotApplied extends RetryableError {
+  /** Marks the error as a wait for a predecessor (read by mark, not `instanceof`: another copy of the library counts the same). */
+  readonly waitsForPredecessor = true;
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'PredecessorNotApplied';

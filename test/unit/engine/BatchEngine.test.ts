@@ -568,7 +568,14 @@ describe('BatchEngine: reading before acting on doubt', () => {
     expect(h.fake.names()).toEqual(['BatchGetCommand']);
     expect(units[0]!.verdict).toEqual({
       kind: 'failed',
-      failure: { retryable: true, reason: undefined, errorType: 'PredecessorNotApplied', errorMessage: 'n is 0', countsAsAttempt: true },
+      failure: {
+        retryable: true,
+        reason: undefined,
+        errorType: 'PredecessorNotApplied',
+        errorMessage: 'n is 0',
+        countsAsAttempt: true,
+        waitsForPredecessor: true,
+      },
     });
     expect(h.cache.get(accountKey('A').id)).toEqual({ exists: false, item: undefined });
   });

@@ -1,4 +1,4 @@
-import { ChangeMessageVisibilityBatchCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { MAX_VISIBILITY_SECONDS } from './backoffSeconds.js';
 
 export { backoffSeconds } from './backoffSeconds.js';
@@ -62,6 +62,34 @@ export class RetryBackoff {
       }
     }
     return changed;
+  }
+
+  /**
+   * Deletes messages from their source queues by receipt handle, 10 per request: the parked
+   * messages another delivery settled (see `ParkedMessages`). A receipt handle of an earlier
+   * receive deletes nothing once the message was received again (SQS then answers success or an
+   * entry error; either way the message comes back, and its inbox row makes it a duplicate).
+   *
+   * @returns how many deletions SQS reported successful
+   * @throws the SQS client's error
+   */
+  async deleteMessages(records: readonly { readonly receiptHandle: string; readonly eventSourceARN: string }[]): Promise<number> {
+    const { sqs } = this.#options;
+    let deleted = 0;
+    for (const [queueArn, group] of groupBy(records, (r) => r.eventSourceARN)) {
+      const queueUrl = await this.#queueUrl(queueArn);
+      for (let i = 0; i < group.length; i += 10) {
+        const chunk = group.slice(i, i + 10);
+        const output = await sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: chunk.map((record, index) => ({ Id: String(index), ReceiptHandle: record.receiptHandle })),
+          }),
+        );
+        deleted += output.Successful?.length ?? 0;
+      }
+    }
+    return deleted;
   }
 
   #queueUrl(queueArn: string): Promise<string> {

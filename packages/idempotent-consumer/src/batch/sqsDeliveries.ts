@@ -44,6 +44,7 @@ export function sqsDeliveries(records: readonly SQSRecord[], fifo: boolean): Del
       },
       ...(redriveOf === undefined ? {} : { redriveOf }),
       ...(traceHeader === undefined ? {} : { traceHeader }),
+      ...(fifo ? {} : { sqsRecord: record }),
     };
   });
 }

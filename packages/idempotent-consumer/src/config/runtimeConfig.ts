@@ -37,6 +37,12 @@ export interface RuntimeConfig {
   readonly kafkaRetryDelaySeconds?: number;
   /** Kafka: retry a retryable failure until it succeeds, without `maxAttempts` (`KAFKA_RETRY_UNTIL_SUCCESS=true`). @default false */
   readonly kafkaRetryUntilSuccess?: boolean;
+  /**
+   * `retry.parkOutOfOrder`: on a standard queue, a message that fails `PredecessorNotApplied` is
+   * parked in the inbox table and decided again when a message of its ordering key is applied
+   * (`PARK_OUT_OF_ORDER`; off when unset).
+   */
+  readonly parkOutOfOrder?: boolean;
   /** The business tables: logical name → physical name. */
   readonly tables: Readonly<Record<string, string>>;
 }
@@ -94,6 +100,9 @@ export function readRuntimeConfig(
   const untilSuccess = environment[env.kafkaRetryUntilSuccess] ?? '';
   if (untilSuccess !== '' && untilSuccess !== 'true' && untilSuccess !== 'false')
     problems.push(`${env.kafkaRetryUntilSuccess} must be "true" or "false" (or unset), got ${JSON.stringify(untilSuccess)}`);
+  const park = environment[env.parkOutOfOrder] ?? '';
+  if (park !== '' && park !== 'true' && park !== 'false')
+    problems.push(`${env.parkOutOfOrder} must be "true" or "false" (or unset), got ${JSON.stringify(park)}`);
   const delayText = environment[env.kafkaRetryDelaySeconds] ?? '';
   const kafkaRetryDelaySeconds = delayText === '' ? 0 : Number(delayText);
   if (!Number.isInteger(kafkaRetryDelaySeconds) || kafkaRetryDelaySeconds < 0)
@@ -122,6 +131,7 @@ export function readRuntimeConfig(
     provenance: provenance === 'true',
     kafkaRetryDelaySeconds: Number.isInteger(kafkaRetryDelaySeconds) && kafkaRetryDelaySeconds > 0 ? kafkaRetryDelaySeconds : 0,
     kafkaRetryUntilSuccess: untilSuccess === 'true',
+    parkOutOfOrder: park === 'true',
     tables,
   };
   if (config.consumerName !== '' && !/^[A-Za-z0-9_-]{1,64}$/.test(config.consumerName)) {

@@ -1,4 +1,5 @@
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
 import type { Classification } from '../classifier.js';
 
 /** How a source counts a message's attempts. */
@@ -54,6 +55,13 @@ export interface Delivery {
    * record): `processDeliveries` then gives them the invocation's own (`_X_AMZN_TRACE_ID`).
    */
   readonly traceHeader?: string;
+  /**
+   * The SQS record it came as, on a standard queue: what parking stores (see `ParkedMessages`).
+   * `undefined` on a FIFO queue and on the other sources, which are never parked.
+   */
+  readonly sqsRecord?: SQSRecord;
+  /** `true` when it was read from the park (a parked record decided again), not received from the source. */
+  readonly fromPark?: true;
 }
 
 /** What became of one delivery. */
@@ -78,4 +86,6 @@ export interface DeliveryResult {
   readonly fields: Readonly<Record<string, string | number | boolean>>;
   /** Time from the start of the batch to this delivery's verdict, in milliseconds. */
   readonly durationMs: number;
+  /** A retry whose record was parked (see `ParkedMessages`). */
+  readonly parked?: true;
 }

@@ -4,6 +4,8 @@ import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { FailureReason, NotAttempted } from '../errors.js';
 import type { AttemptLog } from '../inbox/AttemptLog.js';
+import type { ParkedMessages, ParkedRecord, ParkRelease } from '../inbox/ParkedMessages.js';
+import { sqsDeliveries } from '../batch/sqsDeliveries.js';
 import { Outcome, type OutcomeObserver } from '../observability/outcomes.js';
 import { invocationTraceHeader } from '../observability/traceHeader.js';
 import { type SegmentTracer, TraceSegmentName, traced } from '../observability/traceSegments.js';
@@ -31,6 +33,12 @@ export interface ProcessDeliveriesDeps<Event> {
   readonly now: () => Date;
   /** Opens the batch's subsegments (`## batch` and its phases) when given and tracing. @default none: no subsegment */
   readonly tracer?: SegmentTracer;
+  /**
+   * The park of out-of-order messages (`retry.parkOutOfOrder`, standard queues): given, a delivery
+   * that fails `PredecessorNotApplied` is parked, and the parked messages of the batch's ordering
+   * keys are decided again once a message of their key is applied. @default none: nothing is parked
+   */
+  readonly parking?: ParkedMessages;
 }
 
 /** A delivery's verdict while the batch is being settled. */
@@ -48,6 +56,14 @@ interface Working {
   /** It is in the dead-letter queue already (sent before its successors committed). */
   sent: boolean;
   settledAt: number;
+  /** Its record was parked in this batch. */
+  parked?: boolean;
+  /** It was read from the park (not part of the batch): what to release once it is settled. */
+  park?: ParkedRecord;
+  /** It was parked in this batch, then applied (or found a duplicate): its park entry's stored text, to remove. */
+  leftPark?: string;
+  /** Taken up from the park and found dead-lettered by its own earlier delivery: its entry goes, the message is not deleted. */
+  keepMessage?: boolean;
 }
 
 /**
@@ -160,6 +176,7 @@ async function processBatch<Event>(
     };
   });
 
+  const parking = parkingOf(deps, deliveries);
   await deadLetterBeforeSuccessors(working, stops, deps);
   try {
     await engine.settle(units, clock, stops, (settled) => deadLetter(settled.map(candidateOfUnit), deps));
@@ -169,6 +186,14 @@ async function processBatch<Event>(
       if (unit.verdict === undefined) unit.verdict = { kind: 'failed', failure: classify(error) };
     }
   }
+  // Read after the commit, strongly consistent, for the keys that had a message applied: a message
+  // parked before it is seen (see `parkWaiting` for one parked while this batch committed).
+  const parkedRead =
+    parking === undefined
+      ? new Map<string, ParkedRecord[]>()
+      : await parking.read(units.filter((unit) => unit.verdict?.kind === 'applied').map((unit) => unit.orderingKey));
+  const fromPark = parking === undefined ? [] : await decideWaiting(units, parkedRead, deps, clock, working.length);
+  working.push(...fromPark);
   for (const work of working) {
     const unit = work.unit;
     if (unit === undefined) continue;
@@ -179,6 +204,12 @@ async function processBatch<Event>(
     else {
       work.alreadyMarked = verdict.alreadyMarked === true;
       work.sent = verdict.sent === true;
+      // Taken up from the park, it was dead-lettered by an earlier delivery of its own: that delivery
+      // sent it (or, its send failed, left it in the queue to be sent again), not this one.
+      if (work.park !== undefined && work.alreadyMarked && !verdict.failure.retryable) {
+        work.sent = true;
+        work.keepMessage = true;
+      }
       work.verdict = verdict.failure.retryable
         ? {
             kind: 'retry',
@@ -192,13 +223,16 @@ async function processBatch<Event>(
 
   stopScopes(working, logger);
   await countAttempts(working, deps);
+  if (parking !== undefined) await parkWaiting(working, parking, deps, clock);
   await sendDeadLetters(working, deps);
   // A dead letter that could not be sent is retried: its scope stops there too.
   stopScopes(working, logger);
-  const reported = reportedDeliveries(working);
-  await countSkips(working, reported, deps);
+  const received = working.filter((work) => work.park === undefined);
+  const reported = reportedDeliveries(received);
+  await countSkips(received, reported, deps);
+  if (parking !== undefined) await parking.release(releasesOf(working, parkedRead));
 
-  const results: DeliveryResult[] = working.map((work) => ({
+  const toResult = (work: Working): DeliveryResult => ({
     delivery: work.delivery,
     verdict: work.verdict,
     reported: reported.has(work.index),
@@ -206,9 +240,218 @@ async function processBatch<Event>(
     orderingKey: work.orderingKey,
     fields: work.fields,
     durationMs: work.settledAt - started,
-  }));
+    ...(work.parked === true ? { parked: true as const } : {}),
+  });
+  const results: DeliveryResult[] = received.map(toResult);
   for (const result of results) observe(result, deps.observer);
+  // Those taken up from the park, in the order they were settled (a chain applies pass after pass).
+  const taken = working.filter((work) => work.park !== undefined).sort((a, b) => a.settledAt - b.settledAt);
+  for (const work of taken) observe(toResult(work), deps.observer);
   return results;
+}
+
+/** The park, when the batch can use it: given, and every delivery an SQS record of a standard queue. */
+function parkingOf(deps: ProcessDeliveriesDeps<unknown>, deliveries: readonly Delivery[]): ParkedMessages | undefined {
+  if (deps.parking === undefined || deliveries.length === 0) return undefined;
+  return deliveries.every((delivery) => delivery.sqsRecord !== undefined && delivery.scope === undefined) ? deps.parking : undefined;
+}
+
+/** Decisions of waiting messages again: rounds a batch may add after its own (each one settles what a message of its key unblocked). */
+const MAX_WAKE_PASSES = 8;
+
+/** Whether a unit's verdict is a wait for its predecessor (a retryable `PredecessorNotApplied`). */
+function waitsForPredecessor(unit: Unit): boolean {
+  const verdict = unit.verdict;
+  return verdict?.kind === 'failed' && verdict.failure.retryable && verdict.failure.waitsForPredecessor === true;
+}
+
+/**
+ * Decides again, after the batch settled, the messages that wait for a predecessor whose ordering
+ * key had a message applied: the batch's own (they are not parked then, nor retried) and those
+ * read from the park for those keys (taken up from the park: decided here, deleted from the queue
+ * once settled). Pass after pass, while a pass applies something (a parked third event of a key waits for
+ * the second parked beside it), at most {@link MAX_WAKE_PASSES}; the engine's clock stops it
+ * in time.
+ *
+ * A batch message decided again keeps its first verdict when the new one is a retry that was not
+ * an attempt (too little time left): it was attempted.
+ *
+ * @returns the working entries of the messages taken up from the park (their `index` after the batch's)
+ */
+async function decideWaiting<Event>(
+  units: readonly Unit<Event>[],
+  parked: ReadonlyMap<string, readonly ParkedRecord[]>,
+  deps: ProcessDeliveriesDeps<Event>,
+  clock: InvocationClock,
+  firstIndex: number,
+): Promise<Working[]> {
+  const { definition, config, engine, logger } = deps;
+  const taken: Working[] = [];
+  const takenUnits: Unit<Event>[] = [];
+  const seen = new Set(units.map((unit) => unit.delivery.messageId));
+  let unblocked = new Set(units.filter((unit) => unit.verdict?.kind === 'applied').map((unit) => unit.orderingKey));
+  for (let pass = 0; pass < MAX_WAKE_PASSES && unblocked.size > 0; pass += 1) {
+    const again: Unit<Event>[] = [...units, ...takenUnits].filter((unit) => unblocked.has(unit.orderingKey) && waitsForPredecessor(unit));
+    for (const key of unblocked) {
+      for (const entry of parked.get(key) ?? []) {
+        if (seen.has(entry.record.messageId)) continue;
+        seen.add(entry.record.messageId);
+        const delivery: Delivery = { ...sqsDeliveries([entry.record], false)[0]!, fromPark: true };
+        const p = parseDelivery(delivery, definition, config.tables);
+        // It parsed when it was parked; if it no longer does (the consumer changed), its wake-up decides it.
+        if (!p.ok) continue;
+        const index = firstIndex + taken.length;
+        const unit: Unit<Event> = {
+          ...p,
+          index,
+          verified: false,
+          snapshot: false,
+          losses: 0,
+          solo: false,
+          verdict: undefined,
+          settledAt: undefined,
+        };
+        takenUnits.push(unit);
+        again.push(unit);
+        taken.push({
+          delivery,
+          index,
+          unit,
+          idempotencyKey: p.idempotencyKey,
+          payloadHash: p.payloadHash,
+          orderingKey: p.orderingKey,
+          fields: p.fields,
+          verdict: { kind: 'applied' },
+          alreadyMarked: false,
+          sent: false,
+          settledAt: performance.now(),
+          park: entry,
+        });
+      }
+    }
+    if (again.length === 0) return taken;
+    const before = new Map(again.map((unit) => [unit, unit.verdict]));
+    for (const unit of again) {
+      unit.verdict = undefined;
+      unit.settledAt = undefined;
+      unit.verified = false;
+      unit.snapshot = false;
+      unit.inboxRead = false;
+    }
+    // Batch order: the batch's own first, then the parked ones by the time they were sent.
+    again.sort((a, b) => a.index - b.index);
+    try {
+      await engine.settle(again, clock);
+    } catch (error) {
+      logger?.error('deciding the waiting messages again failed unexpectedly; they wait for their wake-up', {
+        error: describeError(error),
+      });
+    }
+    for (const unit of again) {
+      const previous = before.get(unit);
+      const verdict = unit.verdict;
+      const notAttempted =
+        verdict === undefined || (verdict.kind === 'failed' && verdict.failure.retryable && !verdict.failure.countsAsAttempt);
+      if (notAttempted && previous !== undefined) unit.verdict = previous;
+      else if (verdict === undefined) unit.verdict = { kind: 'failed', failure: classify(new NotAttempted('not settled')) };
+    }
+    unblocked = new Set(again.filter((unit) => unit.verdict?.kind === 'applied').map((unit) => unit.orderingKey));
+  }
+  return taken;
+}
+
+/**
+ * Parks each delivery of the batch that still waits for its predecessor and has attempts left
+ * (its verdict a counted retry of `PredecessorNotApplied`): its SQS record goes to the park; a
+ * delivery that could not be parked is retried as without parking.
+ *
+ * Then each parked one is decided again on a strongly consistent read of its items: a predecessor
+ * that committed while it was being parked is seen here. Why this closes the race: the invocation
+ * that applies a message reads the park strongly consistent *after* its commit; if that read did
+ * not see this park, it ended before the park was written, so its commit ended before this read
+ * starts, and this read sees it. A parked message applied here leaves the park at once.
+ */
+async function parkWaiting<Event>(
+  working: Working[],
+  parking: ParkedMessages,
+  deps: ProcessDeliveriesDeps<Event>,
+  clock: InvocationClock,
+): Promise<void> {
+  await Promise.all(
+    working.map(async (work) => {
+      const { verdict, delivery } = work;
+      if (work.park !== undefined || delivery.sqsRecord === undefined || work.orderingKey === undefined) return;
+      if (verdict.kind !== 'retry' || verdict.failure.waitsForPredecessor !== true || !verdict.failure.countsAsAttempt) return;
+      work.parked = await parking.park(work.orderingKey, delivery.sqsRecord);
+    }),
+  );
+  const parked = working.filter((work) => work.parked === true && work.unit !== undefined);
+  if (parked.length === 0) return;
+  const units = parked.map((work) => work.unit!) as Unit<Event>[];
+  const before = new Map(units.map((unit) => [unit, unit.verdict]));
+  for (const unit of units) {
+    unit.verdict = undefined;
+    unit.settledAt = undefined;
+    unit.verified = false;
+    unit.snapshot = false;
+    unit.inboxRead = false;
+    // Not verified: its failure on what the engine believes makes the engine read its items again.
+  }
+  try {
+    await deps.engine.settle(units, clock);
+  } catch (error) {
+    deps.logger?.error('deciding parked messages again failed unexpectedly; they wait in the park', { error: describeError(error) });
+  }
+  for (const work of parked) {
+    const unit = work.unit!;
+    const verdict = unit.verdict;
+    if (verdict?.kind === 'applied' || verdict?.kind === 'duplicate') {
+      work.verdict = { kind: verdict.kind };
+      work.settledAt = unit.settledAt ?? performance.now();
+      work.parked = false;
+      work.leftPark = JSON.stringify(work.delivery.sqsRecord);
+    } else unit.verdict = before.get(unit as Unit<Event>);
+  }
+}
+
+/**
+ * What leaves the park: a message taken up from it and settled (applied, a duplicate, or sent to
+ * the dead-letter queue) is removed and deleted from the queue; a batch message that was parked
+ * before (its wake-up) and is settled now is removed (the event source mapping deletes it).
+ */
+function releasesOf(working: readonly Working[], parked: ReadonlyMap<string, readonly ParkedRecord[]>): ParkRelease[] {
+  const settled = (work: Working) =>
+    work.verdict.kind === 'applied' || work.verdict.kind === 'duplicate' || (work.verdict.kind === 'dead-lettered' && work.sent);
+  const releases: ParkRelease[] = [];
+  for (const work of working) {
+    if (!settled(work)) continue;
+    if (work.park !== undefined) {
+      const { record, orderingKey, stored } = work.park;
+      releases.push({
+        orderingKey,
+        messageId: record.messageId,
+        stored,
+        ...(work.keepMessage === true
+          ? {}
+          : { deleteMessage: { receiptHandle: record.receiptHandle, eventSourceARN: record.eventSourceARN } }),
+      });
+      continue;
+    }
+    if (work.orderingKey === undefined) continue;
+    const lastVerdict = work.unit?.verdict;
+    if (work.verdict.kind === 'dead-lettered' && lastVerdict?.kind === 'failed' && lastVerdict.failure.waitsForPredecessor === true) {
+      // Dead-lettered while waiting (its attempts spent): parked on its earlier attempts, it leaves the park.
+      releases.push({ orderingKey: work.orderingKey, messageId: work.delivery.messageId });
+      continue;
+    }
+    if (work.leftPark !== undefined) {
+      releases.push({ orderingKey: work.orderingKey, messageId: work.delivery.messageId, stored: work.leftPark });
+      continue;
+    }
+    const entry = parked.get(work.orderingKey)?.find((candidate) => candidate.record.messageId === work.delivery.messageId);
+    if (entry !== undefined) releases.push({ orderingKey: work.orderingKey, messageId: entry.record.messageId, stored: entry.stored });
+  }
+  return releases;
 }
 
 /** Turns a retryable failure on the last real attempt into `RetriesExhausted`. */
@@ -475,6 +718,8 @@ function observe(result: DeliveryResult, observer: OutcomeObserver): void {
     errorMessage: failure?.errorMessage,
     countsAsAttempt: verdict.kind === 'retry' ? verdict.failure.countsAsAttempt : undefined,
     durationMs: result.durationMs,
+    ...(result.parked === true ? { parked: true as const } : {}),
+    ...(result.delivery.fromPark === true ? { fromPark: true as const } : {}),
   });
 }
 

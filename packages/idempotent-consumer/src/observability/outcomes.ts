@@ -42,6 +42,19 @@ export interface OutcomeRecord {
   readonly countsAsAttempt: boolean | undefined;
   /** Time from the start of its batch to its outcome, in milliseconds. */
   readonly durationMs: number;
+  /**
+   * `true` on a retried delivery that was parked: it failed `PredecessorNotApplied` on a standard
+   * queue with `retry.parkOutOfOrder` on, and its record now waits in the inbox table, to be decided
+   * again as soon as a message of its ordering key is applied (the message is then deleted from the
+   * queue: no redelivery), else when its visibility delay ends (its wake-up). Absent otherwise.
+   */
+  readonly parked?: true;
+  /**
+   * `true` when the delivery was decided from the park (the inbox table's copy of a parked
+   * delivery, taken up by the invocation that applied a message of its ordering key), not from a
+   * receive of the source: it is not a redelivery. Absent otherwise.
+   */
+  readonly fromPark?: true;
 }
 
 /** Receives every outcome: a logger, a metrics writer, the local runtime's report. */

@@ -153,6 +153,9 @@ export function settingsProblems(settings: ConsumerSettings): string[] {
   if (retry.backoffMaxSeconds > 43_200) {
     problems.push(`retry backoffMaxSeconds ${retry.backoffMaxSeconds} exceeds the SQS visibility maximum of 43200 s`);
   }
+  if (retry.parkOutOfOrder !== undefined && typeof retry.parkOutOfOrder !== 'boolean') {
+    problems.push(`retry parkOutOfOrder must be true or false, got ${JSON.stringify(retry.parkOutOfOrder)}`);
+  }
   const minRemaining = idempotency.sideEffectMinRemainingMs;
   if (!Number.isInteger(minRemaining) || minRemaining < 1 || minRemaining >= fn.timeoutSeconds * 1000) {
     problems.push(

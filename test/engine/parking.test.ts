@@ -1,0 +1,285 @@
+/**
+ * Parking out-of-order messages (`retry.parkOutOfOrder`, issue 19 part 5) on a consumer of its own
+ * (parcels that go through numbered steps), against DynamoDB Local and the SQS server: a message
+ * whose predecessor has not been applied waits in the inbox table, is applied by the invocation
+ * that applies its predecessor, and is deleted from the queue with its parked receipt handle, so
+ * it is not redelivered; one whose predecessor never comes is dead-lettered `RetriesExhausted` on
+ * its last attempt, as without parking.
+ */
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import { type IdempotentConsumerOptions, PredecessorNotApplied, BusinessRuleViolation, type TableDefinition } from 'idempotent-consumer';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+import { deadLetters } from '../support/cafeHarness.js';
+import { consumerEnvironment, inboxRowOf, outcomeList, recordFromMessage, sourceRecord, storedItem } from '../support/consumerHarness.js';
+import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
+import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
+import { awsClients, describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
+
+const describe = describeUnlessDeployedStack(
+  'a consumer with a table of its own and parking on: a deployed stack has the café, without parking',
+);
+
+const StepEvent = z.object({ eventId: z.string().min(1), parcelId: z.string().min(1), step: z.number().int().min(1) });
+type StepEvent = z.infer<typeof StepEvent>;
+type Parcel = { parcelId: string; step: number };
+const tables = { parcels: { partitionKey: 'parcelId' } } as const satisfies Record<string, TableDefinition>;
+
+/** Step n applies only on step n − 1 (step 1 on no parcel); an earlier or equal step can never apply. */
+const parcelConsumer: IdempotentConsumerOptions<StepEvent> = {
+  schema: StepEvent,
+  idempotencyKey: 'eventId',
+  orderingKey: 'parcelId',
+  tables,
+  read: (event) => [{ table: 'parcels', key: { parcelId: event.parcelId } }],
+  decide: (event, state) => {
+    const parcel = state.get<Parcel>('parcels', { parcelId: event.parcelId });
+    const at = parcel?.step ?? 0;
+    if (event.step > at + 1) throw new PredecessorNotApplied(`parcel ${event.parcelId} is at step ${at}, step ${event.step} waits`);
+    if (event.step <= at) throw new BusinessRuleViolation(`parcel ${event.parcelId} is past step ${event.step}`);
+    return { writes: [{ Put: { TableName: 'parcels', Item: { parcelId: event.parcelId, step: event.step } } }] };
+  },
+};
+
+const step = (parcelId: string, n: number): StepEvent => ({ eventId: `${parcelId}-${n}`, parcelId, step: n });
+
+describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
+  let env: TestResources;
+  beforeAll(async () => {
+    env = await testResources('parking', tables, { consumerName: 'parcels', retry: { parkOutOfOrder: true, backoffBaseSeconds: 2 } });
+  });
+  afterAll(() => env.dispose());
+
+  /** Sends one body to the source queue and receives it (alone), as the event source mapping would hand it over. */
+  async function sendAndReceive(body: StepEvent): Promise<SQSRecord> {
+    await env.sqs.send(new SendMessageCommand({ QueueUrl: env.resources.queueUrl, MessageBody: JSON.stringify(body) }));
+    for (let tries = 0; tries < 20; tries += 1) {
+      const { Messages = [] } = await env.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: env.resources.queueUrl,
+          MaxNumberOfMessages: 1,
+          WaitTimeSeconds: 1,
+          MessageSystemAttributeNames: ['All'],
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      if (Messages[0] !== undefined) return recordFromMessage(Messages[0], env.resources.queueArn);
+    }
+    throw new Error('the message did not arrive');
+  }
+
+  /** What the event source mapping does with an acknowledged message: deletes it. */
+  async function acknowledge(record: SQSRecord, response: SQSBatchResponse): Promise<void> {
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).not.toContain(record.messageId);
+    const { DeleteMessageCommand } = await import('@aws-sdk/client-sqs');
+    await env.sqs.send(new DeleteMessageCommand({ QueueUrl: env.resources.queueUrl, ReceiptHandle: record.receiptHandle }));
+  }
+
+  async function parkItem(parcelId: string): Promise<Record<string, unknown> | undefined> {
+    const output = await env.documentClient.send(
+      new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: `parcels#park#${parcelId}` }, ConsistentRead: true }),
+    );
+    return output.Item;
+  }
+  const parkedIds = (item: Record<string, unknown> | undefined) =>
+    Object.keys(item ?? {})
+      .filter((name) => name.startsWith('parked:'))
+      .map((name) => name.slice('parked:'.length));
+
+  async function queueCounts(): Promise<{ visible: number; inFlight: number; delayed: number }> {
+    const { Attributes = {} } = await env.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: env.resources.queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+      }),
+    );
+    return {
+      visible: Number(Attributes.ApproximateNumberOfMessages),
+      inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible),
+      delayed: Number(Attributes.ApproximateNumberOfMessagesDelayed),
+    };
+  }
+
+  it('parks a successor that arrives first; the invocation of another environment that applies its predecessor applies it and deletes it from the queue', async () => {
+    const first = consumerEnvironment(env, parcelConsumer);
+    const second = consumerEnvironment(env, parcelConsumer);
+    const successor = await sendAndReceive(step('P-1', 2));
+    const parked = (await first.handler(sqsEvent(successor), lambdaContext())) as SQSBatchResponse;
+    // Reported: it stays in flight for its backoff (its wake-up), its record in the park.
+    expect(parked).toEqual({ batchItemFailures: [{ itemIdentifier: successor.messageId }] });
+    expect(first.outcomes).toMatchObject([
+      { messageId: successor.messageId, outcome: 'retried', errorType: 'PredecessorNotApplied', parked: true },
+    ]);
+    expect(parkedIds(await parkItem('P-1'))).toEqual([successor.messageId]);
+    expect(await inboxRowOf(env, 'P-1-2')).toBeUndefined();
+
+    const predecessor = await sendAndReceive(step('P-1', 1));
+    const applied = (await second.handler(sqsEvent(predecessor), lambdaContext())) as SQSBatchResponse;
+    await acknowledge(predecessor, applied);
+    expect(outcomeList(second.outcomes)).toEqual([`${predecessor.messageId}:applied`, `${successor.messageId}:applied`]);
+    expect(second.outcomes[1]).toMatchObject({ fromPark: true, idempotencyKey: 'P-1-2' });
+    expect(await storedItem(env, 'parcels', { parcelId: 'P-1' })).toMatchObject({ step: 2 });
+    expect(await inboxRowOf(env, 'P-1-2')).toMatchObject({ status: 'applied', messageId: successor.messageId });
+    expect(parkedIds(await parkItem('P-1'))).toEqual([]);
+    // Deleted with the parked receipt handle: nothing in flight, nothing comes back after the backoff.
+    expect(await queueCounts()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const { Messages = [] } = await env.sqs.send(new ReceiveMessageCommand({ QueueUrl: env.resources.queueUrl, WaitTimeSeconds: 1 }));
+    expect(Messages).toEqual([]);
+  });
+
+  it('applies a chain of parked successors in order once the first event comes, whatever order they were parked in', async () => {
+    const environment = consumerEnvironment(env, parcelConsumer);
+    const fourth = await sendAndReceive(step('P-2', 4));
+    const third = await sendAndReceive(step('P-2', 3));
+    const second = await sendAndReceive(step('P-2', 2));
+    for (const record of [fourth, third, second]) {
+      expect(await environment.handler(sqsEvent(record), lambdaContext())).toEqual({
+        batchItemFailures: [{ itemIdentifier: record.messageId }],
+      });
+    }
+    expect(parkedIds(await parkItem('P-2')).sort()).toEqual([fourth, third, second].map((r) => r.messageId).sort());
+    environment.outcomes.length = 0;
+    const first = await sendAndReceive(step('P-2', 1));
+    await acknowledge(first, (await environment.handler(sqsEvent(first), lambdaContext())) as SQSBatchResponse);
+    expect(environment.outcomes.filter((o) => o.outcome === 'applied').map((o) => o.idempotencyKey)).toEqual([
+      'P-2-1',
+      'P-2-2',
+      'P-2-3',
+      'P-2-4',
+    ]);
+    expect(await storedItem(env, 'parcels', { parcelId: 'P-2' })).toMatchObject({ step: 4 });
+    expect(parkedIds(await parkItem('P-2'))).toEqual([]);
+    expect(await queueCounts()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it('applies a successor and its predecessor that come in one batch, successor first, without reporting or parking either', async () => {
+    const environment = consumerEnvironment(env, parcelConsumer);
+    const response = await environment.handler(
+      sqsEvent(sourceRecord(env, 'm-p3-2', step('P-3', 2)), sourceRecord(env, 'm-p3-1', step('P-3', 1))),
+      lambdaContext(),
+    );
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(outcomeList(environment.outcomes).sort()).toEqual(['m-p3-1:applied', 'm-p3-2:applied']);
+    expect(await storedItem(env, 'parcels', { parcelId: 'P-3' })).toMatchObject({ step: 2 });
+    expect(await parkItem('P-3')).toBeUndefined();
+  });
+
+  it('applies at once a successor whose predecessor commits while it is being parked (the race the read after the commit cannot see)', async () => {
+    const predecessorEnvironment = consumerEnvironment(env, parcelConsumer);
+    // The parking environment's client lets the predecessor commit (and read the park, missing it)
+    // just before the park is written.
+    const clients = awsClients();
+    let raced = false;
+    clients.dynamoDb.middlewareStack.add(
+      (next, context) => async (args) => {
+        // The document client's input, marshalled or not yet, depending on where its middleware runs.
+        const pk = (args.input as { Key?: { pk?: string | { S?: string } } }).Key?.pk;
+        const key = typeof pk === 'string' ? pk : pk?.S;
+        if (!raced && context.commandName === 'UpdateItemCommand' && key === 'parcels#park#P-4') {
+          raced = true;
+          const response = await predecessorEnvironment.handler(sqsEvent(sourceRecord(env, 'm-p4-1', step('P-4', 1))), lambdaContext());
+          expect(response).toEqual({ batchItemFailures: [] });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'commitThePredecessorFirst' },
+    );
+    try {
+      const environment = consumerEnvironment(env, parcelConsumer, { dynamoDb: clients.dynamoDb });
+      const response = await environment.handler(sqsEvent(sourceRecord(env, 'm-p4-2', step('P-4', 2))), lambdaContext());
+      expect(raced).toBe(true);
+      // The predecessor's read of the park missed it; the re-decision after parking saw the predecessor.
+      expect(outcomeList(predecessorEnvironment.outcomes)).toEqual(['m-p4-1:applied']);
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(outcomeList(environment.outcomes)).toEqual(['m-p4-2:applied']);
+      expect(await storedItem(env, 'parcels', { parcelId: 'P-4' })).toMatchObject({ step: 2 });
+      expect(parkedIds(await parkItem('P-4'))).toEqual([]);
+    } finally {
+      clients.destroy();
+    }
+  });
+
+  it('dead-letters a successor whose predecessor never comes RetriesExhausted on its last attempt, body byte for byte, and takes it out of the park', async () => {
+    const environment = consumerEnvironment(env, parcelConsumer);
+    const body = JSON.stringify(step('P-5', 3));
+    const responses: unknown[] = [];
+    for (let receiveCount = 1; receiveCount <= 5; receiveCount += 1) {
+      responses.push(await environment.handler(sqsEvent(sourceRecord(env, 'm-p5-3', body, { receiveCount })), lambdaContext()));
+    }
+    expect(responses.slice(0, 4)).toEqual(responses.slice(0, 4).map(() => ({ batchItemFailures: [{ itemIdentifier: 'm-p5-3' }] })));
+    expect(responses[4]).toEqual({ batchItemFailures: [] });
+    expect(environment.outcomes.map((o) => [o.outcome, o.parked ?? false])).toEqual([
+      ['retried', true],
+      ['retried', true],
+      ['retried', true],
+      ['retried', true],
+      ['dead-lettered', false],
+    ]);
+    expect(environment.outcomes[4]).toMatchObject({ reason: 'RetriesExhausted', errorType: 'PredecessorNotApplied' });
+    const dlq = (await deadLetters(env)).filter((message) => deadLetterAttribute(message, 'originalMessageId') === 'm-p5-3');
+    expect(dlq.map((message) => message.Body)).toEqual([body]);
+    expect(parkedIds(await parkItem('P-5'))).toEqual([]);
+
+    // Its predecessors come later: nothing is taken up from the park, nothing is sent again.
+    environment.outcomes.length = 0;
+    for (const n of [1, 2]) await environment.handler(sqsEvent(sourceRecord(env, `m-p5-${n}`, step('P-5', n))), lambdaContext());
+    expect(outcomeList(environment.outcomes)).toEqual(['m-p5-1:applied', 'm-p5-2:applied']);
+  });
+
+  it('leaves a message taken up from the park in its place when its own earlier delivery dead-lettered it: not sent again, not deleted', async () => {
+    const environment = consumerEnvironment(env, parcelConsumer);
+    const successor = await sendAndReceive(step('P-6', 2));
+    expect(await environment.handler(sqsEvent(successor), lambdaContext())).toEqual({
+      batchItemFailures: [{ itemIdentifier: successor.messageId }],
+    });
+    // Its last attempt, in another environment whose park read missed it (a crash left the entry): dead-lettered.
+    const last = { ...successor, attributes: { ...successor.attributes, ApproximateReceiveCount: '5' } };
+    const other = consumerEnvironment(env, parcelConsumer);
+    expect(await other.handler(sqsEvent(last), lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(other.outcomes).toMatchObject([{ outcome: 'dead-lettered', reason: 'RetriesExhausted' }]);
+    const before = (await deadLetters(env)).filter((m) => deadLetterAttribute(m, 'originalMessageId') === successor.messageId);
+    expect(before).toHaveLength(1);
+    // Put the entry back as a crash between the dead letter and the release would have left it.
+    const { UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
+    await env.documentClient.send(
+      new UpdateCommand({
+        TableName: env.resources.inboxTable,
+        Key: { pk: 'parcels#park#P-6' },
+        UpdateExpression: 'SET #e = :r',
+        ExpressionAttributeNames: { '#e': `parked:${successor.messageId}` },
+        ExpressionAttributeValues: { ':r': JSON.stringify(successor) },
+      }),
+    );
+    environment.outcomes.length = 0;
+    await environment.handler(sqsEvent(sourceRecord(env, 'm-p6-1', step('P-6', 1))), lambdaContext());
+    expect(environment.outcomes).toMatchObject([
+      { messageId: 'm-p6-1', outcome: 'applied' },
+      { messageId: successor.messageId, outcome: 'dead-lettered', fromPark: true },
+    ]);
+    expect(parkedIds(await parkItem('P-6'))).toEqual([]);
+    // The dead-letter queue's visibility hides the first copy for 30 s: a second send would be visible now.
+    expect((await deadLetters(env)).filter((m) => deadLetterAttribute(m, 'originalMessageId') === successor.messageId)).toEqual([]);
+  });
+});
+
+describe('without parking (the default)', () => {
+  let env: TestResources;
+  beforeAll(async () => {
+    env = await testResources('noparking', tables, { consumerName: 'parcels' });
+  });
+  afterAll(() => env.dispose());
+
+  it('retries a successor that arrives first, writes no park item, and reads none', async () => {
+    const environment = consumerEnvironment(env, parcelConsumer);
+    const response = await environment.handler(sqsEvent(sourceRecord(env, 'm-q1-2', step('Q-1', 2))), lambdaContext());
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-q1-2' }] });
+    expect(environment.outcomes[0]).not.toHaveProperty('parked');
+    const output = await env.documentClient.send(
+      new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: 'parcels#park#Q-1' }, ConsistentRead: true }),
+    );
+    expect(output.Item).toBeUndefined();
+  });
+});
