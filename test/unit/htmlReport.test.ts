@@ -403,6 +403,40 @@ describe('renderHtmlReport', () => {
     );
   });
 
+  it('shows redeliveries, parking and end-to-end latency only when given', () => {
+    const plain = renderHtmlReport(input());
+    for (const key of ['redeliveries', 'parked', 'endToEnd']) expect(plain).not.toContain(`data-total="${key}"`);
+    const html = renderHtmlReport(
+      input({
+        redeliveries: { total: 4, perMessage: 1.3333, byReason: { Unknown: 1, PredecessorNotApplied: 3 } },
+        parking: { parked: 5, appliedFromPark: 4, decidedFromPark: 4 },
+        endToEndMs: { p50: 1250, p90: 4000, p99: 9500 },
+      }),
+    );
+    expect(html).toMatch(
+      /data-total="redeliveries"><dt>Redeliveries<\/dt><dd><span class="number">4<\/span><span class="note">1\.333 per message · most for PredecessorNotApplied \(3\)<\/span>/,
+    );
+    expect(html).toMatch(
+      /data-total="parked"><dt>Parked<\/dt><dd><span class="number">5<\/span><span class="note">out of order · 4 applied, 4 decided from the park/,
+    );
+    expect(html).toMatch(
+      /data-total="endToEnd"><dt>End to end \(p50\)<\/dt><dd><span class="number">1\.25 s<\/span><span class="note">[^<]*p90 4 s · p99 9\.5 s/,
+    );
+  });
+
+  it('refuses redeliveries, parking and end-to-end figures of a wrong shape', () => {
+    expect(() =>
+      assertHtmlReportInput({
+        ...input(),
+        redeliveries: { total: -1, perMessage: 0, byReason: { X: 0.5 } },
+        parking: { parked: 1, appliedFromPark: 'x', decidedFromPark: 0 },
+        endToEndMs: { p50: -5, p90: 1, p99: 1 },
+      }),
+    ).toThrow(
+      /redeliveries\.total: .*got -1\n.*redeliveries\.byReason\["X"\]: .*got 0\.5\n.*parking\.appliedFromPark: .*"x"\n.*endToEndMs\.p50: .*got -5/,
+    );
+  });
+
   it('draws empty states for a run without deliveries or dead letters', () => {
     const html = renderHtmlReport(
       input({ deliveries: [], deadLettersByReason: {}, totals: { messages: 0, applied: 0, duplicates: 0, retried: 0, deadLettered: 0 } }),
@@ -528,13 +562,22 @@ describe('createDeliveryRecorder and toHtmlReportInput', () => {
         },
       ],
       latencyMs: { p50: 1, p90: 2, p99: 3 },
+      endToEndMs: { p50: 1500, p90: 2000, p99: 2100 },
+      redeliveries: { total: 1, byReason: { Throttled: 1 }, perMessage: 0.333, perMessageByReason: { Throttled: 0.333 } },
       invocations: 2,
       durationMs: 3000,
       check: { ok: true, problems: [] },
       notes: ['a note'],
     };
     const made = toHtmlReportInput(report, input().deliveries, { startedAt: new Date('2025-03-14T09:26:53.589Z'), fifo: true });
-    expect(made).toEqual({ ...input(), title: 'Local run (sqs-fifo)', source: 'sqs-fifo', notes: ['a note'] });
+    expect(made).toEqual({
+      ...input(),
+      title: 'Local run (sqs-fifo)',
+      source: 'sqs-fifo',
+      notes: ['a note'],
+      redeliveries: { total: 1, perMessage: 0.333, byReason: { Throttled: 1 } },
+      endToEndMs: { p50: 1500, p90: 2000, p99: 2100 },
+    });
     expect(() => renderHtmlReport(made)).not.toThrow();
   });
 });

@@ -246,6 +246,126 @@ describe('buildReport: the counts add up to the messages sent', () => {
   });
 });
 
+describe('buildReport: redeliveries and parking', () => {
+  const retried = (messageId: string, errorType: string, extra: Partial<Pick<OutcomeRecord, 'parked' | 'fromPark'>> = {}) => ({
+    ...outcome(messageId, 'retried', messageId, undefined, errorType),
+    ...extra,
+  });
+
+  it('counts each delivery from a receive after the first, by the error of the retry it came back from', () => {
+    const report = buildReport(
+      inputs(
+        [
+          retried('m-1', 'InjectedTransientFailure'),
+          retried('m-2', 'PredecessorNotApplied'),
+          outcome('m-1', 'applied'),
+          retried('m-2', 'PredecessorNotApplied'),
+          outcome('m-3', 'applied'),
+          outcome('m-2', 'applied'),
+          outcome('m-3', 'duplicate'),
+          outcome('m-4', 'applied'),
+        ],
+        ['m-1', 'm-2', 'm-3', 'm-4'],
+      ),
+    );
+    expect(report.check).toEqual({ ok: true, problems: [] });
+    expect(report.redeliveries).toEqual({
+      total: 4,
+      byReason: { InjectedTransientFailure: 1, PredecessorNotApplied: 2, Unknown: 1 },
+      perMessage: 1,
+      perMessageByReason: { InjectedTransientFailure: 0.25, PredecessorNotApplied: 0.5, Unknown: 0.25 },
+    });
+    expect(report.parking).toBeUndefined();
+    const text = formatReport(report);
+    expect(text).toContain('  redeliveries                     4  (1 per message)\n');
+    expect(text).toContain('      PredecessorNotApplied        2  (0.5 per message)\n');
+    expect(text).not.toContain('parked');
+  });
+
+  it('rounds redeliveries per message to 3 decimals', () => {
+    const report = buildReport(inputs([retried('m-1', 'PredecessorNotApplied'), outcome('m-1', 'applied')], ['m-1', 'm-2', 'm-3']));
+    expect(report.redeliveries).toMatchObject({ total: 1, perMessage: 0.333, perMessageByReason: { PredecessorNotApplied: 0.333 } });
+  });
+
+  it('counts a parked message applied from the park as applied once and no redelivery, the check passing', () => {
+    const report = buildReport(
+      inputs([
+        retried('m-2', 'PredecessorNotApplied', { parked: true }),
+        outcome('m-1', 'applied'),
+        { ...outcome('m-2', 'applied'), fromPark: true },
+      ]),
+    );
+    expect(report.check).toEqual({ ok: true, problems: [] });
+    expect(report).toMatchObject({ applied: 2, unaccounted: 0, countsAddUp: true, retried: 1 });
+    expect(report.redeliveries).toEqual({ total: 0, byReason: {}, perMessage: 0, perMessageByReason: {} });
+    expect(report.parking).toEqual({ parked: 1, appliedFromPark: 1, decidedFromPark: 1 });
+    expect(report.notes).toEqual([]);
+    expect(formatReport(report)).toContain('  parked (out of order)            1  (applied from the park 1, decided from the park 1)\n');
+  });
+
+  it('counts a parked message that comes back at its wake-up as one redelivery for PredecessorNotApplied', () => {
+    const report = buildReport(
+      inputs([retried('m-2', 'PredecessorNotApplied', { parked: true }), outcome('m-1', 'applied'), outcome('m-2', 'applied')]),
+    );
+    expect(report.check.ok).toBe(true);
+    expect(report.redeliveries).toMatchObject({ total: 1, byReason: { PredecessorNotApplied: 1 }, perMessage: 0.5 });
+    expect(report.parking).toEqual({ parked: 1, appliedFromPark: 0, decidedFromPark: 0 });
+  });
+
+  it('counts a message that comes back after it was applied from the park as a redelivery for PredecessorNotApplied', () => {
+    // The park's delete of the message lost the race with its wake-up.
+    const report = buildReport(
+      inputs([
+        retried('m-2', 'PredecessorNotApplied', { parked: true }),
+        outcome('m-1', 'applied'),
+        { ...outcome('m-2', 'applied'), fromPark: true },
+        outcome('m-2', 'duplicate'),
+      ]),
+    );
+    expect(report.check.ok).toBe(true);
+    expect(report.redeliveries.byReason).toEqual({ PredecessorNotApplied: 1 });
+  });
+});
+
+describe('buildReport: end-to-end latency', () => {
+  it('measures each message from its send to its last final outcome observed, apart from the processing latency', () => {
+    const ids = Array.from({ length: 10 }, (_, i) => `m-${i + 1}`);
+    const base = inputs(
+      ids.map((id) => outcome(id, 'applied')),
+      ids,
+    );
+    // m-1 is retried first; m-2 is delivered again after it was applied: its later duplicate is its end.
+    const outcomes = [outcome('m-1', 'retried'), ...base.outcomes, outcome('m-2', 'duplicate')];
+    const observedAt = [1_000_050, ...ids.map((_, i) => 1_000_000 + (i + 1) * 100), 1_005_000];
+    const report = buildReport({
+      ...inputs(outcomes, ids),
+      sent: base.sent.map((message) => ({ ...message, sentAtMs: 1_000_000 })),
+      outcomesObservedAtMs: observedAt,
+    });
+    // Per message: 100 (m-1), 5000 (m-2), 300, 400, …, 1000.
+    expect(report.endToEndMs).toEqual({ p50: 700, p90: 5000, p99: 5000 });
+    expect(report.latencyMs).toEqual({ p50: 1, p90: 1, p99: 1 });
+    expect(formatReport(report)).toContain('  end to end per message     p50 700 ms, p90 5000 ms, p99 5000 ms\n');
+  });
+
+  it('leaves out messages with no final outcome or no send stamp, and is 0 without stamps', () => {
+    const base = inputs([outcome('m-1', 'applied'), outcome('m-2', 'retried')], ['m-1', 'm-2', 'm-3']);
+    const stamped = buildReport({
+      ...base,
+      sent: base.sent.map((message) => (message.messageId === 'm-3' ? message : { ...message, sentAtMs: 10 })),
+      outcomesObservedAtMs: [40, 50],
+    });
+    expect(stamped.endToEndMs).toEqual({ p50: 30, p90: 30, p99: 30 });
+    expect(buildReport(base).endToEndMs).toEqual({ p50: 0, p90: 0, p99: 0 });
+  });
+
+  it('refuses stamps that do not match the outcomes one for one', () => {
+    expect(() => buildReport({ ...inputs([outcome('m-1', 'applied')]), outcomesObservedAtMs: [] })).toThrow(
+      'outcomesObservedAtMs has 0 stamps for 1 outcomes: one per outcome',
+    );
+  });
+});
+
 describe('formatLateOutcome (--keep-running)', () => {
   it('names the outcome, the message, its key and the reason or error', () => {
     expect(formatLateOutcome(outcome('m-1', 'applied'))).toBe('applied        m-1  key=m-1');

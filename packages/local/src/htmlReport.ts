@@ -795,8 +795,8 @@ function verdict(input: HtmlReportInput): string {
 
 function totals(input: HtmlReportInput): string {
   const t = input.totals;
-  const tile = (key: string, cls: string, label: string, value: number, note: string) =>
-    `<div class="total ${cls}" data-total="${key}"><dt>${escapeHtml(label)}</dt><dd><span class="number">${count(value)}</span>` +
+  const tile = (key: string, cls: string, label: string, value: number | string, note: string) =>
+    `<div class="total ${cls}" data-total="${key}"><dt>${escapeHtml(label)}</dt><dd><span class="number">${typeof value === 'number' ? count(value) : escapeHtml(value)}</span>` +
     `${note === '' ? '' : `<span class="note">${escapeHtml(note)}</span>`}</dd></div>`;
   const of = (n: number) => (t.messages > 0 ? `${share(n, t.messages)} of messages` : '');
   const tiles = [
@@ -810,6 +810,30 @@ function totals(input: HtmlReportInput): string {
     const { written, published } = input.outbox;
     const pending = written > published ? ` · ${count(written - published)} not yet` : '';
     tiles.push(tile('outbox', 'c-outbox', 'Outbox', published, `published of ${count(written)} written${pending}`));
+  }
+  if (input.redeliveries !== undefined) {
+    const { total, perMessage, byReason } = input.redeliveries;
+    const [top] = Object.entries(byReason).sort(([a, x], [b, y]) => y - x || a.localeCompare(b));
+    const most = top === undefined ? '' : ` · most for ${top[0]} (${count(top[1])})`;
+    tiles.push(tile('redeliveries', outcomeClass.retried, 'Redeliveries', total, `${round(perMessage, 3)} per message${most}`));
+  }
+  if (input.parking !== undefined) {
+    const { parked, appliedFromPark, decidedFromPark } = input.parking;
+    tiles.push(
+      tile(
+        'parked',
+        'c-none',
+        'Parked',
+        parked,
+        `out of order · ${count(appliedFromPark)} applied, ${count(decidedFromPark)} decided from the park`,
+      ),
+    );
+  }
+  if (input.endToEndMs !== undefined) {
+    const { p50, p90, p99 } = input.endToEndMs;
+    tiles.push(
+      tile('endToEnd', 'c-latency', 'End to end (p50)', ms(p50), `per message, send to outcome · p90 ${ms(p90)} · p99 ${ms(p99)}`),
+    );
   }
   return `<section aria-label="Totals"><dl class="totals">${tiles.join('')}</dl></section>`;
 }
@@ -884,7 +908,7 @@ h2{margin:0;font-size:17px}
 .totals{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:12px;margin:0 0 10px}
 .total{background:var(--card);border:1px solid var(--line);border-top:5px solid var(--muted);border-radius:10px;padding:10px 14px}
 .total.c-applied{border-top-color:var(--applied)}.total.c-duplicate{border-top-color:var(--duplicate)}.total.c-retried{border-top-color:var(--retried)}
-.total.c-dead{border-top-color:var(--dead)}.total.c-outbox{border-top-color:var(--outbox)}.total.c-none{border-top-color:var(--ink)}
+.total.c-dead{border-top-color:var(--dead)}.total.c-outbox{border-top-color:var(--outbox)}.total.c-latency{border-top-color:var(--latency)}.total.c-none{border-top-color:var(--ink)}
 .total dt{color:var(--muted);font-size:13px;font-weight:600}
 .total dd{margin:0}.total .number{display:block;font-size:30px;font-weight:700;line-height:1.2;font-variant-numeric:tabular-nums}
 .total .note{display:block;color:var(--muted);font-size:12.5px}

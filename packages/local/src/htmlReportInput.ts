@@ -58,6 +58,24 @@ export interface HtmlReportInput {
   };
   /** Outbox items written and published, when the consumer has an outbox. */
   readonly outbox?: { readonly written: number; readonly published: number };
+  /**
+   * Redeliveries: deliveries from a receive of the source that were not their message's first, as
+   * in the text report's `redeliveries`: `total` and `byReason` whole numbers, `perMessage`
+   * (`total / messages`) a number ≥ 0. @default not shown
+   */
+  readonly redeliveries?: {
+    readonly total: number;
+    readonly perMessage: number;
+    readonly byReason: Readonly<Record<string, number>>;
+  };
+  /** Parked out-of-order deliveries, as in the text report's `parking` (whole numbers). @default not shown */
+  readonly parking?: { readonly parked: number; readonly appliedFromPark: number; readonly decidedFromPark: number };
+  /**
+   * End-to-end latency percentiles per message, in milliseconds: from its send to its final
+   * outcome, waits and retries included (the deliveries' `durationMs` are processing times only).
+   * @default not shown
+   */
+  readonly endToEndMs?: { readonly p50: number; readonly p90: number; readonly p99: number };
   /** Every delivery, in any order. The charts bin them: 10,000 or more are fine. */
   readonly deliveries: ReadonlyArray<HtmlReportDelivery>;
   /** Dead-lettered messages by reason. Reasons are open strings. */
@@ -120,6 +138,26 @@ export function assertHtmlReportInput(input: unknown): asserts input is HtmlRepo
       count(input.outbox.written, 'outbox.written');
       count(input.outbox.published, 'outbox.published');
     } else problems.push(`outbox: expected an object or nothing, got ${describe(input.outbox)}`);
+  }
+
+  if (input.redeliveries !== undefined) {
+    if (isObject(input.redeliveries)) {
+      count(input.redeliveries.total, 'redeliveries.total');
+      time(input.redeliveries.perMessage, 'redeliveries.perMessage');
+      if (isObject(input.redeliveries.byReason)) {
+        for (const [reason, n] of Object.entries(input.redeliveries.byReason)) count(n, `redeliveries.byReason[${JSON.stringify(reason)}]`);
+      } else problems.push(`redeliveries.byReason: expected an object, got ${describe(input.redeliveries.byReason)}`);
+    } else problems.push(`redeliveries: expected an object or nothing, got ${describe(input.redeliveries)}`);
+  }
+  if (input.parking !== undefined) {
+    if (isObject(input.parking)) {
+      for (const key of ['parked', 'appliedFromPark', 'decidedFromPark'] as const) count(input.parking[key], `parking.${key}`);
+    } else problems.push(`parking: expected an object or nothing, got ${describe(input.parking)}`);
+  }
+  if (input.endToEndMs !== undefined) {
+    if (isObject(input.endToEndMs)) {
+      for (const key of ['p50', 'p90', 'p99'] as const) time(input.endToEndMs[key], `endToEndMs.${key}`);
+    } else problems.push(`endToEndMs: expected an object or nothing, got ${describe(input.endToEndMs)}`);
   }
 
   if (Array.isArray(input.deliveries)) {
@@ -213,7 +251,8 @@ export function createDeliveryRecorder(options: { readonly now?: () => number } 
 }
 
 /**
- * Joins a run's text report (totals, dead letters by reason, the check's verdict, notes) with
+ * Joins a run's text report (totals, redeliveries, parking, end-to-end latency, dead letters by
+ * reason, the check's verdict, notes) with
  * its recorded deliveries into the HTML report's input.
  *
  * @param report what `buildReport` returned for the run
@@ -241,6 +280,13 @@ export function toHtmlReportInput(
       deadLettered: report.deadLettered,
     },
     ...(run.outbox !== undefined ? { outbox: run.outbox } : {}),
+    redeliveries: {
+      total: report.redeliveries.total,
+      perMessage: report.redeliveries.perMessage,
+      byReason: report.redeliveries.byReason,
+    },
+    ...(report.parking === undefined ? {} : { parking: report.parking }),
+    endToEndMs: report.endToEndMs,
     deliveries,
     deadLettersByReason: report.deadLetteredByReason,
     check: report.check,

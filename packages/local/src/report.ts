@@ -17,6 +17,39 @@ export interface SentMessage {
   /** Its line in the input file. */
   readonly line: number;
   readonly body: string;
+  /**
+   * When the run sent it to the source (`Date.now()`, milliseconds since the epoch): after its
+   * `SendMessageBatch` request returned (SQS), when it was appended to the log (Kafka, Kinesis,
+   * DynamoDB Streams). The start of its `endToEndMs`; `undefined`: left out of it.
+   */
+  readonly sentAtMs?: number;
+}
+
+/**
+ * Deliveries of messages that came again from the source (see {@link RunReport.redeliveries}).
+ */
+export interface Redeliveries {
+  /** Redeliveries in the run: deliveries from a receive that were not their message's first. */
+  readonly total: number;
+  /**
+   * `total` by the reason the message came back: the `errorType` of its latest retried delivery
+   * (a parked one too), `Unknown` when it had none or had ended since (at-least-once delivery).
+   */
+  readonly byReason: Readonly<Record<string, number>>;
+  /** `total / messagesIn`, rounded to 3 decimals (0 without messages). */
+  readonly perMessage: number;
+  /** Each reason's count divided by `messagesIn`, rounded to 3 decimals. */
+  readonly perMessageByReason: Readonly<Record<string, number>>;
+}
+
+/** Out-of-order deliveries parked in the inbox table (`retry.parkOutOfOrder`), and what became of them. */
+export interface Parking {
+  /** Retried deliveries whose record was parked (`OutcomeRecord.parked`). */
+  readonly parked: number;
+  /** Applied outcomes decided from the park (`fromPark`): messages that needed no redelivery. */
+  readonly appliedFromPark: number;
+  /** Every outcome decided from the park (`fromPark`): applied, duplicate, dead-lettered or retried. */
+  readonly decidedFromPark: number;
 }
 
 /** A message found in the dead-letter queue after the run. */
@@ -90,8 +123,31 @@ export interface RunReport {
   readonly injected?: { readonly faults?: Readonly<Partial<Record<FaultKind, number>>>; readonly transientFailureRate?: number };
   /** Present when the run hit its time limit before the source drained: the limit, in milliseconds, and what was left. */
   readonly timedOut?: { readonly limitMs: number; readonly detail: string };
-  /** Processing latency percentiles, in milliseconds. */
+  /**
+   * Processing time percentiles, in milliseconds: per delivery, from the start of its batch's
+   * invocation to its outcome (the consumer's latency metric). It leaves out the time a message
+   * waited in the source and between its retries: see `endToEndMs` for the time a user sees.
+   */
   readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number };
+  /**
+   * End-to-end latency percentiles, in milliseconds: per message, from when the run sent it to the
+   * source (`SentMessage.sentAtMs`) to when its last final outcome (applied, duplicate,
+   * dead-lettered) was observed: the wait in the source, every retry, redelivery and visibility
+   * backoff included, the latency a user sees. `latencyMs` is only the processing time within a
+   * batch. Messages without a final outcome (or a stamp) are left out; all 0 when none is left.
+   * All sources: SQS stamps each message when its `SendMessageBatch` returned, the logs (Kafka,
+   * Kinesis, DynamoDB Streams) when it was appended; the run sends everything before it consumes.
+   */
+  readonly endToEndMs: { readonly p50: number; readonly p90: number; readonly p99: number };
+  /**
+   * Redeliveries: deliveries of a message (by `messageId`) that came from a receive of the source
+   * (not decided from the park, `fromPark`) and were not its first delivery, by the reason it came
+   * back. A parked message that comes back at its wake-up (its visibility backoff) is one; one
+   * applied from the park is not.
+   */
+  readonly redeliveries: Redeliveries;
+  /** Parked out-of-order deliveries (`retry.parkOutOfOrder`); left out when all are 0. */
+  readonly parking?: Parking;
   /** Invocations of the consumer that completed, counted from its `BatchSize` metric. */
   readonly invocations: number;
   /** The run's wall-clock duration, in milliseconds (whole), from its start to the report. */
@@ -117,8 +173,14 @@ export interface ReportInputs {
   /** The SQS queue is a FIFO queue. @default false */
   readonly fifo?: boolean;
   readonly sent: readonly SentMessage[];
-  /** Every outcome the consumer reported. */
+  /** Every outcome the consumer reported, in the order they were observed. */
   readonly outcomes: readonly OutcomeRecord[];
+  /**
+   * When each of `outcomes` was observed (`Date.now()`, milliseconds since the epoch), index for
+   * index: the end of `endToEndMs`. @default none: `endToEndMs` is all 0
+   * @throws RangeError (from {@link buildReport}) when given with another length than `outcomes`
+   */
+  readonly outcomesObservedAtMs?: readonly number[];
   /** The dead-letter queue's content after the run. */
   readonly deadLetters: readonly DeadLetterSnapshot[];
   /**
@@ -142,6 +204,9 @@ export interface ReportInputs {
 }
 
 const finalOutcomes: ReadonlySet<string> = new Set([Outcome.Applied, Outcome.Duplicate, Outcome.DeadLettered]);
+
+/** The reason of a redelivery whose message had no retried delivery to explain it. */
+const UNKNOWN = 'Unknown';
 
 /** The reason under which messages the queue's redrive policy moved (without a reason) are counted. */
 const REDRIVE_POLICY = 'RedrivePolicy';
@@ -168,8 +233,20 @@ const REDRIVE_POLICY = 'RedrivePolicy';
  * 7. the run did not stop at its time limit, and the source is empty;
  * 8. the figures of the metric output agree with the outcomes (per delivery);
  * 9. with an outbox relay, every outbox item written was published.
+ *
+ * Besides the check, it counts redeliveries by reason (`countRedeliveries`), parked deliveries, and
+ * the end-to-end latency per message (from `sentAtMs` and `outcomesObservedAtMs`). An outcome
+ * decided from the park (`fromPark`) counts as any other: a message parked, then applied from the
+ * park, is applied once.
+ *
+ * @throws RangeError when `outcomesObservedAtMs` is given with another length than `outcomes`
  */
 export function buildReport(inputs: ReportInputs): RunReport {
+  if (inputs.outcomesObservedAtMs !== undefined && inputs.outcomesObservedAtMs.length !== inputs.outcomes.length) {
+    throw new RangeError(
+      `outcomesObservedAtMs has ${inputs.outcomesObservedAtMs.length} stamps for ${inputs.outcomes.length} outcomes: one per outcome`,
+    );
+  }
   const problems: string[] = [];
   // First, as it explains the rest: what was still in flight is unaccounted for.
   if (inputs.timedOut !== undefined) {
@@ -358,12 +435,79 @@ export function buildReport(inputs: ReportInputs): RunReport {
         }),
     ...(inputs.timedOut === undefined ? {} : { timedOut: inputs.timedOut }),
     latencyMs: percentiles(metrics.latenciesMs),
+    endToEndMs: percentiles(endToEndLatencies(inputs)),
+    redeliveries: countRedeliveries(inputs.outcomes, messagesIn),
+    ...parkingOf(inputs.outcomes),
     invocations: metrics.invocations,
     durationMs: Math.round(inputs.durationMs),
     check: { ok: problems.length === 0, problems },
     notes,
     ...(inputs.outbox === undefined ? {} : { outbox: inputs.outbox }),
   };
+}
+
+/**
+ * Counts redeliveries: walking each message's outcomes in the order observed, a delivery from a
+ * receive (not `fromPark`) that is not the message's first is one. Its reason is the `errorType`
+ * of the message's latest retried outcome before it (a parked one too: the parked message came
+ * back at its wake-up), `Unknown` when there is none or when a final outcome from a receive came
+ * since (the message had ended: delivered again at least once). A final outcome decided from the
+ * park does not end that: a message that comes back after it came back because it was parked.
+ *
+ * @param outcomes every outcome, in the order observed
+ * @param messagesIn messages sent: the divisor of `perMessage` and `perMessageByReason`
+ */
+export function countRedeliveries(outcomes: readonly OutcomeRecord[], messagesIn: number): Redeliveries {
+  const seen = new Set<string>();
+  const comeBackFor = new Map<string, string>();
+  const byReason: Record<string, number> = {};
+  let total = 0;
+  for (const record of outcomes) {
+    if (record.fromPark !== true) {
+      if (seen.has(record.messageId)) {
+        const reason = comeBackFor.get(record.messageId) ?? UNKNOWN;
+        byReason[reason] = (byReason[reason] ?? 0) + 1;
+        total += 1;
+      }
+      seen.add(record.messageId);
+    }
+    if (record.outcome === Outcome.Retried) comeBackFor.set(record.messageId, record.errorType ?? UNKNOWN);
+    else if (record.fromPark !== true) comeBackFor.delete(record.messageId);
+  }
+  const per = (n: number) => (messagesIn === 0 ? 0 : Math.round((n / messagesIn) * 1000) / 1000);
+  const sorted = Object.fromEntries(Object.entries(byReason).sort(([a], [b]) => a.localeCompare(b)));
+  return {
+    total,
+    byReason: sorted,
+    perMessage: per(total),
+    perMessageByReason: Object.fromEntries(Object.entries(sorted).map(([reason, n]) => [reason, per(n)])),
+  };
+}
+
+/** The parking figures, or nothing when all are 0. */
+function parkingOf(outcomes: readonly OutcomeRecord[]): { parking?: Parking } {
+  const parking: Parking = {
+    parked: outcomes.filter((o) => o.outcome === Outcome.Retried && o.parked === true).length,
+    appliedFromPark: outcomes.filter((o) => o.outcome === Outcome.Applied && o.fromPark === true).length,
+    decidedFromPark: outcomes.filter((o) => o.fromPark === true).length,
+  };
+  return parking.parked + parking.appliedFromPark + parking.decidedFromPark === 0 ? {} : { parking };
+}
+
+/** Per message with a send stamp and a final outcome: from its send to its last final outcome observed, in milliseconds. */
+function endToEndLatencies(inputs: ReportInputs): number[] {
+  const stamps = inputs.outcomesObservedAtMs;
+  if (stamps === undefined) return [];
+  const lastFinal = new Map<string, number>();
+  inputs.outcomes.forEach((record, i) => {
+    const at = stamps[i];
+    if (!finalOutcomes.has(record.outcome) || at === undefined) return;
+    lastFinal.set(record.messageId, Math.max(at, lastFinal.get(record.messageId) ?? at));
+  });
+  return inputs.sent.flatMap((message) => {
+    const end = lastFinal.get(message.messageId);
+    return message.sentAtMs === undefined || end === undefined ? [] : [Math.max(0, end - message.sentAtMs)];
+  });
 }
 
 /** The first ten lines of `messages`, and `…` when there are more. */
@@ -437,7 +581,8 @@ function percentiles(values: readonly number[]): RunReport['latencyMs'] {
 }
 
 /**
- * The report as text for a person: the figures, the equation the counts must satisfy, the dead
+ * The report as text for a person: the figures (redeliveries by reason, parking, processing time
+ * per delivery and end-to-end latency per message), the equation the counts must satisfy, the dead
  * letters as judged (which failed the check and why), the notes, and the check's verdict with
  * each problem.
  */
@@ -476,6 +621,16 @@ export function formatReport(report: RunReport): string {
     row('applied', report.applied),
     row('duplicates acknowledged', report.duplicates),
     row('retried (deliveries)', report.retried),
+    `${row('redeliveries', report.redeliveries.total)}  (${report.redeliveries.perMessage} per message)`,
+    ...Object.entries(report.redeliveries.byReason).map(
+      ([reason, n]) =>
+        `      ${reason.padEnd(24)}${String(n).padStart(6)}  (${report.redeliveries.perMessageByReason[reason] ?? 0} per message)`,
+    ),
+    ...(report.parking === undefined
+      ? []
+      : [
+          `${row('parked (out of order)', report.parking.parked)}  (applied from the park ${report.parking.appliedFromPark}, decided from the park ${report.parking.decidedFromPark})`,
+        ]),
     row('dead-lettered', report.deadLettered),
     ...reasons,
     ...(filteredOut > 0 ? [row('filtered out (not invoked)', filteredOut)] : []),
@@ -485,7 +640,8 @@ export function formatReport(report: RunReport): string {
       ? []
       : [`  dead letters judged         ${total('own')} their own, ${excused} excused, ${total('not-own')} not their own`, ...judged]),
     ...(injected.length === 0 ? [] : [`  injected on purpose         ${injected.join(', ')}`]),
-    `  latency per message        p50 ${report.latencyMs.p50} ms, p90 ${report.latencyMs.p90} ms, p99 ${report.latencyMs.p99} ms`,
+    `  processing per delivery    p50 ${report.latencyMs.p50} ms, p90 ${report.latencyMs.p90} ms, p99 ${report.latencyMs.p99} ms`,
+    `  end to end per message     p50 ${report.endToEndMs.p50} ms, p90 ${report.endToEndMs.p90} ms, p99 ${report.endToEndMs.p99} ms`,
     ...(report.outbox === undefined
       ? []
       : [row('outbox written', report.outbox.written), row('outbox published', report.outbox.published)]),

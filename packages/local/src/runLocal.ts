@@ -396,6 +396,8 @@ export async function runLocalTarget(
   const stops: (() => Promise<void> | void)[] = [];
   try {
     const outcomes: OutcomeRecord[] = [];
+    // When each outcome was observed (Date.now(), index for index): the end of the report's endToEndMs.
+    const outcomesObservedAtMs: number[] = [];
     const recorder = createDeliveryRecorder();
     // Powertools reads POWERTOOLS_METRICS_DISABLED whenever it makes a Metrics (a dead letter's
     // reason is a single metric of its own): the run's report is built from them, so they are on
@@ -416,8 +418,10 @@ export async function runLocalTarget(
     const observer = combineObservers(
       {
         onOutcome: (record: OutcomeRecord) => {
-          if (!reported) outcomes.push(record);
-          else options.onOutcomeAfterReport?.(record);
+          if (!reported) {
+            outcomes.push(record);
+            outcomesObservedAtMs.push(Date.now());
+          } else options.onOutcomeAfterReport?.(record);
         },
       },
       recorder,
@@ -527,7 +531,12 @@ export async function runLocalTarget(
       const log = new PartitionedLog({ topic: settings.kafka.topic, partitions: options.partitions ?? 3 });
       sent = ordered.map((message) => {
         const { partition, offset } = log.append({ key: keyOf(message) ?? null, value: message.body });
-        return { messageId: kafkaMessageId({ topic: log.topic, partition, offset }), line: message.line, body: message.body };
+        return {
+          messageId: kafkaMessageId({ topic: log.topic, partition, offset }),
+          line: message.line,
+          body: message.body,
+          sentAtMs: Date.now(),
+        };
       });
       onFailureRecords = [];
       if (options.kafkaOnFailureBucket !== undefined && admin.s3 === undefined) {
@@ -604,6 +613,7 @@ export async function runLocalTarget(
       fifo: settings.queue.fifo,
       sent,
       outcomes,
+      outcomesObservedAtMs,
       deadLetters,
       filteredOut,
       domainProblems: [
@@ -685,7 +695,10 @@ async function consumeStream(
   const filterProblems = filterCriteriaProblems(streamSettingsOf(target.settings).filters, source, 'stream.filters');
   if (filterProblems.length > 0) throw new InvalidSettingsError(filterProblems);
   const log = new ShardLog({ kind: source, name: target.settings.consumerName, shards: options.shards ?? 2 });
-  const sent = appendInput(log, ordered, { orderingKeyOf: target.orderingKeyOf, idempotencyKeyField: target.idempotencyKeyField });
+  const appendedAtMs = Date.now();
+  const sent = appendInput(log, ordered, { orderingKeyOf: target.orderingKeyOf, idempotencyKeyField: target.idempotencyKeyField }).map(
+    (message) => ({ ...message, sentAtMs: appendedAtMs }),
+  );
   const poller = new StreamEventSourcePoller({
     log,
     ...streamPollerOptionsFromSettings(target.settings),

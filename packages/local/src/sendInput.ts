@@ -18,6 +18,8 @@ export interface SentInputMessage {
   readonly line: number;
   /** The body as sent. */
   readonly body: string;
+  /** When its `SendMessageBatch` request returned it as sent (`Date.now()`, milliseconds since the epoch). */
+  readonly sentAtMs: number;
 }
 
 /** Options of {@link sendInput}. */
@@ -144,10 +146,11 @@ export async function sendInput(
         new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: pending.map(({ message: _message, ...entry }) => entry) }),
       );
       const byId = new Map(pending.map((entry) => [entry.Id, entry]));
+      const sentAtMs = Date.now();
       for (const success of output.Successful ?? []) {
         const entry = byId.get(success.Id);
         if (entry !== undefined && success.MessageId !== undefined) {
-          sent.set(Number(entry.Id), { messageId: success.MessageId, line: entry.message.line, body: entry.message.body });
+          sent.set(Number(entry.Id), { messageId: success.MessageId, line: entry.message.line, body: entry.message.body, sentAtMs });
         }
       }
       const failed = output.Failed ?? [];
