@@ -13,7 +13,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { createIdempotentConsumer, type OutcomeRecord } from 'idempotent-consumer';
-import { lambdaEnvironment, maxReceiveCount, tableKeys } from 'idempotent-consumer/settings';
+import { lambdaEnvironment, maxReceiveCount, tableKeys, withOverrides } from 'idempotent-consumer/settings';
 import { cafeConsumerOptions } from '@idempotent-consumer/example-cafe/consumer';
 import { cafeSettings, cafeTables } from '@idempotent-consumer/example-cafe/settings';
 import { type ConflictTracker, installStrictDynamoDb, type KeySchema, localClientConfig } from '@idempotent-consumer/local/internal';
@@ -164,7 +164,9 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
   const engineClients = { dynamoDb: dynamoDbClient(), sqs: sqsClient() };
   engineMeter.instrumentDynamoDb(engineClients.dynamoDb);
   engineMeter.instrumentSqs(engineClients.sqs);
-  const environment = lambdaEnvironment(cafeSettings, {
+  // Parking off, like the baseline: the simulated queue cannot take the engine's deletes of parked
+  // messages, and each scenario compares the same work (docs/parking.md measures parking with `npm start`).
+  const environment = lambdaEnvironment(withOverrides({ retry: { parkOutOfOrder: false } }, cafeSettings), {
     inboxTable: names.inbox,
     idempotencyTable: names.engineIdempotency,
     deadLetterQueueUrl: dlq.QueueUrl!,
