@@ -59,6 +59,8 @@ describe('CafeStack (default settings)', () => {
           TABLE_NAME_ORDERS: refOf(stack.ordersTable),
           INBOX_TABLE_NAME: refOf(stack.consumer.inboxTable),
           PAYLOAD_BUCKET_NAME: refOf(stack.consumer.payloadBucket),
+          // The café parks out-of-order events (docs/parking.md).
+          PARK_OUT_OF_ORDER: 'true',
         }),
       },
     });
