@@ -207,6 +207,8 @@ describe('ConsumerMonitoring (default stack: no Kafka, no email)', () => {
       'DuplicatesAcknowledged',
       'RetryableFailures',
       'DeadLettered',
+      'MessagesParked',
+      'AppliedFromPark',
       'SEARCH(\'{IdempotentConsumer,failureReason,service} MetricName=\\\\\\"DeadLettered\\\\\\" service=\\\\\\"cafe-orders\\\\\\"\'',
       'ApproximateNumberOfMessagesVisible',
       'ApproximateAgeOfOldestMessage',

@@ -350,6 +350,9 @@ export class ConsumerMonitoring extends Construct {
         graph('Failures (messages)', [
           consumerMetric(MetricName.RetryableFailures, 'Sum', 'Retryable failures'),
           consumerMetric(MetricName.DeadLettered, 'Sum', 'Dead-lettered'),
+          // Zero unless retry.parkOutOfOrder is on (docs/parking.md).
+          consumerMetric(MetricName.MessagesParked, 'Sum', 'Parked (out of order)'),
+          consumerMetric(MetricName.AppliedFromPark, 'Sum', 'Applied from the park'),
         ]),
         graph('Dead-lettered by failureReason (messages)', [deadLetteredByReason]),
       ],

@@ -17,12 +17,14 @@ export class MetricsObserver implements OutcomeObserver {
     switch (record.outcome) {
       case Outcome.Applied:
         this.metrics.addMetric(MetricName.MessagesApplied, MetricUnit.Count, 1);
+        if (record.fromPark === true) this.metrics.addMetric(MetricName.AppliedFromPark, MetricUnit.Count, 1);
         break;
       case Outcome.Duplicate:
         this.metrics.addMetric(MetricName.DuplicatesAcknowledged, MetricUnit.Count, 1);
         break;
       case Outcome.Retried:
         this.metrics.addMetric(MetricName.RetryableFailures, MetricUnit.Count, 1);
+        if (record.parked === true) this.metrics.addMetric(MetricName.MessagesParked, MetricUnit.Count, 1);
         break;
       case Outcome.DeadLettered: {
         this.metrics.addMetric(MetricName.DeadLettered, MetricUnit.Count, 1);

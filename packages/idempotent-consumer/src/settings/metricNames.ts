@@ -16,6 +16,10 @@ export const MetricName = {
   RetryableFailures: 'RetryableFailures',
   /** Messages sent to the dead-letter queue; also emitted with the `failureReason` dimension (Count). */
   DeadLettered: 'DeadLettered',
+  /** Retryable failures whose record was parked to wait for its predecessor (`retry.parkOutOfOrder`; a part of `RetryableFailures`) (Count). */
+  MessagesParked: 'MessagesParked',
+  /** Parked messages applied by the invocation that applied their predecessor, not redelivered (a part of `MessagesApplied`) (Count). */
+  AppliedFromPark: 'AppliedFromPark',
   /** Time spent on one message, in milliseconds. */
   ProcessingLatency: 'ProcessingLatency',
   /** Records per invocation (Count). */
