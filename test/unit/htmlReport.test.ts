@@ -409,7 +409,7 @@ describe('renderHtmlReport', () => {
     const html = renderHtmlReport(
       input({
         redeliveries: { total: 4, perMessage: 1.3333, byReason: { Unknown: 1, PredecessorNotApplied: 3 } },
-        parking: { parked: 5, appliedFromPark: 4, decidedFromPark: 4 },
+        parking: { parked: 5, appliedFromPark: 4, settledFromPark: 4 },
         endToEndMs: { p50: 1250, p90: 4000, p99: 9500 },
       }),
     );
@@ -417,7 +417,7 @@ describe('renderHtmlReport', () => {
       /data-total="redeliveries"><dt>Redeliveries<\/dt><dd><span class="number">4<\/span><span class="note">1\.333 per message · most for PredecessorNotApplied \(3\)<\/span>/,
     );
     expect(html).toMatch(
-      /data-total="parked"><dt>Parked<\/dt><dd><span class="number">5<\/span><span class="note">out of order · 4 applied, 4 decided from the park/,
+      /data-total="parked"><dt>Parked<\/dt><dd><span class="number">5<\/span><span class="note">out of order · 4 applied, 4 settled from the park/,
     );
     expect(html).toMatch(
       /data-total="endToEnd"><dt>End to end \(p50\)<\/dt><dd><span class="number">1\.25 s<\/span><span class="note">[^<]*p90 4 s · p99 9\.5 s/,
@@ -429,7 +429,7 @@ describe('renderHtmlReport', () => {
       assertHtmlReportInput({
         ...input(),
         redeliveries: { total: -1, perMessage: 0, byReason: { X: 0.5 } },
-        parking: { parked: 1, appliedFromPark: 'x', decidedFromPark: 0 },
+        parking: { parked: 1, appliedFromPark: 'x', settledFromPark: 0 },
         endToEndMs: { p50: -5, p90: 1, p99: 1 },
       }),
     ).toThrow(

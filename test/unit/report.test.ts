@@ -298,9 +298,9 @@ describe('buildReport: redeliveries and parking', () => {
     expect(report.check).toEqual({ ok: true, problems: [] });
     expect(report).toMatchObject({ applied: 2, unaccounted: 0, countsAddUp: true, retried: 1 });
     expect(report.redeliveries).toEqual({ total: 0, byReason: {}, perMessage: 0, perMessageByReason: {} });
-    expect(report.parking).toEqual({ parked: 1, appliedFromPark: 1, decidedFromPark: 1 });
+    expect(report.parking).toEqual({ parked: 1, appliedFromPark: 1, settledFromPark: 1 });
     expect(report.notes).toEqual([]);
-    expect(formatReport(report)).toContain('  parked (out of order)            1  (applied from the park 1, decided from the park 1)\n');
+    expect(formatReport(report)).toContain('  parked (out of order)            1  (applied from the park 1, settled from the park 1)\n');
   });
 
   it('counts a parked message that comes back at its wake-up as one redelivery for PredecessorNotApplied', () => {
@@ -309,7 +309,7 @@ describe('buildReport: redeliveries and parking', () => {
     );
     expect(report.check.ok).toBe(true);
     expect(report.redeliveries).toMatchObject({ total: 1, byReason: { PredecessorNotApplied: 1 }, perMessage: 0.5 });
-    expect(report.parking).toEqual({ parked: 1, appliedFromPark: 0, decidedFromPark: 0 });
+    expect(report.parking).toEqual({ parked: 1, appliedFromPark: 0, settledFromPark: 0 });
   });
 
   it('counts a message that comes back after it was applied from the park as a redelivery for PredecessorNotApplied', () => {

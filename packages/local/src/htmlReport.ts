@@ -818,14 +818,14 @@ function totals(input: HtmlReportInput): string {
     tiles.push(tile('redeliveries', outcomeClass.retried, 'Redeliveries', total, `${round(perMessage, 3)} per message${most}`));
   }
   if (input.parking !== undefined) {
-    const { parked, appliedFromPark, decidedFromPark } = input.parking;
+    const { parked, appliedFromPark, settledFromPark } = input.parking;
     tiles.push(
       tile(
         'parked',
         'c-none',
         'Parked',
         parked,
-        `out of order · ${count(appliedFromPark)} applied, ${count(decidedFromPark)} decided from the park`,
+        `out of order · ${count(appliedFromPark)} applied, ${count(settledFromPark)} settled from the park`,
       ),
     );
   }

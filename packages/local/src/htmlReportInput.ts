@@ -69,7 +69,7 @@ export interface HtmlReportInput {
     readonly byReason: Readonly<Record<string, number>>;
   };
   /** Parked out-of-order deliveries, as in the text report's `parking` (whole numbers). @default not shown */
-  readonly parking?: { readonly parked: number; readonly appliedFromPark: number; readonly decidedFromPark: number };
+  readonly parking?: { readonly parked: number; readonly appliedFromPark: number; readonly settledFromPark: number };
   /**
    * End-to-end latency percentiles per message, in milliseconds: from its send to its final
    * outcome, waits and retries included (the deliveries' `durationMs` are processing times only).
@@ -151,7 +151,7 @@ export function assertHtmlReportInput(input: unknown): asserts input is HtmlRepo
   }
   if (input.parking !== undefined) {
     if (isObject(input.parking)) {
-      for (const key of ['parked', 'appliedFromPark', 'decidedFromPark'] as const) count(input.parking[key], `parking.${key}`);
+      for (const key of ['parked', 'appliedFromPark', 'settledFromPark'] as const) count(input.parking[key], `parking.${key}`);
     } else problems.push(`parking: expected an object or nothing, got ${describe(input.parking)}`);
   }
   if (input.endToEndMs !== undefined) {

@@ -48,8 +48,8 @@ export interface Parking {
   readonly parked: number;
   /** Applied outcomes decided from the park (`fromPark`): messages that needed no redelivery. */
   readonly appliedFromPark: number;
-  /** Every outcome decided from the park (`fromPark`): applied, duplicate, dead-lettered or retried. */
-  readonly decidedFromPark: number;
+  /** Every outcome settled from the park (`fromPark`): applied, a duplicate, or dead-lettered (one still waiting gives none). */
+  readonly settledFromPark: number;
 }
 
 /** A message found in the dead-letter queue after the run. */
@@ -489,9 +489,9 @@ function parkingOf(outcomes: readonly OutcomeRecord[]): { parking?: Parking } {
   const parking: Parking = {
     parked: outcomes.filter((o) => o.outcome === Outcome.Retried && o.parked === true).length,
     appliedFromPark: outcomes.filter((o) => o.outcome === Outcome.Applied && o.fromPark === true).length,
-    decidedFromPark: outcomes.filter((o) => o.fromPark === true).length,
+    settledFromPark: outcomes.filter((o) => o.fromPark === true).length,
   };
-  return parking.parked + parking.appliedFromPark + parking.decidedFromPark === 0 ? {} : { parking };
+  return parking.parked + parking.appliedFromPark + parking.settledFromPark === 0 ? {} : { parking };
 }
 
 /** Per message with a send stamp and a final outcome: from its send to its last final outcome observed, in milliseconds. */
@@ -629,7 +629,7 @@ export function formatReport(report: RunReport): string {
     ...(report.parking === undefined
       ? []
       : [
-          `${row('parked (out of order)', report.parking.parked)}  (applied from the park ${report.parking.appliedFromPark}, decided from the park ${report.parking.decidedFromPark})`,
+          `${row('parked (out of order)', report.parking.parked)}  (applied from the park ${report.parking.appliedFromPark}, settled from the park ${report.parking.settledFromPark})`,
         ]),
     row('dead-lettered', report.deadLettered),
     ...reasons,

@@ -244,8 +244,11 @@ async function processBatch<Event>(
   });
   const results: DeliveryResult[] = received.map(toResult);
   for (const result of results) observe(result, deps.observer);
-  // Those taken up from the park, in the order they were settled (a chain applies pass after pass).
-  const taken = working.filter((work) => work.park !== undefined).sort((a, b) => a.settledAt - b.settledAt);
+  // Those taken up from the park and settled, in the order they were settled (a chain applies pass
+  // after pass); one still waiting is no new outcome: its parked retry stands, its wake-up comes.
+  const taken = working
+    .filter((work) => work.park !== undefined && work.verdict.kind !== 'retry')
+    .sort((a, b) => a.settledAt - b.settledAt);
   for (const work of taken) observe(toResult(work), deps.observer);
   return results;
 }

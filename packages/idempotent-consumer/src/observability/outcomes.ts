@@ -50,9 +50,10 @@ export interface OutcomeRecord {
    */
   readonly parked?: true;
   /**
-   * `true` when the delivery was decided from the park (the inbox table's copy of a parked
-   * delivery, taken up by the invocation that applied a message of its ordering key), not from a
-   * receive of the source: it is not a redelivery. Absent otherwise.
+   * `true` when the delivery was settled from the park (the inbox table's copy of a parked
+   * delivery, taken up by the invocation that applied a message of its ordering key: applied, a
+   * duplicate, or dead-lettered), not from a receive of the source: it is not a redelivery. A
+   * parked message decided again that still waits gives no outcome. Absent otherwise.
    */
   readonly fromPark?: true;
 }
