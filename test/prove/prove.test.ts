@@ -43,9 +43,15 @@ const logPoints: readonly KillPoint[] = [
   KillPoint.attemptFailure,
 ];
 
+/**
+ * Await points of the park of out-of-order messages (`retry.parkOutOfOrder`, standard queues: half
+ * the `sqs` schedules park; `parking.test.ts` runs schedules that all do).
+ */
+const parkPoints: readonly KillPoint[] = [KillPoint.parkRead, KillPoint.parkWrite, KillPoint.parkRelease, KillPoint.parkedDelete];
+
 /** Await points each source's consumer must be stopped at, at least once. */
 const required: Record<ProveSource, readonly KillPoint[]> = {
-  sqs: sqsPoints,
+  sqs: [...sqsPoints, ...parkPoints],
   fifo: sqsPoints,
   kafka: logPoints,
   kinesis: logPoints,

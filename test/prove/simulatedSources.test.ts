@@ -5,10 +5,11 @@
  * the schedule reader must refuse a malformed replay clearly, and the in-order model must
  * follow the consumer's own rules. No emulator is needed.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { cafeConsumerOptions } from '../../examples/cafe/consumer.js';
 import { cafeWorkload } from '../../tools/prove/cafeWorkload.js';
-import { parseSchedule, ScheduleError } from '../../tools/prove/schedule.js';
+import { parseSchedule, ScheduleError, scheduleArbitrary } from '../../tools/prove/schedule.js';
 import { SimulatedKafkaTopic } from '../../tools/prove/SimulatedKafkaTopic.js';
 import { SimulatedSqsQueue } from '../../tools/prove/SimulatedSqsQueue.js';
 import type { VirtualClock } from '../../tools/prove/virtualClock.js';
@@ -81,6 +82,30 @@ describe('the simulated SQS queue', () => {
     lenient.expireVisibility(['m-3']);
     lenient.receive(1);
     lenient.acknowledge(stale, new Set(), false);
+    expect(lenient.drained).toBe(true);
+  });
+
+  it("deletes on the consumer's own DeleteMessage with the latest receipt handle; a stale one succeeds but deletes only when the schedule says so", () => {
+    const clock = testClock();
+    const q = queue(false, clock);
+    q.send('m-1', 'a');
+    const [parked] = q.receive(1);
+    expect(q.deleteMessage('rh-never-given')).toBe('invalid');
+    q.expireVisibility(['m-1']);
+    const [again] = q.receive(1);
+    expect(q.deleteMessage(parked!.receiptHandle)).toBe('not deleted');
+    expect(q.size).toBe(1);
+    expect(q.deleteMessage(again!.receiptHandle)).toBe('deleted');
+    expect(q.drained).toBe(true);
+    expect(q.deleteMessage(again!.receiptHandle)).toBe('not deleted');
+    expect(q.deletedByConsumer).toBe(1);
+
+    const lenient = queue(false, clock, { staleReceiptDeletes: true });
+    lenient.send('m-2', 'b');
+    const [stale] = lenient.receive(1);
+    lenient.expireVisibility(['m-2']);
+    lenient.receive(1);
+    expect(lenient.deleteMessage(stale!.receiptHandle)).toBe('deleted');
     expect(lenient.drained).toBe(true);
   });
 
@@ -186,6 +211,16 @@ describe('schedules and the in-order model', () => {
       new ScheduleError('schedule.source must be one of sqs, fifo, kafka, kinesis, dynamodb-streams'),
     );
     expect(() => parseSchedule('{}')).toThrow(ScheduleError);
+    const [sqsSchedule] = fc.sample(scheduleArbitrary({ source: 'sqs' }), { seed: 7, numRuns: 1 });
+    expect(typeof sqsSchedule!.parkOutOfOrder).toBe('boolean');
+    expect(() => parseSchedule({ ...sqsSchedule, parkOutOfOrder: 'yes' })).toThrow(
+      new ScheduleError('schedule.parkOutOfOrder must be true or false (or absent)'),
+    );
+    expect(() => parseSchedule({ ...sqsSchedule, source: 'fifo', parkOutOfOrder: true })).toThrow(
+      new ScheduleError('schedule.parkOutOfOrder must be false or absent unless source is "sqs" (the park is for standard queues)'),
+    );
+    const [fifoSchedule] = fc.sample(scheduleArbitrary({ source: 'fifo' }), { seed: 7, numRuns: 1 });
+    expect(fifoSchedule!.parkOutOfOrder).toBeUndefined();
   });
 
   it('applies a valid café stream in producer order, and runs out of attempts behind a malformed predecessor', () => {

@@ -13,7 +13,8 @@
  * - a FIFO queue returns the messages of a group in order and none of a group while one of it is
  *   in flight; one receive may return several messages of one group (in order);
  * - a delete with an older receipt handle "succeeds, but the message might not be deleted"
- *   (a schedule says which);
+ *   (a schedule says which), both for the event source mapping's deletes and for the consumer's
+ *   own `DeleteMessage(Batch)` (a parked message settled by another invocation);
  * - a message received `maxReceiveCount` times is moved to the dead-letter queue at its next receive.
  *
  * @module
@@ -69,8 +70,12 @@ export class SimulatedSqsQueue {
   #random: () => number;
   #sequence = 0;
   #receipts = 0;
+  /** Every receipt handle the queue gave, with its message's id (a handle stays a valid handle of its message). */
+  readonly #handles = new Map<string, string>();
   /** Receives of a message in all. */
   deliveries = 0;
+  /** Messages the consumer deleted itself (`DeleteMessage(Batch)`: parked messages another invocation settled). */
+  deletedByConsumer = 0;
 
   constructor(options: SimulatedSqsQueueOptions) {
     this.#options = options;
@@ -174,6 +179,7 @@ export class SimulatedSqsQueue {
       message.receiveCount += 1;
       message.visibleAt = now + this.#options.visibilityTimeoutSeconds * 1_000;
       message.receiptHandle = `rh-${message.messageId}-${(this.#receipts += 1)}`;
+      this.#handles.set(message.receiptHandle, message.messageId);
       message.firstReceivedAt ??= now;
       this.deliveries += 1;
       return this.#record(message);
@@ -194,6 +200,27 @@ export class SimulatedSqsQueue {
       const current = message.receiptHandle === record.receiptHandle;
       if (current || this.#options.staleReceiptDeletes) this.#messages.delete(record.messageId);
     }
+  }
+
+  /**
+   * `DeleteMessage` with a receipt handle, as SQS answers it: the handle of the message's latest
+   * receive deletes it; an older handle of the message "succeeds, but the message might not be
+   * deleted" (it is deleted when the schedule's `staleReceiptDeletes` says so); a handle of a
+   * message already deleted succeeds. See
+   * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html
+   *
+   * @returns `'deleted'`, `'not deleted'` (a stale handle, the message stays), or `'invalid'` when
+   *   the queue never gave this handle (SQS: `ReceiptHandleIsInvalid`)
+   */
+  deleteMessage(receiptHandle: string): 'deleted' | 'not deleted' | 'invalid' {
+    const messageId = this.#handles.get(receiptHandle);
+    if (messageId === undefined) return 'invalid';
+    const message = this.#messages.get(messageId);
+    if (message === undefined) return 'not deleted';
+    if (message.receiptHandle !== receiptHandle && !this.#options.staleReceiptDeletes) return 'not deleted';
+    this.#messages.delete(messageId);
+    this.deletedByConsumer += 1;
+    return 'deleted';
   }
 
   /**

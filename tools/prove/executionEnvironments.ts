@@ -80,7 +80,7 @@ export function controlInvocation(guard: InvocationGuard, control: InvocationCon
   controls.set(guard, control);
 }
 
-/** Answers an SDK call in this process instead of sending it (the simulated source queue's `ChangeMessageVisibilityBatch`). */
+/** Answers an SDK call in this process instead of sending it (the simulated source queue's `ChangeMessageVisibilityBatch`, `DeleteMessage(Batch)`). */
 export type CallInterceptor = (operation: string, input: Readonly<Record<string, unknown>>) => (() => RawResponse) | undefined;
 
 /** Options of {@link EnvironmentPool}. */
@@ -278,6 +278,8 @@ const sqsDataOperations = new Set([
   'SendMessageBatch',
   'ChangeMessageVisibility',
   'ChangeMessageVisibilityBatch',
+  'DeleteMessage',
+  'DeleteMessageBatch',
   'GetQueueUrl',
 ]);
 const marker = '[prove fault]';

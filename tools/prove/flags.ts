@@ -34,6 +34,8 @@ export interface ProveFlags {
   readonly replayDirectory: string | undefined;
   readonly rotateEvery: number;
   readonly cover: boolean;
+  /** Standard-queue schedules that park out-of-order messages: drawn per schedule (`undefined`), all (`true`), none (`false`). */
+  readonly parkOutOfOrder: boolean | undefined;
   readonly endpoints: { readonly dynamoDbEndpoint: string; readonly sqsEndpoint: string } | undefined;
 }
 
@@ -41,6 +43,7 @@ export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--sour
                         [--workload examples|generated|all]
                         [--consumer cafe|inventory|all] [--json]
                         [--replay FILE_OR_JSON] [--shrink-seconds N] [--replay-dir DIR] [--tables-every N] [--no-cover]
+                        [--park drawn|always|never]
                         [--dynamodb-endpoint URL --sqs-endpoint URL]
 
   --schedules N        fault schedules in all, shared out among the sources          default 100
@@ -54,6 +57,7 @@ export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--sour
   --replay-dir DIR     where replay files go                                          default <tmp>/idempotent-consumer-prove
   --tables-every N     schedules per shared set of tables before a fresh one          default 200
   --no-cover           no targeted schedules for await points never killed at
+  --park               standard-queue (sqs) schedules with retry.parkOutOfOrder: half, drawn per schedule; all; none   default drawn
   --dynamodb-endpoint, --sqs-endpoint   use running emulators instead of starting the embedded ones
 
 Exit status: 0 when no invariant was violated; 1 when one was (or the run failed); 2 for a bad flag or replay.`;
@@ -109,6 +113,7 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
         'replay-dir': { type: 'string' },
         'tables-every': { type: 'string', default: '200' },
         'no-cover': { type: 'boolean', default: false },
+        park: { type: 'string', default: 'drawn' },
         'dynamodb-endpoint': { type: 'string' },
         'sqs-endpoint': { type: 'string' },
         help: { type: 'boolean', default: false },
@@ -128,6 +133,8 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
     if (seed < -2_147_483_648 || seed > 2_147_483_647)
       throw new ProveFlagError(`--seed must be a 32-bit integer (fast-check's seeds), not ${values.seed}`);
   }
+  if (!['drawn', 'always', 'never'].includes(values.park))
+    throw new ProveFlagError(`--park must be one of drawn, always, never, not ${JSON.stringify(values.park)}`);
   const dynamoDbEndpoint = values['dynamodb-endpoint'];
   const sqsEndpoint = values['sqs-endpoint'];
   if ((dynamoDbEndpoint === undefined) !== (sqsEndpoint === undefined))
@@ -151,6 +158,7 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
     replayDirectory: values['replay-dir'],
     rotateEvery: integer(values['tables-every'], '--tables-every', 1, 1_000_000),
     cover: !values['no-cover'],
+    parkOutOfOrder: values.park === 'drawn' ? undefined : values.park === 'always',
     endpoints: dynamoDbEndpoint !== undefined && sqsEndpoint !== undefined ? { dynamoDbEndpoint, sqsEndpoint } : undefined,
   };
 }

@@ -35,11 +35,33 @@ export function checkInvocation(evidence: InvocationEvidence): Violation[] {
   const { batchIds, failed, outcomes, metrics } = evidence;
   const inBatch = new Set(batchIds);
 
+  // A message taken up from the park (`retry.parkOutOfOrder`) is decided without being in the
+  // batch: its outcome says `fromPark`, it is one outcome per invocation, and it is no batch item
+  // (the invocation deletes it from the queue itself once it is settled).
   const byMessage = new Map<string, OutcomeRecord[]>();
+  const fromPark = new Map<string, OutcomeRecord[]>();
   for (const record of outcomes) {
+    if (record.fromPark === true) {
+      if (inBatch.has(record.messageId))
+        agree(`message ${record.messageId} of the batch had an outcome (${record.outcome}) decided from the park`);
+      fromPark.set(record.messageId, [...(fromPark.get(record.messageId) ?? []), record]);
+      continue;
+    }
     if (!inBatch.has(record.messageId))
       agree(`an outcome (${record.outcome}) was reported for ${record.messageId}, which is not in the batch`);
     byMessage.set(record.messageId, [...(byMessage.get(record.messageId) ?? []), record]);
+  }
+  for (const [id, records] of fromPark) {
+    if (records.length !== 1)
+      agree(
+        `message ${id} had ${records.length} outcomes decided from the park in one invocation (${records.map((r) => r.outcome).join(', ')})`,
+      );
+  }
+  for (const record of outcomes) {
+    if (record.parked === true && (record.outcome !== Outcome.Retried || record.fromPark === true))
+      agree(
+        `message ${record.messageId} was logged ${record.outcome}${record.fromPark === true ? ' from the park' : ''} and parked: only a retried delivery of the batch is parked`,
+      );
   }
   for (const id of batchIds) {
     const records = byMessage.get(id) ?? [];
@@ -67,7 +89,9 @@ export function checkInvocation(evidence: InvocationEvidence): Violation[] {
             : point.dimensions[FAILURE_REASON_DIMENSION] === withReason),
       )
       .reduce((sum, point) => sum + point.value, 0);
-  const outcomesOf = (outcome: Outcome) => outcomes.filter((record) => record.outcome === outcome && inBatch.has(record.messageId));
+  // The metrics count every outcome: the batch's and those decided from the park.
+  const outcomesOf = (outcome: Outcome) =>
+    outcomes.filter((record) => record.outcome === outcome && (inBatch.has(record.messageId) || record.fromPark === true));
   const pairs: [string, Outcome][] = [
     [MetricName.MessagesApplied, Outcome.Applied],
     [MetricName.DuplicatesAcknowledged, Outcome.Duplicate],

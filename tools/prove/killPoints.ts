@@ -19,6 +19,8 @@ export const KillPoint = {
   snapshot: 'snapshot',
   /** `TransactWriteItems`: the batch's commit (inbox rows, writes, outbox items). */
   commit: 'commit',
+  /** Strongly consistent `BatchGetItem` of park items (`<consumer>#park#<ordering key>`): the parked messages read after a commit (`retry.parkOutOfOrder`). */
+  parkRead: 'park read',
   /** Powertools idempotency `PutItem`: the side effect's in-progress lock. */
   sideEffectLock: 'side-effect lock',
   /** The side effect's own call (the café's notification `PutItem`). */
@@ -41,10 +43,16 @@ export const KillPoint = {
   attemptFailure: 'attempt failure',
   /** `BatchGetItem` of the attempt records' skips (SQS, at the last receives). */
   attemptSkipsRead: 'attempt skips read',
+  /** `UpdateItem` `SET` of a park item's entry: a delivery waiting for its predecessor parked (`retry.parkOutOfOrder`). */
+  parkWrite: 'park write',
+  /** `UpdateItem` `REMOVE` of a park item's entry: a settled message leaves the park. */
+  parkRelease: 'park release',
   /** `GetQueueUrl` of the source queue (the retry backoff, once per execution environment). */
   queueUrl: 'queue URL',
   /** `ChangeMessageVisibilityBatch`: the retry backoff. */
   backoff: 'backoff',
+  /** `DeleteMessage(Batch)` on the source queue: a parked message settled from the park, deleted with its parked receipt handle. */
+  parkedDelete: 'parked message delete',
   /** After the handler returned, before the event source read the response: the response is lost. */
   response: 'response',
 } as const;
@@ -81,6 +89,10 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
     }
     if (table === targets.inboxTable) {
       if (operation === 'PutItem') return KillPoint.deadLetterMarker;
+      if (operation === 'UpdateItem' && partitionKeyOf((input.Key as Record<string, unknown> | undefined) ?? {}).includes('#park#')) {
+        const expression = typeof input.UpdateExpression === 'string' ? input.UpdateExpression : '';
+        return expression.trimStart().startsWith('REMOVE') ? KillPoint.parkRelease : KillPoint.parkWrite;
+      }
       if (operation === 'UpdateItem') {
         const expression = typeof input.UpdateExpression === 'string' ? input.UpdateExpression : '';
         return expression.includes('#skips') ? KillPoint.attemptSkip : KillPoint.attemptFailure;
@@ -91,6 +103,7 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
       const inboxKeys = ((input.RequestItems as Record<string, { Keys?: unknown[] }> | undefined)?.[targets.inboxTable]?.Keys ??
         []) as Record<string, unknown>[];
       if (inboxKeys.some((key) => partitionKeyOf(key).includes('#attempt#'))) return KillPoint.attemptSkipsRead;
+      if (inboxKeys.some((key) => partitionKeyOf(key).includes('#park#'))) return KillPoint.parkRead;
       if (tables.includes(targets.inboxTable) || tables.some((name) => targets.businessTables.has(name))) return KillPoint.verify;
     }
     if (table !== undefined && targets.businessTables.has(table)) return KillPoint.sideEffect;
@@ -101,6 +114,7 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
       return KillPoint.deadLetterSend;
     if (operation === 'GetQueueUrl') return KillPoint.queueUrl;
     if (operation === 'ChangeMessageVisibilityBatch' || operation === 'ChangeMessageVisibility') return KillPoint.backoff;
+    if (operation === 'DeleteMessageBatch' || operation === 'DeleteMessage') return KillPoint.parkedDelete;
     return `${operation} (other)`;
   }
   if (clientName.startsWith('S3') && operation === 'PutObject') return KillPoint.deadLetterOffload;

@@ -65,6 +65,7 @@ async function main(): Promise<number> {
               consumers: flags.consumers,
               workload: flags.workload,
               coverKillPoints: flags.cover,
+              ...(flags.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: flags.parkOutOfOrder }),
               shrinkSeconds: flags.shrinkSeconds,
               rotateEvery: flags.rotateEvery,
               ...(flags.replayDirectory === undefined ? {} : { replayDirectory: flags.replayDirectory }),

@@ -34,6 +34,11 @@ export interface ProveOptions {
   readonly consumers?: readonly ProveConsumer[];
   /** The examples, consumers drawn from the grammar (`generated/grammar.ts`), or both. @default 'examples' */
   readonly workload?: ProveWorkload;
+  /**
+   * On a standard queue (`sqs`): `true` parks out-of-order messages (`retry.parkOutOfOrder`) in
+   * every schedule, `false` in none. @default drawn per schedule (half of them)
+   */
+  readonly parkOutOfOrder?: boolean;
   /** After the random schedules, run targeted ones for every await point met but never killed at. @default true */
   readonly coverKillPoints?: boolean;
   /** Time to shrink each failing schedule, in seconds; 0 prints the schedule unshrunk. @default 300 */
@@ -209,6 +214,7 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
       source,
       ...(consumers === undefined ? {} : { consumers }),
       ...(workload === undefined ? {} : { workload }),
+      ...(options.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: options.parkOutOfOrder }),
     });
     let run = 0;
     let lastLog = performance.now();
@@ -266,7 +272,12 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
           tried.add(point);
           const k = killPoints.indexOf(point as KillPoint);
           for (let attempt = 0; attempt < 3 && !(tally.killed.get(source)?.has(point) ?? false); attempt += 1) {
-            const [schedule] = fc.sample(scheduleArbitrary({ source, target: point as KillPoint }), {
+            const aimed = scheduleArbitrary({
+              source,
+              target: point as KillPoint,
+              ...(options.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: options.parkOutOfOrder }),
+            });
+            const [schedule] = fc.sample(aimed, {
               seed: sourceSeed(options.seed, source) + 1 + k * 3 + attempt,
               numRuns: 1,
             });
@@ -365,6 +376,7 @@ async function shrink(
         source: failure.source,
         ...(consumers === undefined ? {} : { consumers }),
         ...(workload === undefined ? {} : { workload }),
+        ...(options.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: options.parkOutOfOrder }),
       }),
       async (schedule) => {
         if (performance.now() > deadline) return true;
@@ -414,6 +426,10 @@ export function formatReport(report: ProveReport): string {
   lines.push(
     `  ${t.deadLetters} dead letters (${t.duplicateDeadLetters} sent more than once); ${t.redriven} messages redriven to converge (${t.safetyNet} taken by the source's safety net after crashes); ${t.repeatedEffectRuns} repeated side-effect runs absorbed downstream.`,
   );
+  if (t.parkingSchedules > 0)
+    lines.push(
+      `  Parking (retry.parkOutOfOrder, standard queue): ${t.parkingSchedules} schedules, ${t.parked} deliveries parked, ${t.decidedFromPark} decided from the park (${t.appliedFromPark} applied), ${t.deletedFromPark} deleted from the queue by the consumer.`,
+    );
   lines.push(`Violations: ${report.violations} (${report.failingSchedules} failing schedules)`);
   for (const name of invariants) lines.push(`  ${report.byInvariant[name] === 0 ? '✓' : '✗'} ${name}: ${report.byInvariant[name]}`);
   lines.push('Kill points (await points an invocation was stopped at / met):');

@@ -24,12 +24,12 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { FailureReason } from 'idempotent-consumer';
+import { FailureReason, type OutcomeRecord } from 'idempotent-consumer';
 import { canonicalJson } from 'idempotent-consumer/internal';
 import { kafkaRetryAttempts, lambdaEnvironment, maxReceiveCount, RECEIVE_ALLOWANCE, withOverrides } from 'idempotent-consumer/settings';
 import type { KafkaEvent } from 'idempotent-consumer/kafka';
 import { createInvocationGuard } from '@idempotent-consumer/local/internal';
-import type { RawResponse } from '@idempotent-consumer/local/internal';
+import { errorResponse, type RawResponse } from '@idempotent-consumer/local/internal';
 import { judgeBatchResponse } from '@idempotent-consumer/local/internal';
 import { createLambdaContext } from '@idempotent-consumer/local/internal';
 import { cafeWorkload } from './cafeWorkload.js';
@@ -86,6 +86,16 @@ export interface ScheduleStats {
   safetyNet: number;
   /** Runs of a side effect beyond the first, per effect key (absorbed downstream by its key). */
   repeatedEffectRuns: number;
+  /** Schedules whose consumer parks out-of-order messages (`retry.parkOutOfOrder`): 1 or 0 per schedule. */
+  parkingSchedules: number;
+  /** Deliveries the consumer parked (retried outcomes with `parked: true`). */
+  parked: number;
+  /** Messages applied from the park (applied outcomes with `fromPark: true`): taken up by the invocation that applied their predecessor. */
+  appliedFromPark: number;
+  /** Outcomes decided from the park in all (applied, duplicate, dead-lettered, or still waiting). */
+  decidedFromPark: number;
+  /** Messages the consumer deleted from the source itself (parked ones settled from the park). */
+  deletedFromPark: number;
 }
 
 /** Counts all at zero. */
@@ -103,6 +113,11 @@ export function emptyStats(): ScheduleStats {
     redriven: 0,
     safetyNet: 0,
     repeatedEffectRuns: 0,
+    parkingSchedules: 0,
+    parked: 0,
+    appliedFromPark: 0,
+    decidedFromPark: 0,
+    deletedFromPark: 0,
   };
 }
 
@@ -181,6 +196,8 @@ interface Source {
   ): { problem: string | undefined; failed: readonly string[] };
   readonly policyMoves: readonly string[];
   readonly gaveUp: readonly string[];
+  /** Messages the consumer deleted itself (`DeleteMessage(Batch)`: parked messages settled from the park); 0 but on SQS. */
+  readonly deletedByConsumer: number;
   readonly intercept?: CallInterceptor;
 }
 
@@ -240,7 +257,18 @@ class ScheduleRun {
       queue: { fifo: schedule.source === 'fifo' },
       function: { batchSize: schedule.batchSize },
       kafka: { batchSize: schedule.batchSize, topic: workload.consumer },
+      ...(schedule.parkOutOfOrder === true ? { retry: { parkOutOfOrder: true } } : {}),
     });
+    if (schedule.parkOutOfOrder === true) this.#stats.parkingSchedules = 1;
+    this.#env.trace?.(
+      `schedule ${this.#consumerName}: ${schedule.source}, ${schedule.workload.kind} workload, batch size ${schedule.batchSize}, ` +
+        `${schedule.environments} environment(s), ${schedule.invocations.length} chaos invocation(s)` +
+        (schedule.source === 'sqs' || schedule.source === 'fifo'
+          ? `, stale receipt handles ${schedule.staleReceiptDeletes ? 'delete' : 'do not delete'}${schedule.parkOutOfOrder === true ? ', parkOutOfOrder' : ''}`
+          : schedule.source === 'kafka'
+            ? `, ${schedule.kafka.partitions} partition(s), ${schedule.kafka.retryReading}`
+            : ''),
+    );
     this.#maxAttempts = settings.retry.maxAttempts;
     this.#source =
       schedule.source === 'kafka'
@@ -381,6 +409,7 @@ class ScheduleRun {
     await Promise.allSettled(this.#background);
     this.#stats.coldStarts = this.#pool.created;
     this.#stats.deliveries = this.#source.deliveries;
+    this.#stats.deletedFromPark = this.#source.deletedByConsumer;
     return {
       violations: dedupe([...this.#violations, ...checked]),
       messages: workload.messages.length,
@@ -506,6 +535,11 @@ class ScheduleRun {
       outcome = { kind: 'threw', error };
     }
     environment.busy = false;
+    for (const record of environment.records.outcomes) {
+      if (record.parked === true) this.#stats.parked += 1;
+      if (record.fromPark === true) this.#stats.decidedFromPark += 1;
+      if (record.fromPark === true && record.outcome === 'applied') this.#stats.appliedFromPark += 1;
+    }
     for (const point of control.seen) this.#seen.add(point);
     this.#stats.faults += control.injected;
     const stopped = guard.stopped;
@@ -524,7 +558,7 @@ class ScheduleRun {
     }
     this.#env.trace?.(
       `${this.#replaying ? 'replay ' : ''}invocation ${this.#stats.invocations} env ${index}${nested ? ' (concurrent)' : ''} t=${clock.now() - deadline + plan.remainingMs}ms ` +
-        `[${batch.ids.join(' ')}] plan ${JSON.stringify(plan)} → ${stopped ? `stopped at ${String(control.stoppedAt)}` : responseLost ? 'response lost' : outcome.kind === 'returned' ? JSON.stringify(outcome.response) : 'threw'}; met ${control.seen.join(', ')}`,
+        `[${batch.ids.join(' ')}] plan ${JSON.stringify(plan)} → ${stopped ? `stopped at ${String(control.stoppedAt)}` : responseLost ? 'response lost' : outcome.kind === 'returned' ? JSON.stringify(outcome.response) : 'threw'}; met ${control.seen.join(', ')}${parkTrace(environment.records.outcomes)}`,
     );
     let reported: ReadonlySet<string> = new Set();
     if (stopped || responseLost || outcome.kind === 'threw') {
@@ -639,9 +673,36 @@ class ScheduleRun {
       get policyMoves() {
         return queue.moved.map((move) => move.messageId);
       },
+      get deletedByConsumer() {
+        return queue.deletedByConsumer;
+      },
       gaveUp: [],
       intercept: (operation, input) => {
-        if (operation !== 'ChangeMessageVisibilityBatch' || input.QueueUrl !== queueUrl) return undefined;
+        if (input.QueueUrl !== queueUrl) return undefined;
+        // The consumer's own deletes: parked messages another invocation settled (`retry.parkOutOfOrder`).
+        if (operation === 'DeleteMessageBatch')
+          return () => {
+            const entries = (input.Entries as { Id: string; ReceiptHandle: string }[] | undefined) ?? [];
+            const successful: { Id: string }[] = [];
+            const failedEntries: { Id: string; SenderFault: boolean; Code: string; Message: string }[] = [];
+            for (const entry of entries) {
+              if (queue.deleteMessage(entry.ReceiptHandle) !== 'invalid') successful.push({ Id: entry.Id });
+              else
+                failedEntries.push({
+                  Id: entry.Id,
+                  SenderFault: true,
+                  Code: 'ReceiptHandleIsInvalid',
+                  Message: 'The receipt handle is not valid',
+                });
+            }
+            return jsonResponse({ Successful: successful, Failed: failedEntries });
+          };
+        if (operation === 'DeleteMessage')
+          return () =>
+            queue.deleteMessage(String(input.ReceiptHandle)) === 'invalid'
+              ? errorResponse('sqs', { statusCode: 400, code: 'ReceiptHandleIsInvalid', message: 'The receipt handle is not valid' })
+              : jsonResponse({});
+        if (operation !== 'ChangeMessageVisibilityBatch') return undefined;
         return () => {
           const entries = (input.Entries as { Id: string; ReceiptHandle: string; VisibilityTimeout: number }[] | undefined) ?? [];
           const successful: { Id: string }[] = [];
@@ -715,6 +776,7 @@ class ScheduleRun {
         return { problem, failed: records.filter((r) => reported.has(r.sequenceNumber)).map((r) => r.eventId) };
       },
       policyMoves: [],
+      deletedByConsumer: 0,
       get gaveUp() {
         return shards.gaveUp.map((r) => r.eventId);
       },
@@ -776,11 +838,19 @@ class ScheduleRun {
         return { problem, failed: failures.map((f) => `${String(f.itemIdentifier?.partition)}@${String(f.itemIdentifier?.offset)}`) };
       },
       policyMoves: [],
+      deletedByConsumer: 0,
       get gaveUp() {
         return topic.gaveUp.map((r) => `${r.topic}-${r.partition}@${r.offset}`);
       },
     };
   }
+}
+
+/** The trace's note of what an invocation parked and decided from the park. */
+function parkTrace(outcomes: readonly OutcomeRecord[]): string {
+  const parked = outcomes.filter((record) => record.parked === true).map((record) => record.messageId);
+  const taken = outcomes.filter((record) => record.fromPark === true).map((record) => `${record.messageId} ${record.outcome}`);
+  return `${parked.length === 0 ? '' : `; parked ${parked.join(' ')}`}${taken.length === 0 ? '' : `; from the park: ${taken.join(', ')}`}`;
 }
 
 /**

@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { generatedWorkloadArbitrary } from './generated/grammar.js';
 import type { GeneratedWorkloadSpec } from './generated/spec.js';
 import { checkGeneratedSpec, GeneratedSpecError } from './generated/specCheck.js';
-import { type KillPoint, killPoints } from './killPoints.js';
+import { KillPoint, killPoints } from './killPoints.js';
 import { type PoisonKind, poisonKinds } from './poisonKinds.js';
 import { type ProveSource, proveSources } from './proveSources.js';
 
@@ -155,6 +155,12 @@ export interface Schedule {
   readonly staleReceiptDeletes: boolean;
   /** The chaos phase, invocation by invocation; afterwards invocations run without faults until the source drains. */
   readonly invocations: readonly InvocationPlan[];
+  /**
+   * The consumer parks out-of-order messages (`retry.parkOutOfOrder: true`): a delivery that fails
+   * `PredecessorNotApplied` waits in the inbox table and is taken up by the invocation that applies
+   * a message of its ordering key. Standard queues (`source: 'sqs'`) only. @default false
+   */
+  readonly parkOutOfOrder?: boolean;
 }
 
 /** Options of {@link scheduleArbitrary}. */
@@ -169,6 +175,11 @@ export interface ScheduleArbitraryOptions {
    * (a payment, a poisoned predecessor, a stray poison body): to cover every kill point.
    */
   readonly target?: KillPoint;
+  /**
+   * On a standard queue: `true` parks out-of-order messages in every schedule, `false` in none.
+   * @default drawn: half the standard-queue schedules (recorded in each as `parkOutOfOrder`)
+   */
+  readonly parkOutOfOrder?: boolean;
 }
 
 /** `arbitrary`'s value with probability `p`, else `undefined` (shrinks toward `undefined`). */
@@ -286,6 +297,9 @@ const targetedWorkload: WorkloadSpec = {
   strayPoison: ['not-json'],
 };
 
+/** The await points of the park of out-of-order messages: a schedule aimed at one parks (standard queue). */
+const parkPoints: readonly KillPoint[] = [KillPoint.parkRead, KillPoint.parkWrite, KillPoint.parkRelease, KillPoint.parkedDelete];
+
 /** An inventory workload whose over-reservation is refused (`OutOfStock`): the snapshot read before a business-rule dead letter. */
 const targetedSnapshotWorkload: WorkloadSpec = {
   kind: 'inventory',
@@ -309,14 +323,19 @@ export function scheduleArbitrary(options: ScheduleArbitraryOptions): fc.Arbitra
     options.target !== undefined
       ? fc.constant(options.target === 'snapshot' ? targetedSnapshotWorkload : targetedWorkload)
       : fc.oneof(...(choice === 'examples' ? examples : choice === 'generated' ? [generated] : [...examples, generated]));
+  const parkTarget = options.target !== undefined && parkPoints.includes(options.target);
   return fc.record({
     version: fc.constant(1 as const),
     source: fc.constant(options.source),
     workload,
     sendOrder: fc.array(fc.integer({ min: 0, max: 20 }), { maxLength: 20 }),
     // Generated consumers often get small batches: an item's events then spread over invocations and execution environments.
-    batchSize:
-      choice === 'examples' ? fc.integer({ min: 1, max: 10 }) : fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 10 })),
+    // Aimed at the park: small batches, so that a successor and its predecessor come in different invocations.
+    batchSize: parkTarget
+      ? fc.integer({ min: 1, max: 2 })
+      : choice === 'examples'
+        ? fc.integer({ min: 1, max: 10 })
+        : fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 10 })),
     environments: fc.integer({ min: 1, max: 3 }),
     kafka: fc.record({ partitions: fc.integer({ min: 1, max: 3 }), retryReading: fc.constantFrom(...kafkaRetryReadings) }),
     receiveSeed: fc.integer({ min: 0, max: 1_000_000 }),
@@ -332,6 +351,16 @@ export function scheduleArbitrary(options: ScheduleArbitraryOptions): fc.Arbitra
           ? plans.map((plan, i) => (i % 2 === 0 ? { ...plan, kill: { before: 'side effect' as const } } : plan))
           : plans,
       ),
+    // Last, so that the fields before it draw what they drew before it existed. Half the standard-queue schedules park.
+    ...(options.source === 'sqs'
+      ? {
+          parkOutOfOrder: parkTarget
+            ? fc.constant(true)
+            : options.parkOutOfOrder !== undefined
+              ? fc.constant(options.parkOutOfOrder)
+              : fc.boolean(),
+        }
+      : {}),
   });
 }
 
@@ -419,6 +448,9 @@ export function parseSchedule(value: unknown): Schedule {
   oneOf(kafka.retryReading, 'kafka.retryReading', kafkaRetryReadings);
   int(s.receiveSeed, 'receiveSeed', 0, Number.MAX_SAFE_INTEGER);
   if (typeof s.staleReceiptDeletes !== 'boolean') fail('staleReceiptDeletes', 'true or false');
+  if (s.parkOutOfOrder !== undefined && typeof s.parkOutOfOrder !== 'boolean') fail('parkOutOfOrder', 'true or false (or absent)');
+  if (s.parkOutOfOrder === true && s.source !== 'sqs')
+    fail('parkOutOfOrder', 'false or absent unless source is "sqs" (the park is for standard queues)');
   list(s.invocations, 'invocations').forEach((p, i) => {
     const plan = object(p, `invocations[${i}]`);
     const at = `invocations[${i}]`;
