@@ -202,6 +202,41 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
     }
   });
 
+  it('takes up what waits behind a message applied on its read after parking', async () => {
+    const waiting = consumerEnvironment(env, parcelConsumer);
+    expect(await waiting.handler(sqsEvent(sourceRecord(env, 'm-p7-3', step('P-7', 3))), lambdaContext())).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'm-p7-3' }],
+    });
+    const predecessorEnvironment = consumerEnvironment(env, parcelConsumer);
+    const clients = awsClients();
+    let raced = false;
+    clients.dynamoDb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const pk = (args.input as { Key?: { pk?: string | { S?: string } } }).Key?.pk;
+        const key = typeof pk === 'string' ? pk : pk?.S;
+        if (!raced && context.commandName === 'UpdateItemCommand' && key === 'parcels#park#P-7') {
+          raced = true;
+          await predecessorEnvironment.handler(sqsEvent(sourceRecord(env, 'm-p7-1', step('P-7', 1))), lambdaContext());
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'commitThePredecessorFirst' },
+    );
+    try {
+      const environment = consumerEnvironment(env, parcelConsumer, { dynamoDb: clients.dynamoDb });
+      const response = await environment.handler(sqsEvent(sourceRecord(env, 'm-p7-2', step('P-7', 2))), lambdaContext());
+      expect(raced).toBe(true);
+      expect(response).toEqual({ batchItemFailures: [] });
+      // Step 2 was applied on its own read after parking; step 3, parked before, right after it.
+      expect(outcomeList(environment.outcomes)).toEqual(['m-p7-2:applied', 'm-p7-3:applied']);
+      expect(environment.outcomes[1]).toMatchObject({ fromPark: true });
+      expect(await storedItem(env, 'parcels', { parcelId: 'P-7' })).toMatchObject({ step: 3 });
+      expect(parkedIds(await parkItem('P-7'))).toEqual([]);
+    } finally {
+      clients.destroy();
+    }
+  });
+
   it('dead-letters a successor whose predecessor never comes RetriesExhausted on its last attempt, body byte for byte, and takes it out of the park', async () => {
     const environment = consumerEnvironment(env, parcelConsumer);
     const body = JSON.stringify(step('P-5', 3));

@@ -188,43 +188,34 @@ async function processBatch<Event>(
   }
   // Read after the commit, strongly consistent, for the keys that had a message applied: a message
   // parked before it is seen (see `parkWaiting` for one parked while this batch committed).
-  const parkedRead =
-    parking === undefined
-      ? new Map<string, ParkedRecord[]>()
-      : await parking.read(units.filter((unit) => unit.verdict?.kind === 'applied').map((unit) => unit.orderingKey));
-  const fromPark = parking === undefined ? [] : await decideWaiting(units, parkedRead, deps, clock, working.length);
-  working.push(...fromPark);
-  for (const work of working) {
-    const unit = work.unit;
-    if (unit === undefined) continue;
-    const verdict = unit.verdict ?? { kind: 'failed' as const, failure: classify(new NotAttempted('not settled')) };
-    work.settledAt = unit.settledAt ?? performance.now();
-    if (verdict.kind === 'applied') work.verdict = { kind: 'applied' };
-    else if (verdict.kind === 'duplicate') work.verdict = { kind: 'duplicate' };
-    else {
-      work.alreadyMarked = verdict.alreadyMarked === true;
-      work.sent = verdict.sent === true;
-      // Taken up from the park, it was dead-lettered by an earlier delivery of its own: that delivery
-      // sent it (or, its send failed, left it in the queue to be sent again), not this one.
-      if (work.park !== undefined && work.alreadyMarked && !verdict.failure.retryable) {
-        work.sent = true;
-        work.keepMessage = true;
-      }
-      work.verdict = verdict.failure.retryable
-        ? {
-            kind: 'retry',
-            failure: verdict.failure,
-            attempt: undefined,
-            ...(verdict.failure.retryAt === undefined ? {} : { retryAt: verdict.failure.retryAt }),
-          }
-        : { kind: 'dead-lettered', failure: verdict.failure, attempt: undefined };
-    }
+  const parkedRead = new Map<string, ParkedRecord[]>();
+  if (parking !== undefined) {
+    const unblocked = appliedKeys(units);
+    for (const [key, records] of await parking.read([...unblocked])) parkedRead.set(key, records);
+    working.push(...(await decideWaiting(units, parkedRead, deps, clock, working.length, { unblocked, batch: true })));
   }
+  for (const work of working) carryVerdict(work);
 
   stopScopes(working, logger);
   await countAttempts(working, deps);
-  if (parking !== undefined) await parkWaiting(working, parking, deps, clock);
+  if (parking !== undefined) {
+    // Parked messages applied on their own read after parking: what waits behind them is taken up too.
+    const unblocked = appliedKeys(await parkWaiting(working, parking, deps, clock));
+    if (unblocked.size > 0) {
+      const more = await parking.read([...unblocked]);
+      for (const [key, records] of more) parkedRead.set(key, records);
+      const taken = await decideWaiting(units, more, deps, clock, working.length, {
+        unblocked,
+        batch: false,
+        exclude: new Set(working.map((work) => work.delivery.messageId)),
+      });
+      for (const work of taken) carryVerdict(work);
+      await countAttempts(taken, deps);
+      working.push(...taken);
+    }
+  }
   await sendDeadLetters(working, deps);
+
   // A dead letter that could not be sent is retried: its scope stops there too.
   stopScopes(working, logger);
   const received = working.filter((work) => work.park === undefined);
@@ -251,6 +242,39 @@ async function processBatch<Event>(
     .sort((a, b) => a.settledAt - b.settledAt);
   for (const work of taken) observe(toResult(work), deps.observer);
   return results;
+}
+
+/** Carries a unit's verdict over to its working delivery (the source's view: applied, duplicate, retry, or dead-lettered). */
+function carryVerdict(work: Working): void {
+  const unit = work.unit;
+  if (unit === undefined) return;
+  const verdict = unit.verdict ?? { kind: 'failed' as const, failure: classify(new NotAttempted('not settled')) };
+  work.settledAt = unit.settledAt ?? performance.now();
+  if (verdict.kind === 'applied') work.verdict = { kind: 'applied' };
+  else if (verdict.kind === 'duplicate') work.verdict = { kind: 'duplicate' };
+  else {
+    work.alreadyMarked = verdict.alreadyMarked === true;
+    work.sent = verdict.sent === true;
+    // Taken up from the park, it was dead-lettered by an earlier delivery of its own: that delivery
+    // sent it (or, its send failed, left it in the queue to be sent again), not this one.
+    if (work.park !== undefined && work.alreadyMarked && !verdict.failure.retryable) {
+      work.sent = true;
+      work.keepMessage = true;
+    }
+    work.verdict = verdict.failure.retryable
+      ? {
+          kind: 'retry',
+          failure: verdict.failure,
+          attempt: undefined,
+          ...(verdict.failure.retryAt === undefined ? {} : { retryAt: verdict.failure.retryAt }),
+        }
+      : { kind: 'dead-lettered', failure: verdict.failure, attempt: undefined };
+  }
+}
+
+/** The ordering keys of the units applied. */
+function appliedKeys(units: readonly Unit[]): Set<string> {
+  return new Set(units.filter((unit) => unit.verdict?.kind === 'applied').map((unit) => unit.orderingKey));
 }
 
 /** The park, when the batch can use it: given, and every delivery an SQS record of a standard queue. */
@@ -287,14 +311,24 @@ async function decideWaiting<Event>(
   deps: ProcessDeliveriesDeps<Event>,
   clock: InvocationClock,
   firstIndex: number,
+  options: {
+    /** The ordering keys a message was applied of: those whose waiting messages are decided again. */
+    readonly unblocked: ReadonlySet<string>;
+    /** Whether the batch's own waiting messages are decided again (else only those taken up from the park). */
+    readonly batch: boolean;
+    /** Message ids not to take up from the park (already taken up in this batch). @default none */
+    readonly exclude?: ReadonlySet<string>;
+  },
 ): Promise<Working[]> {
   const { definition, config, engine, logger } = deps;
   const taken: Working[] = [];
   const takenUnits: Unit<Event>[] = [];
-  const seen = new Set(units.map((unit) => unit.delivery.messageId));
-  let unblocked = new Set(units.filter((unit) => unit.verdict?.kind === 'applied').map((unit) => unit.orderingKey));
+  const seen = new Set([...units.map((unit) => unit.delivery.messageId), ...(options.exclude ?? [])]);
+  let unblocked: ReadonlySet<string> = options.unblocked;
   for (let pass = 0; pass < MAX_WAKE_PASSES && unblocked.size > 0; pass += 1) {
-    const again: Unit<Event>[] = [...units, ...takenUnits].filter((unit) => unblocked.has(unit.orderingKey) && waitsForPredecessor(unit));
+    const again: Unit<Event>[] = [...(options.batch ? units : []), ...takenUnits].filter(
+      (unit) => unblocked.has(unit.orderingKey) && waitsForPredecessor(unit),
+    );
     for (const key of unblocked) {
       for (const entry of parked.get(key) ?? []) {
         if (seen.has(entry.record.messageId)) continue;
@@ -373,13 +407,15 @@ async function decideWaiting<Event>(
  * that applies a message reads the park strongly consistent *after* its commit; if that read did
  * not see this park, it ended before the park was written, so its commit ended before this read
  * starts, and this read sees it. A parked message applied here leaves the park at once.
+ *
+ * @returns the units applied here (what waits behind them in the park is taken up next)
  */
 async function parkWaiting<Event>(
   working: Working[],
   parking: ParkedMessages,
   deps: ProcessDeliveriesDeps<Event>,
   clock: InvocationClock,
-): Promise<void> {
+): Promise<Unit[]> {
   await Promise.all(
     working.map(async (work) => {
       const { verdict, delivery } = work;
@@ -389,7 +425,7 @@ async function parkWaiting<Event>(
     }),
   );
   const parked = working.filter((work) => work.parked === true && work.unit !== undefined);
-  if (parked.length === 0) return;
+  if (parked.length === 0) return [];
   const units = parked.map((work) => work.unit!) as Unit<Event>[];
   const before = new Map(units.map((unit) => [unit, unit.verdict]));
   for (const unit of units) {
@@ -415,6 +451,7 @@ async function parkWaiting<Event>(
       work.leftPark = JSON.stringify(work.delivery.sqsRecord);
     } else unit.verdict = before.get(unit as Unit<Event>);
   }
+  return units.filter((unit) => unit.verdict?.kind === 'applied');
 }
 
 /**
