@@ -33,6 +33,9 @@ describe('filter criteria in a local run', () => {
       expect(report.unaccounted).toBe(0);
       expect(result.stderr).toMatch(/filtered out \(not invoked\)/);
     },
+    // A whole local run of the sample (about 40 s; its orphan payment alone waits out 30 s of
+    // backoff): on a busy machine it takes longer.
+    180_000,
   );
 
   it('refuses a stream filter on the keys of the other stream source, naming the rule', async () => {
