@@ -28,7 +28,7 @@ export {
   type ReceivedPutEventsEntry,
 } from './aws/eventBridgeServer.js';
 export { readInputFile, InputFileError, type InputMessage } from './inputFile.js';
-export { formatReport, type DeadLetterCauseGroup, type RunReport } from './report.js';
+export { formatReport, type DeadLetterCauseGroup, type Parking, type Redeliveries, type RunReport } from './report.js';
 export { judgeDeadLetter, foreignErrorTypes, type DeadLetterJudgement, type InjectedFaults, type InjectedKind } from './deadLetterCause.js';
 export { eventTimeField, inProducerOrder } from './producerOrder.js';
 export { faultKinds, type FaultKind, type FaultOptions, type FaultRates } from './faultInjection.js';
