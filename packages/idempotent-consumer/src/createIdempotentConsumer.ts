@@ -32,7 +32,6 @@ import type { Delivery, DeliveryResult } from './engine/Delivery.js';
 import { ItemCache } from './engine/ItemCache.js';
 import { type DeadLetterSink, processDeliveries, type ProcessDeliveriesDeps } from './engine/processDeliveries.js';
 import { AttemptLog } from './inbox/AttemptLog.js';
-import { ParkedMessages } from './inbox/ParkedMessages.js';
 import { LogObserver } from './observability/LogObserver.js';
 import { MetricName, MetricsObserver } from './observability/MetricsObserver.js';
 import { combineObservers, type OutcomeObserver } from './observability/outcomes.js';
@@ -374,7 +373,8 @@ async function buildEnvironment<Event>(
     now,
     ...(config.parkOutOfOrder === true && !config.fifo
       ? {
-          parking: new ParkedMessages({
+          // Loaded at the first invocation only when parking is on: nothing of it at anyone else's cold start.
+          parking: new (await import('./inbox/ParkedMessages.js')).ParkedMessages({
             client,
             tableName: config.inboxTable,
             consumerName: config.consumerName,
