@@ -162,6 +162,11 @@ export class BatchEngine<Event> {
     this.#sayWhichEffectsRan(units, effects);
   }
 
+  /** Waits `ms` milliseconds with the engine's own sleep (the one its options gave: tests make it instant). */
+  sleep(ms: number): Promise<void> {
+    return this.#sleep(ms);
+  }
+
   /** Whether the next batch commits one transaction per component (after contention: see `CONTENTION_MEMORY_BATCHES`). */
   get committingPerComponent(): boolean {
     return this.#separateBatchesLeft > 0;

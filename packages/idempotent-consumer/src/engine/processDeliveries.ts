@@ -177,6 +177,11 @@ async function processBatch<Event>(
   });
 
   const parking = parkingOf(deps, deliveries);
+  // The park of the batch's ordering keys is read beside the batch's commit (no round trip on the
+  // critical path); a message parked while this batch commits is left to its own read after
+  // parking (see `parkWaiting`).
+  const parkRead = parking === undefined ? undefined : parking.read(units.map((unit) => unit.orderingKey));
+  const settleStarted = performance.now();
   await deadLetterBeforeSuccessors(working, stops, deps);
   try {
     await engine.settle(units, clock, stops, (settled) => deadLetter(settled.map(candidateOfUnit), deps));
@@ -186,12 +191,11 @@ async function processBatch<Event>(
       if (unit.verdict === undefined) unit.verdict = { kind: 'failed', failure: classify(error) };
     }
   }
-  // Read after the commit, strongly consistent, for the keys that had a message applied: a message
-  // parked before it is seen (see `parkWaiting` for one parked while this batch committed).
+  const settleMs = performance.now() - settleStarted;
   const parkedRead = new Map<string, ParkedRecord[]>();
-  if (parking !== undefined) {
+  if (parkRead !== undefined) {
     const unblocked = appliedKeys(units);
-    for (const [key, records] of await parking.read([...unblocked])) parkedRead.set(key, records);
+    for (const [key, records] of await parkRead) parkedRead.set(key, records);
     working.push(...(await decideWaiting(units, parkedRead, deps, clock, working.length, { unblocked, batch: true })));
   }
   for (const work of working) carryVerdict(work);
@@ -200,7 +204,7 @@ async function processBatch<Event>(
   await countAttempts(working, deps);
   if (parking !== undefined) {
     // Parked messages applied on their own read after parking: what waits behind them is taken up too.
-    const unblocked = appliedKeys(await parkWaiting(working, parking, deps, clock));
+    const unblocked = appliedKeys(await parkWaiting(working, parking, deps, clock, settleMs));
     if (unblocked.size > 0) {
       const more = await parking.read([...unblocked]);
       for (const [key, records] of more) parkedRead.set(key, records);
@@ -282,6 +286,10 @@ function parkingOf(deps: ProcessDeliveriesDeps<unknown>, deliveries: readonly De
   if (deps.parking === undefined || deliveries.length === 0) return undefined;
   return deliveries.every((delivery) => delivery.sqsRecord !== undefined && delivery.scope === undefined) ? deps.parking : undefined;
 }
+
+/** Bounds of the wait before a parked message is decided again on its own read, in milliseconds (see `parkWaiting`). */
+const PARK_SETTLE_WAIT_MIN_MS = 20;
+const PARK_SETTLE_WAIT_MAX_MS = 1_000;
 
 /** Decisions of waiting messages again: rounds a batch may add after its own (each one settles what a message of its key unblocked). */
 const MAX_WAKE_PASSES = 8;
@@ -415,6 +423,7 @@ async function parkWaiting<Event>(
   parking: ParkedMessages,
   deps: ProcessDeliveriesDeps<Event>,
   clock: InvocationClock,
+  settleMs: number,
 ): Promise<Unit[]> {
   await Promise.all(
     working.map(async (work) => {
@@ -426,6 +435,12 @@ async function parkWaiting<Event>(
   );
   const parked = working.filter((work) => work.parked === true && work.unit !== undefined);
   if (parked.length === 0) return [];
+  // A predecessor whose batch read the park before this park was written committed at about the
+  // same time, and its commit may still be in flight: wait as long as this batch's own decisions
+  // and commit took, twice (the commit latency this environment sees now), so that the read below
+  // sees it. A commit slower still leaves the message to its wake-up: later, never lost.
+  const waitMs = Math.min(PARK_SETTLE_WAIT_MAX_MS, Math.max(PARK_SETTLE_WAIT_MIN_MS, 2 * settleMs), clock.remainingTimeMs() / 4);
+  if (waitMs > 0) await deps.engine.sleep(waitMs);
   const units = parked.map((work) => work.unit!) as Unit<Event>[];
   const before = new Map(units.map((unit) => [unit, unit.verdict]));
   for (const unit of units) {
