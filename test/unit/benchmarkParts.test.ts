@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { attributeValueSize, itemSizeBytes, readUnits, usdPerMillionMessages, writeUnits } from '../../tools/bench/capacity.js';
 import { FlagError, parseFlags } from '../../tools/bench/flags.js';
 import { SimulatedQueue } from '../../tools/bench/SimulatedQueue.js';
+import { answerSimulatedDeletes } from '../../tools/bench/simulatedDeletes.js';
+import { DeleteMessageBatchCommand, DeleteMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { ASSUMED_LATENCY_MS, assumedLatencyMs, lambdaUsdPerMillionMessages } from '../../tools/bench/latencyModel.js';
 import { judgeLoad } from '../../tools/bench/machineLoad.js';
 import { baselineOutboxMessageId, outboxPut } from '../../tools/bench/powertoolsBaseline.js';
@@ -22,8 +24,9 @@ import {
   LIFECYCLE,
   REDRIVE_REASON,
 } from '../../tools/bench/contention.js';
-import { Tally } from '../../tools/bench/RequestMeter.js';
-import { emptyCounts } from '../../tools/bench/sides.js';
+import { ItemSizes, RequestMeter, Tally } from '../../tools/bench/RequestMeter.js';
+import { countEngineOutcome, emptyCounts } from '../../tools/bench/sides.js';
+import type { OutcomeRecord } from 'idempotent-consumer';
 
 describe('item sizes (AWS: the sum of attribute name lengths and value sizes)', () => {
   it('counts strings in UTF-8 bytes, numbers by significant digits, lists and maps with 3 bytes of overhead', () => {
@@ -85,7 +88,7 @@ describe('the simulated queue', () => {
     ]);
     expect(queue.settle(new Set(['a']))).toEqual(['a']);
     expect(queue.isEmpty).toBe(true);
-    expect(queue.totals).toEqual({ deleted: 2, redriven: 1, deliveries: 4 });
+    expect(queue.totals).toEqual({ deleted: 2, deletedByReceiptHandle: 0, redriven: 1, deliveries: 4 });
   });
 
   it('redelivers a message received before with the next receive count, and refuses a second batch in flight', () => {
@@ -117,7 +120,171 @@ describe('the simulated queue', () => {
     expect(queue.isEmpty).toBe(false);
     third.settle(new Set());
     expect(queue.isEmpty).toBe(true);
-    expect(queue.totals).toEqual({ deleted: 4, redriven: 1, deliveries: 6 });
+    expect(queue.totals).toEqual({ deleted: 4, deletedByReceiptHandle: 0, redriven: 1, deliveries: 6 });
+  });
+});
+
+describe('the simulated queue’s deletes by receipt handle (SQS’s DeleteMessage)', () => {
+  const message = (id: string) => ({ messageId: id, body: `{"n":"${id}"}` });
+  const handleOf = (records: readonly { messageId: string; receiptHandle: string }[], id: string) =>
+    records.find((r) => r.messageId === id)!.receiptHandle;
+
+  it('deletes a message waiting to come back with the handle of its latest receive: it is not delivered again', () => {
+    const queue = new SimulatedQueue(['a', 'b', 'c'].map(message), { queueArn: 'arn', maxReceiveCount: 5 });
+    const first = queue.receive(2);
+    queue.settle(new Set(['a'])); // 'a' failed (parked): back after 'c'
+    expect(queue.deleteMessage(handleOf(first, 'a'))).toBe(true);
+    expect(queue.receive(10).map((r) => r.messageId)).toEqual(['c']);
+    queue.settle(new Set());
+    expect(queue.isEmpty).toBe(true);
+    expect(queue.totals).toEqual({ deleted: 3, deletedByReceiptHandle: 1, redriven: 0, deliveries: 3 });
+    // Deleted once: the same handle again deletes nothing.
+    expect(queue.deleteMessage(handleOf(first, 'a'))).toBe(false);
+  });
+
+  it('deletes nothing with a stale handle (the message was received again since): it settles as its new delivery says', () => {
+    const queue = new SimulatedQueue(['a'].map(message), { queueArn: 'arn', maxReceiveCount: 5 });
+    const first = queue.receive(1);
+    queue.settle(new Set(['a']));
+    const second = queue.receive(1);
+    expect(handleOf(second, 'a')).not.toBe(handleOf(first, 'a'));
+    expect(queue.deleteMessage(handleOf(first, 'a'))).toBe(false);
+    expect(queue.deleteMessage('bench-unknown-1')).toBe(false);
+    queue.settle(new Set(['a']));
+    expect(queue.receive(1).map((r) => [r.messageId, r.attributes.ApproximateReceiveCount])).toEqual([['a', '3']]);
+    queue.settle(new Set());
+    expect(queue.totals).toEqual({ deleted: 1, deletedByReceiptHandle: 0, redriven: 0, deliveries: 3 });
+  });
+
+  it('with batches in flight: deletes a failure waiting for the batches beside it, and a message in flight, whose batch then settles without it', () => {
+    const queue = new SimulatedQueue(['a', 'b', 'c', 'd'].map(message), { queueArn: 'arn', maxReceiveCount: 5 });
+    const first = queue.receiveBatch(2);
+    const second = queue.receiveBatch(2);
+    first.settle(new Set(['a'])); // 'a' waits for the second batch
+    // Another invocation (the second batch's) applies 'a' from the park and deletes it with the handle it parked.
+    expect(queue.deleteMessage(handleOf(first.records, 'a'))).toBe(true);
+    // 'c' is in flight in the second batch; its current handle deletes it there too.
+    expect(queue.deleteMessage(handleOf(second.records, 'c'))).toBe(true);
+    expect(second.settle(new Set(['c', 'd']))).toEqual([]);
+    // Neither 'a' nor 'c' comes back; 'd' (failed, not deleted) does.
+    const third = queue.receiveBatch(10);
+    expect(third.records.map((r) => r.messageId)).toEqual(['d']);
+    third.settle(new Set());
+    expect(queue.isEmpty).toBe(true);
+    expect(queue.totals).toEqual({ deleted: 4, deletedByReceiptHandle: 2, redriven: 0, deliveries: 5 });
+  });
+
+  it('deletes nothing with the handle of a receive older than the batch the message is in flight in now', () => {
+    const queue = new SimulatedQueue(['a', 'b'].map(message), { queueArn: 'arn', maxReceiveCount: 5 });
+    const first = queue.receiveBatch(1);
+    first.settle(new Set(['a'])); // parked with the first receive's handle
+    const second = queue.receiveBatch(10); // 'b', then 'a' again: a new handle
+    expect(second.records.map((r) => r.messageId)).toEqual(['b', 'a']);
+    expect(queue.deleteMessage(handleOf(first.records, 'a'))).toBe(false);
+    second.settle(new Set(['a']));
+    expect(queue.receiveBatch(10).records.map((r) => r.messageId)).toEqual(['a']);
+  });
+});
+
+describe('the engine’s deletes answered by the simulated queue (a middleware on its SQS client)', () => {
+  // An endpoint nobody listens on: a request that reached the network would fail.
+  const client = () =>
+    new SQSClient({
+      region: 'us-east-1',
+      endpoint: 'http://127.0.0.1:9',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+      maxAttempts: 1,
+    });
+  const message = (id: string) => ({ messageId: id, body: `{"n":"${id}"}` });
+
+  it('answers DeleteMessageBatch and DeleteMessage of its receipt handles without sending them, every entry successful, and the meter counts them', async () => {
+    const queue = new SimulatedQueue(['a', 'b', 'c'].map(message), { queueArn: 'arn', maxReceiveCount: 5 });
+    const sqs = client();
+    const meter = new RequestMeter(new ItemSizes());
+    meter.instrumentSqs(sqs);
+    answerSimulatedDeletes(sqs, new Set([queue]));
+    const first = queue.receive(3);
+    queue.settle(new Set(['a', 'b', 'c']));
+    const again = queue.receive(1); // 'a' received again: its first handle is stale
+    const output = await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: 'http://127.0.0.1:9/000000000000/q',
+        Entries: first.slice(0, 2).map((record, i) => ({ Id: String(i), ReceiptHandle: record.receiptHandle })),
+      }),
+    );
+    expect(output.Successful).toEqual([{ Id: '0' }, { Id: '1' }]);
+    expect(output.Failed).toEqual([]);
+    await sqs.send(new DeleteMessageCommand({ QueueUrl: 'http://127.0.0.1:9/000000000000/q', ReceiptHandle: first[2]!.receiptHandle }));
+    // 'b' and 'c' deleted; 'a' (stale handle) is still in flight with its new receive.
+    expect(queue.totals.deletedByReceiptHandle).toBe(2);
+    queue.settle(new Set());
+    expect(again.map((r) => r.messageId)).toEqual(['a']);
+    expect(queue.isEmpty).toBe(true);
+    expect(Object.fromEntries(meter.tally.sqs)).toEqual({ DeleteMessageBatch: 1, DeleteMessage: 1 });
+    sqs.destroy();
+  });
+
+  it('refuses a DeleteMessageBatch that mixes its receipt handles with others', async () => {
+    const sqs = client();
+    answerSimulatedDeletes(sqs, new Set());
+    await expect(
+      sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: 'http://127.0.0.1:9/000000000000/q',
+          Entries: [
+            { Id: '0', ReceiptHandle: 'bench-a-1' },
+            { Id: '1', ReceiptHandle: 'AQEB-real' },
+          ],
+        }),
+      ),
+    ).rejects.toThrow(/mixes receipt handles/);
+    sqs.destroy();
+  });
+});
+
+describe('the engine’s outcomes counted per message (parking)', () => {
+  const outcome = (messageId: string, over: Partial<OutcomeRecord>): OutcomeRecord => ({
+    outcome: 'applied',
+    messageId,
+    idempotencyKey: messageId,
+    orderingKey: 'order-1',
+    fields: {},
+    attempt: 1,
+    reason: undefined,
+    errorType: undefined,
+    errorMessage: undefined,
+    countsAsAttempt: undefined,
+    durationMs: 1,
+    ...over,
+  });
+
+  it('counts a parked retry apart, a message settled from the park once, and its other delivery’s duplicate as settled again', () => {
+    const counts = emptyCounts();
+    countEngineOutcome(counts, outcome('m1', { outcome: 'retried', reason: 'PredecessorNotApplied', parked: true }));
+    countEngineOutcome(counts, outcome('m2', { outcome: 'retried', reason: 'TransactionConflict' }));
+    countEngineOutcome(counts, outcome('m1', { outcome: 'applied', fromPark: true }));
+    countEngineOutcome(counts, outcome('m1', { outcome: 'duplicate' }));
+    countEngineOutcome(counts, outcome('m2', { outcome: 'applied' }));
+    expect(counts).toMatchObject({
+      applied: 2,
+      duplicate: 0,
+      retried: 2,
+      parked: 1,
+      fromPark: 1,
+      settledAgain: 1,
+      retryReasons: { 'PredecessorNotApplied, parked': 1, TransactionConflict: 1 },
+    });
+    // A message applied twice is counted twice: the run's checks report it.
+    countEngineOutcome(counts, outcome('m2', { outcome: 'applied' }));
+    expect(counts.applied).toBe(3);
+  });
+
+  it('counts a message found a duplicate before another of its deliveries reports applying it once, as applied', () => {
+    // The invocation that committed it ends after the one that read its inbox row from the park.
+    const counts = emptyCounts();
+    countEngineOutcome(counts, outcome('m1', { outcome: 'duplicate', fromPark: true }));
+    countEngineOutcome(counts, outcome('m1', { outcome: 'applied' }));
+    expect(counts).toMatchObject({ applied: 1, duplicate: 0, settledAgain: 1, fromPark: 1 });
   });
 });
 
@@ -201,6 +368,8 @@ describe('the contention scenario’s counting', () => {
       tally,
       counts: { ...emptyCounts(), applied: 12, duplicate: 8, retried: 6, retryReasons: { TransactionConflict: 6 }, ...counts },
       redriven: 0,
+      deliveries: 26,
+      deletedByReceiptHandle: 0,
       ...over,
     };
   };
@@ -216,6 +385,7 @@ describe('the contention scenario’s counting', () => {
       waitedMsPerInvocation: 25,
       cancelledTransactionsPerMessage: 0.25,
       redeliveriesPerMessage: 0.3,
+      retriedPerMessage: 0.3,
       redeliveriesByReason: { TransactionConflict: 0.3 },
       writeUnitsPerMessage: 2,
       usdPerMillion: 1.3, // 2 write units × $0.625 + 0.4 read units × $0.125
@@ -254,8 +424,10 @@ describe('the benchmark flags', () => {
       contentionEnvironments: [1, 4, 16],
       heap: { from: 1000, to: 10000 },
       coldStartRuns: 20,
+      parking: true,
       json: false,
     });
+    expect(parseFlags(['--parking', 'off'])).toMatchObject({ parking: false });
   });
 
   it('runs the scenarios in their order (fresh before duplicates) and reads the endpoints', () => {
@@ -285,6 +457,7 @@ describe('the benchmark flags', () => {
     [['--dynamodb-endpoint', 'http://127.0.0.1:1'], /both/],
     [['--nope'], /Unknown option/],
     [['--contention-environments', '0'], /--contention-environments must be an integer from 1 to 100/],
+    [['--parking', 'no'], /--parking must be on or off/],
   ])('refuses %j with a clear message', (argv, message) => {
     expect(() => parseFlags(argv)).toThrow(FlagError);
     expect(() => parseFlags(argv)).toThrow(message);

@@ -14,6 +14,17 @@
  * AWS it stays invisible for its visibility timeout (or the consumer's backoff, 2 s at least by
  * the settings' default), longer than the invocations running beside it take.
  *
+ * **Deletes by receipt handle** ({@link SimulatedQueue.deleteMessage}): the consumer's own
+ * `DeleteMessage(Batch)` of a message it settled outside its batch (a parked message taken up by
+ * the invocation that applied its predecessor, docs/parking.md) is answered here, as SQS answers
+ * it: the receipt handle of a message's latest receive deletes it wherever it is (waiting to come
+ * back, visible again, or in flight in a batch, which then settles without it); the handle of an
+ * earlier receive (the message was received again since) deletes nothing, and SQS still answers
+ * success ("the request succeeds, but the message might not be deleted":
+ * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html).
+ * Receipt handles are `bench-<messageId>-<n>`, `n` unique in the process, so a handle names one
+ * receive of one queue.
+ *
  * @module
  */
 import type { SQSRecord } from 'aws-lambda';
@@ -28,12 +39,24 @@ export interface QueuedMessage {
 
 interface Entry extends QueuedMessage {
   receiveCount: number;
+  /** The receipt handle of its latest receive (`undefined` before its first). */
+  receiptHandle?: string;
+  /** Deleted by its receipt handle ({@link SimulatedQueue.deleteMessage}): a batch it is in flight in settles without it. */
+  deletedByReceiptHandle?: boolean;
 }
+
+/** The prefix of the simulated queue's receipt handles. */
+export const SIMULATED_RECEIPT_HANDLE_PREFIX = 'bench-';
+
+/** Receipts made in this process, for receipt handles unique across the simulated queues. */
+let receipts = 0;
 
 /** What the queue did with one message in the end. */
 export interface QueueTotals {
-  /** Deleted after an invocation that did not report it. */
+  /** Deleted: after an invocation that did not report it, or by its receipt handle. */
   readonly deleted: number;
+  /** Of those, deleted by the consumer with the receipt handle of its latest receive ({@link SimulatedQueue.deleteMessage}). */
+  readonly deletedByReceiptHandle: number;
   /** Moved to the dead-letter queue by the redrive policy. */
   readonly redriven: number;
   /** Deliveries in all (first deliveries and redeliveries). */
@@ -60,10 +83,12 @@ export class SimulatedQueue {
   #nextBatch = 0;
   /** Failures of such batches waiting for the batches that were in flight beside them to settle. */
   #waiting: { readonly entry: Entry; readonly until: Set<number> }[] = [];
+  /** The entries still in the queue, by the receipt handle of their latest receive. */
+  readonly #byReceiptHandle = new Map<string, Entry>();
   #deleted = 0;
+  #deletedByReceiptHandle = 0;
   #redriven = 0;
   #deliveries = 0;
-  #receipt = 0;
 
   /**
    * @throws Error when a message id is given twice
@@ -156,10 +181,13 @@ export class SimulatedQueue {
   #settleEntries(entries: readonly Entry[], failedMessageIds: ReadonlySet<string>, comeBack: Entry[] = this.#visible): string[] {
     const redriven: string[] = [];
     for (const entry of entries) {
+      if (entry.deletedByReceiptHandle === true) continue; // deleted while in flight: gone
       if (!failedMessageIds.has(entry.messageId)) {
         this.#deleted += 1;
+        this.#forget(entry);
       } else if (entry.receiveCount >= this.#options.maxReceiveCount) {
         this.#redriven += 1;
+        this.#forget(entry);
         redriven.push(entry.messageId);
       } else {
         comeBack.push(entry);
@@ -168,16 +196,53 @@ export class SimulatedQueue {
     return redriven;
   }
 
-  get totals(): QueueTotals {
-    return { deleted: this.#deleted, redriven: this.#redriven, deliveries: this.#deliveries };
+  /** The entry left the queue: its receipt handle deletes nothing any more. */
+  #forget(entry: Entry): void {
+    if (entry.receiptHandle !== undefined) this.#byReceiptHandle.delete(entry.receiptHandle);
   }
 
+  get totals(): QueueTotals {
+    return {
+      deleted: this.#deleted,
+      deletedByReceiptHandle: this.#deletedByReceiptHandle,
+      redriven: this.#redriven,
+      deliveries: this.#deliveries,
+    };
+  }
+
+  /**
+   * Deletes a message by receipt handle, as SQS's `DeleteMessage` does (see the module comment):
+   * the handle of the message's latest receive deletes it wherever it waits (back among the
+   * visible messages, waiting for the batches beside it to settle, or in flight in a batch, which
+   * then settles without it: neither deleted again nor back); the handle of an earlier receive, or
+   * one this queue never made, deletes nothing.
+   *
+   * @param receiptHandle - a record's `receiptHandle`
+   * @returns whether a message was deleted (SQS answers success either way)
+   */
+  deleteMessage(receiptHandle: string): boolean {
+    const entry = this.#byReceiptHandle.get(receiptHandle);
+    if (entry === undefined) return false;
+    this.#byReceiptHandle.delete(receiptHandle);
+    entry.deletedByReceiptHandle = true;
+    this.#deleted += 1;
+    this.#deletedByReceiptHandle += 1;
+    const visible = this.#visible.indexOf(entry);
+    if (visible >= 0) this.#visible.splice(visible, 1);
+    this.#waiting = this.#waiting.filter((waiting) => waiting.entry !== entry);
+    return true;
+  }
+
+  /** A receive of `entry`: its record, with a new receipt handle (the earlier one goes stale). */
   #record(entry: Entry): SQSRecord {
-    this.#receipt += 1;
+    receipts += 1;
     const region = this.#options.region ?? 'us-east-1';
+    if (entry.receiptHandle !== undefined) this.#byReceiptHandle.delete(entry.receiptHandle);
+    entry.receiptHandle = `${SIMULATED_RECEIPT_HANDLE_PREFIX}${entry.messageId}-${receipts}`;
+    this.#byReceiptHandle.set(entry.receiptHandle, entry);
     return {
       messageId: entry.messageId,
-      receiptHandle: `bench-${entry.messageId}-${this.#receipt}`,
+      receiptHandle: entry.receiptHandle,
       body: entry.body,
       attributes: {
         ApproximateReceiveCount: String(entry.receiveCount),

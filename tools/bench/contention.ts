@@ -28,8 +28,10 @@
  * Figures per side and environment count:
  * - **goodput**: messages that ended applied or acknowledged as duplicates, per second of summed
  *   invocation time (what Lambda bills), per invocation, and per second of wall time;
- * - cancelled transactions, refused conditional writes and redeliveries per message, the
- *   redeliveries by reason (the engine's failure reason, the baseline's error name);
+ * - cancelled transactions, refused conditional writes and redeliveries (the queue's deliveries
+ *   minus the messages) per message; batch item failures by reason (the engine's failure reason,
+ *   the baseline's error name); what parking did (the engine's: parked, settled from the park,
+ *   deleted from the queue by receipt handle);
  * - DynamoDB capacity units and US dollars per million messages (`capacity.ts`);
  * - **false dead letters**: dead letters of these valid messages, by reason (the engine's
  *   `RetriesExhausted`, `TransactionConflict`, …; `redrive` for the queue's redrive policy, the
@@ -161,6 +163,10 @@ export interface ContentionRun {
   readonly counts: DeliveryCounts;
   /** Moved to the dead-letter queue by the redrive policy. */
   readonly redriven: number;
+  /** Deliveries in all: first deliveries and redeliveries (the queue's count). */
+  readonly deliveries: number;
+  /** Messages the consumer deleted from the queue with the receipt handle of their latest receive (parked messages settled from the park). */
+  readonly deletedByReceiptHandle: number;
 }
 
 /** The function timeout the invocations get, in seconds (the settings' default). */
@@ -186,8 +192,34 @@ async function drainConcurrently(
   modeledMs: number;
   waitedMs: number;
   redriven: number;
+  deliveries: number;
+  deletedByReceiptHandle: number;
 }> {
   const queue = new SimulatedQueue(messages, { queueArn, maxReceiveCount: side.maxReceiveCount });
+  side.simulatedQueues.add(queue);
+  try {
+    const result = await drainQueueConcurrently(side, environments, queue, batchSize);
+    const { deliveries, deletedByReceiptHandle } = queue.totals;
+    return { ...result, deliveries, deletedByReceiptHandle };
+  } finally {
+    side.simulatedQueues.delete(queue);
+  }
+}
+
+async function drainQueueConcurrently(
+  side: Side,
+  environments: readonly SeparateEnvironment[],
+  queue: SimulatedQueue,
+  batchSize: number,
+): Promise<{
+  invocations: number;
+  handlerMs: number;
+  wallMs: number;
+  roundTrips: number;
+  modeledMs: number;
+  waitedMs: number;
+  redriven: number;
+}> {
   let waiting: (() => void)[] = [];
   const wake = () => {
     const woken = waiting;
@@ -327,10 +359,23 @@ export interface ContentionSideFigures {
   readonly cancelledTransactionsPerMessage: number;
   /** Single-item writes refused by their condition, per message. */
   readonly failedConditionsPerMessage: number;
-  /** Deliveries reported as batch item failures (each came back), per message. */
+  /** Redeliveries per message: the queue's deliveries minus the messages, ÷ the messages. */
   readonly redeliveriesPerMessage: number;
-  /** Redeliveries per message by reason: the engine's failure reason, the baseline's error name. */
+  /** Deliveries reported as batch item failures, per message (each comes back, unless parked and taken up from the park). */
+  readonly retriedPerMessage: number;
+  /**
+   * Batch item failures per message by reason: the engine's failure reason (`<reason>, parked` for
+   * a parked one), the baseline's error name.
+   */
   readonly redeliveriesByReason: Readonly<Record<string, number>>;
+  /** Deliveries parked, per message (the engine's, with parking on). */
+  readonly parkedPerMessage: number;
+  /** Messages settled from the park, per message. */
+  readonly fromParkPerMessage: number;
+  /** Messages the consumer deleted from the queue by receipt handle, per message. */
+  readonly deletedByReceiptHandlePerMessage: number;
+  /** Duplicates of a message already settled (taken up from the park while received again), per message: `DeliveryCounts.settledAgain`. */
+  readonly settledAgainPerMessage: number;
   readonly dynamoDbRequestsPerMessage: number;
   readonly readUnitsPerMessage: number;
   readonly writeUnitsPerMessage: number;
@@ -366,7 +411,12 @@ export function contentionSideFigures(run: ContentionRun): ContentionSideFigures
     waitedMsPerInvocation: round(run.waitedMs / run.invocations, 1),
     cancelledTransactionsPerMessage: perMessage(tally.cancelledTransactions),
     failedConditionsPerMessage: perMessage(tally.failedConditions),
-    redeliveriesPerMessage: perMessage(counts.retried),
+    redeliveriesPerMessage: perMessage(run.deliveries - messages),
+    retriedPerMessage: perMessage(counts.retried),
+    parkedPerMessage: perMessage(counts.parked),
+    fromParkPerMessage: perMessage(counts.fromPark),
+    deletedByReceiptHandlePerMessage: perMessage(run.deletedByReceiptHandle),
+    settledAgainPerMessage: perMessage(counts.settledAgain),
     redeliveriesByReason: Object.fromEntries(
       Object.entries(counts.retryReasons)
         .sort(([a], [b]) => a.localeCompare(b))
@@ -510,7 +560,8 @@ export function formatContention(report: ContentionReport): string[] {
       `  ${r.environments} environment(s): round trips/invocation ${r.engine.roundTripsPerInvocation} | ${r.baseline.roundTripsPerInvocation}; ` +
         `modeled ms/invocation ${r.engine.modeledMsPerInvocation} | ${r.baseline.modeledMsPerInvocation} (own waits ${r.engine.waitedMsPerInvocation} | ${r.baseline.waitedMsPerInvocation}); ` +
         `wall goodput ${r.engine.wallGoodputPerSecond} | ${r.baseline.wallGoodputPerSecond} msg/s; ` +
-        `redeliveries/msg by reason ${reasons(r.engine.redeliveriesByReason)} | ${reasons(r.baseline.redeliveriesByReason)}; ` +
+        `batch item failures/msg by reason ${reasons(r.engine.redeliveriesByReason)} | ${reasons(r.baseline.redeliveriesByReason)}; ` +
+        `engine parked ${r.engine.parkedPerMessage}/msg, settled from the park ${r.engine.fromParkPerMessage}, deleted by receipt handle ${r.engine.deletedByReceiptHandlePerMessage}, settled again ${r.engine.settledAgainPerMessage}; ` +
         `false dead letters ${reasons(r.engine.falseDeadLettersByReason)} | ${reasons(r.baseline.falseDeadLettersByReason)}`,
     );
     for (const problem of r.problems) lines.push(`    UNEXPECTED ${problem}`);

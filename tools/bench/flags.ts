@@ -21,13 +21,19 @@ export interface Flags {
   readonly coldStartRuns: number;
   readonly sample: string;
   readonly endpoints: { readonly dynamoDb: string; readonly sqs: string } | undefined;
+  /**
+   * Whether the engine parks out-of-order messages (`retry.parkOutOfOrder`, docs/parking.md):
+   * `--parking on` (the default: the café's settings) or `--parking off`. The baseline never parks.
+   */
+  readonly parking: boolean;
   readonly json: boolean;
 }
 
 export const USAGE =
   'usage: npm run bench -- [--messages N] [--repetitions N] [--batch-sizes 1,10,100] [--scenarios fresh,duplicates,fresh-side-effect,mixed,poison,contention]\n' +
   '                        [--contention-messages N] [--contention-environments 1,4,16]\n' +
-  '                        [--heap-messages 1000,10000 | 0] [--cold-start-runs N] [--sample FILE] [--dynamodb-endpoint URL --sqs-endpoint URL] [--json]';
+  '                        [--heap-messages 1000,10000 | 0] [--cold-start-runs N] [--sample FILE] [--dynamodb-endpoint URL --sqs-endpoint URL]\n' +
+  '                        [--parking on|off] [--json]';
 
 /** A flag that is unknown, malformed or out of range; its message says which and why. */
 export class FlagError extends Error {
@@ -75,6 +81,7 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
         sample: { type: 'string', default: 'examples/cafe/samples/orders.jsonl' },
         'dynamodb-endpoint': { type: 'string' },
         'sqs-endpoint': { type: 'string' },
+        parking: { type: 'string', default: 'on' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -110,6 +117,8 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
     if (url !== undefined && !/^https?:\/\/[^\s]+$/.test(url))
       throw new FlagError(`${flag} must be an http(s) URL, not ${JSON.stringify(url)}`);
   }
+  if (values.parking !== 'on' && values.parking !== 'off')
+    throw new FlagError(`--parking must be on or off, not ${JSON.stringify(values.parking)}`);
   return {
     messages: integer(values.messages, '--messages', 10, 1_000_000),
     repetitions: integer(values.repetitions, '--repetitions', 1, 100),
@@ -125,6 +134,7 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
     coldStartRuns: integer(values['cold-start-runs'], '--cold-start-runs', 0, 1000),
     sample: values.sample,
     endpoints: dynamoDb === undefined || sqs === undefined ? undefined : { dynamoDb, sqs },
+    parking: values.parking === 'on',
     json: values.json,
   };
 }

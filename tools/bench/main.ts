@@ -29,6 +29,7 @@
  *   --cold-start-runs N    fresh-process imports per side (0: skip)              default 20
  *   --sample FILE          the mixed scenario's stream                            default examples/cafe/samples/orders.jsonl
  *   --dynamodb-endpoint URL --sqs-endpoint URL   use these instead of starting the embedded emulators
+ *   --parking on|off       the engine parks out-of-order messages (the café's settings) or not   default on
  *   --json                 the JSON summary as the last line of stdout
  *
  * Exit status: 0; 1 when a scenario's outcomes are not the expected ones (its figures would not
@@ -77,10 +78,10 @@ async function main(): Promise<number> {
 
   const emulators = flags.endpoints === undefined ? await startEmulators() : undefined;
   const endpoints = flags.endpoints ?? { dynamoDb: emulators!.dynamoDbEndpoint, sqs: emulators!.sqsEndpoint };
-  const sides = await createSides(endpoints);
+  const sides = await createSides(endpoints, { parking: flags.parking });
   try {
     say(
-      `Benchmark: ${flags.repetitions} repetition(s) × batch sizes ${flags.batchSizes.join(', ')} × ${flags.scenarios.join(', ')}; ${flags.messages} messages per run (mixed: ${sample.length}).`,
+      `Benchmark: ${flags.repetitions} repetition(s) × batch sizes ${flags.batchSizes.join(', ')} × ${flags.scenarios.join(', ')}; ${flags.messages} messages per run (mixed: ${sample.length}); engine parking ${flags.parking ? 'on' : 'off'}.`,
     );
     // Warm-up, not counted: the JITs of Node.js and DynamoDB Local, and what each side loads lazily.
     await warmUp(sides, sample);
@@ -101,6 +102,7 @@ async function main(): Promise<number> {
     const coldStart = flags.coldStartRuns === 0 ? undefined : await measureColdStart({ runs: flags.coldStartRuns, log: say });
     const report: BenchmarkReport = {
       baseline: 'powertools-makeIdempotent',
+      engineParking: flags.parking ? 'on' : 'off',
       repetitions: flags.repetitions,
       messagesPerRun: flags.messages,
       pricing: ON_DEMAND_PRICES,

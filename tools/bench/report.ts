@@ -24,6 +24,8 @@ export interface TargetCheck {
 /** What `npm run bench --silent -- --json` prints as its last line. */
 export interface BenchmarkReport {
   readonly baseline: 'powertools-makeIdempotent';
+  /** Whether the engine parked out-of-order messages (`--parking`; the café's settings: on). */
+  readonly engineParking: 'on' | 'off';
   readonly repetitions: number;
   readonly messagesPerRun: number;
   readonly pricing: typeof ON_DEMAND_PRICES;
@@ -128,7 +130,7 @@ export function formatReport(report: BenchmarkReport): string {
   const lines: string[] = [];
   lines.push('');
   lines.push(
-    `Engine vs baseline (${report.baseline}), ${report.repetitions} repetition(s), ${report.messagesPerRun} messages per run (mixed: the sample).`,
+    `Engine (parking ${report.engineParking}) vs baseline (${report.baseline}), ${report.repetitions} repetition(s), ${report.messagesPerRun} messages per run (mixed: the sample).`,
   );
   lines.push('Per message: DynamoDB requests, capacity units (read + write, by AWS billing rules), US$ per million messages');
   lines.push(`(DynamoDB on demand, ${report.pricing.region}, ${report.pricing.source}), SQS requests; throughput; batch latency.`);
@@ -185,6 +187,11 @@ export function formatReport(report: BenchmarkReport): string {
         `time waiting for DynamoDB ${Math.round(s.dynamoDbTimeShare * 100)} % | ${Math.round(s.baselineDynamoDbTimeShare * 100)} %`,
     );
     lines.push(`    engine ${out(s.outcomes)}; baseline ${out(s.baselineOutcomes)}`);
+    const p = s.parkingPerMessage;
+    lines.push(
+      `    redeliveries/msg ${s.redeliveriesPerMessage} | ${s.baselineRedeliveriesPerMessage}; engine batch item failures/msg by reason ${ops(s.retriedByReason)}; ` +
+        `parked ${p.parked}/msg, settled from the park ${p.fromPark}, deleted by receipt handle ${p.deletedByReceiptHandle}, settled again ${p.settledAgain}`,
+    );
     for (const problem of s.problems) lines.push(`    UNEXPECTED ${problem}`);
   }
   if (report.contention !== undefined) lines.push(...formatContention(report.contention));

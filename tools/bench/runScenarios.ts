@@ -46,6 +46,24 @@ export interface Run {
   readonly modeledAwsMs: readonly number[];
   readonly tally: Tally;
   readonly outcomes: FinalOutcomes;
+  /** Deliveries in all: first deliveries and redeliveries (the queue's count). */
+  readonly deliveries: number;
+  /** What parking did (the engine's; zeros for the baseline and with parking off). */
+  readonly parking: ParkingCounts;
+  /** Batch item failures by reason (`DeliveryCounts.retryReasons`). */
+  readonly retryReasons: Readonly<Record<string, number>>;
+}
+
+/** What parking did in a run (docs/parking.md). */
+export interface ParkingCounts {
+  /** Deliveries parked (reported as batch item failures, their record kept in the inbox table). */
+  readonly parked: number;
+  /** Messages settled from the park by the invocation that applied their predecessor. */
+  readonly fromPark: number;
+  /** Messages the consumer deleted from the queue with the receipt handle of their latest receive (the simulated queue's count). */
+  readonly deletedByReceiptHandle: number;
+  /** Duplicates of a message already settled (taken up from the park while it was received again). */
+  readonly settledAgain: number;
 }
 
 /** Options of {@link runScenarios}. */
@@ -76,10 +94,30 @@ export async function drain(
   modeledAwsMs: number[];
   redriven: number;
   counts: DeliveryCounts;
+  /** Deliveries in all, and messages the consumer deleted by receipt handle (the queue's totals). */
+  deliveries: number;
+  deletedByReceiptHandle: number;
 }> {
   const counts = emptyCounts();
   side.counts = counts;
   const queue = new SimulatedQueue(messages, { queueArn, maxReceiveCount: side.maxReceiveCount });
+  side.simulatedQueues.add(queue);
+  try {
+    const result = await drainQueue(side, handler, queue, batchSize, afterInvocation);
+    const { deliveries, deletedByReceiptHandle } = queue.totals;
+    return { ...result, counts, deliveries, deletedByReceiptHandle };
+  } finally {
+    side.simulatedQueues.delete(queue);
+  }
+}
+
+async function drainQueue(
+  side: Side,
+  handler: Side['handler'],
+  queue: SimulatedQueue,
+  batchSize: number,
+  afterInvocation: ((delivered: number) => void) | undefined,
+): Promise<{ batchMs: number[]; handlerMs: number; roundTrips: number[]; modeledAwsMs: number[]; redriven: number }> {
   const batchMs: number[] = [];
   const roundTrips: number[] = [];
   const modeledAwsMs: number[] = [];
@@ -116,7 +154,7 @@ export async function drain(
     delivered += records.length;
     afterInvocation?.(delivered);
   }
-  return { batchMs, handlerMs: batchMs.reduce((a, b) => a + b, 0), roundTrips, modeledAwsMs, redriven, counts };
+  return { batchMs, handlerMs: batchMs.reduce((a, b) => a + b, 0), roundTrips, modeledAwsMs, redriven };
 }
 
 /** One side's run: setup (not counted), then the scenario's messages (counted). */
@@ -155,6 +193,14 @@ async function runOne(
       redriven: result.redriven,
       retriedDeliveries: result.counts.retried,
     },
+    deliveries: result.deliveries,
+    parking: {
+      parked: result.counts.parked,
+      fromPark: result.counts.fromPark,
+      deletedByReceiptHandle: result.deletedByReceiptHandle,
+      settledAgain: result.counts.settledAgain,
+    },
+    retryReasons: result.counts.retryReasons,
   };
 }
 
@@ -234,6 +280,13 @@ export interface ScenarioFigures {
   /** Invocations per message (a retried delivery is invoked again). */
   readonly invocationsPerMessage: number;
   readonly baselineInvocationsPerMessage: number;
+  /** Redeliveries per message: the queue's deliveries minus the messages, ÷ the messages. */
+  readonly redeliveriesPerMessage: number;
+  readonly baselineRedeliveriesPerMessage: number;
+  /** Batch item failures per message by reason, the engine's (`<reason>, parked` for a parked one). */
+  readonly retriedByReason: Readonly<Record<string, number>>;
+  /** What parking did, per message (the engine's; zeros with parking off): {@link ParkingCounts} ÷ the messages. */
+  readonly parkingPerMessage: ParkingCounts;
   /** The critical path's modeled AWS latency per invocation, in milliseconds, mean (`latencyModel.ts`: assumed latencies, not measured). */
   readonly modeledAwsMsPerBatch: number;
   readonly baselineModeledAwsMsPerBatch: number;
@@ -286,6 +339,9 @@ interface Aggregate {
   modeledAwsMs: number[];
   tally: Tally;
   outcomes: FinalOutcomes;
+  deliveries: number;
+  parking: { -readonly [K in keyof ParkingCounts]: number };
+  retryReasons: Record<string, number>;
   runs: Run[];
 }
 
@@ -298,6 +354,9 @@ function aggregate(runs: readonly Run[]): Aggregate {
     modeledAwsMs: [],
     tally: new Tally(),
     outcomes: { applied: 0, duplicate: 0, deadLettered: 0, redriven: 0, retriedDeliveries: 0 },
+    deliveries: 0,
+    parking: { parked: 0, fromPark: 0, deletedByReceiptHandle: 0, settledAgain: 0 },
+    retryReasons: {},
     runs: [...runs],
   };
   for (const run of runs) {
@@ -308,6 +367,9 @@ function aggregate(runs: readonly Run[]): Aggregate {
     total.modeledAwsMs.push(...run.modeledAwsMs);
     total.tally.add(run.tally);
     for (const key of Object.keys(total.outcomes) as (keyof FinalOutcomes)[]) total.outcomes[key] += run.outcomes[key];
+    total.deliveries += run.deliveries;
+    for (const key of Object.keys(total.parking) as (keyof ParkingCounts)[]) total.parking[key] += run.parking[key];
+    for (const [reason, n] of Object.entries(run.retryReasons)) total.retryReasons[reason] = (total.retryReasons[reason] ?? 0) + n;
   }
   return total;
 }
@@ -391,6 +453,15 @@ export function scenarioFigures(
         roundTripRatioToBaseline: round(mean(e.roundTrips) / mean(b.roundTrips), 2),
         invocationsPerMessage: round(e.roundTrips.length / e.messages),
         baselineInvocationsPerMessage: round(b.roundTrips.length / b.messages),
+        redeliveriesPerMessage: round((e.deliveries - e.messages) / e.messages),
+        baselineRedeliveriesPerMessage: round((b.deliveries - b.messages) / b.messages),
+        retriedByReason: perMessage(new Map(Object.entries(e.retryReasons)), e.messages),
+        parkingPerMessage: {
+          parked: round(e.parking.parked / e.messages),
+          fromPark: round(e.parking.fromPark / e.messages),
+          deletedByReceiptHandle: round(e.parking.deletedByReceiptHandle / e.messages),
+          settledAgain: round(e.parking.settledAgain / e.messages),
+        },
         modeledAwsMsPerBatch: round(mean(e.modeledAwsMs), 1),
         baselineModeledAwsMsPerBatch: round(mean(b.modeledAwsMs), 1),
         lambdaUsdPerMillion: round(lambdaUsd(e), 3),

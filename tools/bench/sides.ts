@@ -19,6 +19,8 @@ import { cafeSettings, cafeTables } from '@idempotent-consumer/example-cafe/sett
 import { type ConflictTracker, installStrictDynamoDb, type KeySchema, localClientConfig } from '@idempotent-consumer/local/internal';
 import { createPowertoolsBaseline } from './powertoolsBaseline.js';
 import { ItemSizes, RequestMeter } from './RequestMeter.js';
+import { answerSimulatedDeletes } from './simulatedDeletes.js';
+import type { SimulatedQueue } from './SimulatedQueue.js';
 
 /** Which side. */
 export const SideName = { Engine: 'engine', Baseline: 'baseline' } as const;
@@ -30,12 +32,32 @@ export interface DeliveryCounts {
   duplicate: number;
   /** Dead-lettered by the consumer itself (the engine, with a reason). */
   deadLettered: number;
-  /** Reported as a batch item failure (it comes back). */
+  /** Reported as a batch item failure (it comes back, unless it was parked and is taken up from the park). */
   retried: number;
   /** Dead letters by the consumer's reason (`failureReason`); the engine's only. */
   deadLetterReasons: Record<string, number>;
-  /** Retries by the consumer's reason (the engine's), or by the name of the error (the baseline's). */
+  /**
+   * Retries by the consumer's reason (the engine's), or by the name of the error (the baseline's);
+   * a parked retry of the engine's under `<reason>, parked` (docs/parking.md).
+   */
   retryReasons: Record<string, number>;
+  /** Of the retries, the engine's deliveries that were parked (their outcome's `parked`). */
+  parked: number;
+  /**
+   * Of the engine's outcomes that settled a message (applied, duplicate, dead-lettered), those
+   * decided from the park (their `fromPark`): not a receive.
+   */
+  fromPark: number;
+  /**
+   * Duplicates of a message settled by another of its deliveries in this run, counted here and not
+   * as duplicates (so that applied, duplicate and dead-lettered count messages): a message taken
+   * up from the park while it was received again (or while its parking delivery decided it again)
+   * is applied by one delivery and found a duplicate by the other, in either order of their
+   * outcomes (an invocation reports its outcomes when it ends, not when it commits).
+   */
+  settledAgain: number;
+  /** What each message settled so far ended as (applied, duplicate or dead-lettered), the engine's. */
+  readonly settledMessages: Map<string, 'applied' | 'duplicate' | 'dead-lettered'>;
 }
 
 /** An execution environment of {@link Side.newEnvironment}. */
@@ -65,6 +87,12 @@ export interface Side {
    */
   readonly newEnvironment: (conflictTracker: ConflictTracker) => SeparateEnvironment;
   readonly meter: RequestMeter;
+  /**
+   * The simulated queues being drained for this side: the engine's SQS clients answer a
+   * `DeleteMessage(Batch)` of their receipt handles from them (`simulatedDeletes.ts`). Whoever
+   * drains a queue adds it here, and removes it when done.
+   */
+  readonly simulatedQueues: Set<SimulatedQueue>;
   /** The redrive policy of this side's queue. */
   readonly maxReceiveCount: number;
   /** Where outcomes are counted now; replaced by the benchmark for each run. */
@@ -77,6 +105,8 @@ export interface Sides {
   readonly baseline: Side;
   /** The source queue's ARN (records carry it; the engine's retry backoff looks the queue up by it). */
   readonly queueArn: string;
+  /** Whether the engine parks out-of-order messages (`retry.parkOutOfOrder`, docs/parking.md). */
+  readonly parking: boolean;
   /** Deletes the tables and queues and destroys the clients. */
   dispose(): Promise<void>;
 }
@@ -88,7 +118,21 @@ export const emptyCounts = (): DeliveryCounts => ({
   retried: 0,
   deadLetterReasons: {},
   retryReasons: {},
+  parked: 0,
+  fromPark: 0,
+  settledAgain: 0,
+  settledMessages: new Map(),
 });
+
+/** Options of {@link createSides}. */
+export interface CreateSidesOptions {
+  /**
+   * Whether the engine parks out-of-order messages (`retry.parkOutOfOrder`): `true` runs it as the
+   * café's settings ship it, `false` overrides them. The baseline never parks.
+   * @default true
+   */
+  readonly parking?: boolean;
+}
 
 /**
  * The maxReceiveCount of the baseline's queue: 5, AWS's recommended least value
@@ -102,7 +146,11 @@ export const BASELINE_MAX_RECEIVE_COUNT = 5;
  *
  * @param endpoints - DynamoDB and SQS endpoints (the embedded emulators, or others)
  */
-export async function createSides(endpoints: { readonly dynamoDb: string; readonly sqs: string }): Promise<Sides> {
+export async function createSides(
+  endpoints: { readonly dynamoDb: string; readonly sqs: string },
+  options: CreateSidesOptions = {},
+): Promise<Sides> {
+  const parking = options.parking ?? true;
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const prefix = `bench-${randomUUID().slice(0, 8)}-`;
   const sizes = new ItemSizes();
@@ -161,12 +209,20 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
 
   // The engine: the café handler on the public API, with metered clients.
   const engineMeter = new RequestMeter(sizes);
-  const engineClients = { dynamoDb: dynamoDbClient(), sqs: sqsClient() };
+  const engineQueues = new Set<SimulatedQueue>();
+  // The engine's SQS clients: metered, and a delete by a simulated queue's receipt handle (a parked
+  // message settled from the park) answered by that queue, after the meter has counted it.
+  const engineSqsClient = (meter: RequestMeter) => {
+    const client = sqsClient();
+    meter.instrumentSqs(client);
+    answerSimulatedDeletes(client, engineQueues);
+    return client;
+  };
+  const engineClients = { dynamoDb: dynamoDbClient(), sqs: engineSqsClient(engineMeter) };
   engineMeter.instrumentDynamoDb(engineClients.dynamoDb);
-  engineMeter.instrumentSqs(engineClients.sqs);
-  // Parking off, like the baseline: the simulated queue cannot take the engine's deletes of parked
-  // messages, and each scenario compares the same work (docs/parking.md measures parking with `npm start`).
-  const environment = lambdaEnvironment(withOverrides({ retry: { parkOutOfOrder: false } }, cafeSettings), {
+  // The café's settings (parking on), or parking off (`--parking off`).
+  const engineSettings = parking ? cafeSettings : withOverrides({ retry: { parkOutOfOrder: false } }, cafeSettings);
+  const environment = lambdaEnvironment(engineSettings, {
     inboxTable: names.inbox,
     idempotencyTable: names.engineIdempotency,
     deadLetterQueueUrl: dlq.QueueUrl!,
@@ -190,9 +246,7 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
     newHandler: () => engineHandler.withRuntime(engineRuntime(() => engine)).sqs,
     newEnvironment: (conflictTracker) => {
       const meter = new RequestMeter(sizes);
-      const sqs = sqsClient();
-      meter.instrumentSqs(sqs);
-      const clients = { dynamoDb: strictDynamoDbClient(meter, conflictTracker), sqs };
+      const clients = { dynamoDb: strictDynamoDbClient(meter, conflictTracker), sqs: engineSqsClient(meter) };
       const waits = { ms: 0 };
       const sleep = async (ms: number) => {
         waits.ms += ms;
@@ -205,7 +259,8 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
       };
     },
     meter: engineMeter,
-    maxReceiveCount: maxReceiveCount(cafeSettings),
+    simulatedQueues: engineQueues,
+    maxReceiveCount: maxReceiveCount(engineSettings),
     counts: emptyCounts(),
   };
 
@@ -241,6 +296,7 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
       return { handler: baselineHandler(strictDynamoDbClient(meter, conflictTracker)), meter, waits: { ms: 0 } };
     },
     meter: baselineMeter,
+    simulatedQueues: new Set(),
     maxReceiveCount: BASELINE_MAX_RECEIVE_COUNT,
     counts: emptyCounts(),
   };
@@ -249,6 +305,7 @@ export async function createSides(endpoints: { readonly dynamoDb: string; readon
     engine,
     baseline,
     queueArn,
+    parking,
     dispose: async () => {
       try {
         await Promise.allSettled([
@@ -272,7 +329,28 @@ function increment(counts: Record<string, number>, key: string): void {
   counts[key] = (counts[key] ?? 0) + 1;
 }
 
-function countEngineOutcome(counts: DeliveryCounts, record: OutcomeRecord): void {
+/** Counts one of the engine's outcomes into `counts` (see {@link DeliveryCounts}: parked, from the park, settled again). */
+export function countEngineOutcome(counts: DeliveryCounts, record: OutcomeRecord): void {
+  if (record.outcome === 'retried') {
+    counts.retried += 1;
+    if (record.parked === true) counts.parked += 1;
+    increment(counts.retryReasons, record.parked === true ? `${reasonOf(record)}, parked` : reasonOf(record));
+    return;
+  }
+  if (record.fromPark === true) counts.fromPark += 1;
+  // A message settled by two deliveries, one applying it and the other finding it a duplicate,
+  // counts once, as applied (see `settledAgain`); a message applied or dead-lettered twice is
+  // counted twice, and the run's checks report it.
+  const before = counts.settledMessages.get(record.messageId);
+  if (before !== undefined && record.outcome === 'duplicate') {
+    counts.settledAgain += 1;
+    return;
+  }
+  if (before === 'duplicate' && record.outcome === 'applied') {
+    counts.settledAgain += 1;
+    counts.duplicate -= 1;
+  }
+  counts.settledMessages.set(record.messageId, record.outcome);
   switch (record.outcome) {
     case 'applied':
       counts.applied += 1;
@@ -283,10 +361,6 @@ function countEngineOutcome(counts: DeliveryCounts, record: OutcomeRecord): void
     case 'dead-lettered':
       counts.deadLettered += 1;
       increment(counts.deadLetterReasons, reasonOf(record));
-      return;
-    case 'retried':
-      counts.retried += 1;
-      increment(counts.retryReasons, reasonOf(record));
       return;
   }
 }
