@@ -290,10 +290,8 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
     );
     environment.outcomes.length = 0;
     await environment.handler(sqsEvent(sourceRecord(env, 'm-p6-1', step('P-6', 1))), lambdaContext());
-    expect(environment.outcomes).toMatchObject([
-      { messageId: 'm-p6-1', outcome: 'applied' },
-      { messageId: successor.messageId, outcome: 'dead-lettered', fromPark: true },
-    ]);
+    // Taken up, found dead-lettered by its own delivery: no outcome of its own here, out of the park.
+    expect(outcomeList(environment.outcomes)).toEqual(['m-p6-1:applied']);
     expect(parkedIds(await parkItem('P-6'))).toEqual([]);
     // The dead-letter queue's visibility hides the first copy for 30 s: a second send would be visible now.
     expect((await deadLetters(env)).filter((m) => deadLetterAttribute(m, 'originalMessageId') === successor.messageId)).toEqual([]);

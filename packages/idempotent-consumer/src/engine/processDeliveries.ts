@@ -62,8 +62,8 @@ interface Working {
   park?: ParkedRecord;
   /** It was parked in this batch, then applied (or found a duplicate): its park entry's stored text, to remove. */
   leftPark?: string;
-  /** Taken up from the park and found dead-lettered by its own earlier delivery: its entry goes, the message is not deleted. */
-  keepMessage?: boolean;
+  /** Taken up from the park and found dead-letter-worthy: left to its own receive (its entry goes, the message is not deleted). */
+  leaveToWakeUp?: boolean;
 }
 
 /**
@@ -208,11 +208,24 @@ async function processBatch<Event>(
     if (unblocked.size > 0) {
       const more = await parking.read([...unblocked]);
       for (const [key, records] of more) parkedRead.set(key, records);
-      const taken = await decideWaiting(units, more, deps, clock, working.length, {
+      // The messages still waiting (the batch's own, parked, and those taken up from the park) are
+      // decided again with what is taken up now; one that ended otherwise (its attempts spent) is not.
+      const stillWaiting = working.filter((work) => work.unit !== undefined && work.verdict.kind === 'retry').map((work) => work.unit!);
+      const taken = await decideWaiting(stillWaiting as Unit<Event>[], more, deps, clock, working.length, {
         unblocked,
-        batch: false,
+        batch: true,
         exclude: new Set(working.map((work) => work.delivery.messageId)),
       });
+      for (const work of working) {
+        const verdict = work.unit?.verdict;
+        if (work.verdict.kind !== 'retry' || verdict === undefined || (verdict.kind === 'failed' && verdict.failure.retryable)) continue;
+        carryVerdict(work);
+        if (work.parked === true) {
+          // Parked in this batch, settled now: it leaves the park (the event source mapping deletes it).
+          work.parked = false;
+          work.leftPark = JSON.stringify(work.delivery.sqsRecord);
+        }
+      }
       for (const work of taken) carryVerdict(work);
       await countAttempts(taken, deps);
       working.push(...taken);
@@ -259,11 +272,14 @@ function carryVerdict(work: Working): void {
   else {
     work.alreadyMarked = verdict.alreadyMarked === true;
     work.sent = verdict.sent === true;
-    // Taken up from the park, it was dead-lettered by an earlier delivery of its own: that delivery
-    // sent it (or, its send failed, left it in the queue to be sent again), not this one.
-    if (work.park !== undefined && work.alreadyMarked && !verdict.failure.retryable) {
-      work.sent = true;
-      work.keepMessage = true;
+    if (work.park !== undefined && !verdict.failure.retryable) {
+      // Taken up from the park and found dead-letter-worthy (on the new state, or dead-lettered by
+      // an earlier delivery of its own): it is not dead-lettered from here. Its parked receipt handle
+      // may be stale (a newer receive under way would dead-letter it a second time); its own receive
+      // decides it, dead-letters it once, and the event source mapping deletes it. It leaves the park.
+      work.leaveToWakeUp = true;
+      work.verdict = { kind: 'retry', failure: { ...verdict.failure, retryable: true, countsAsAttempt: false }, attempt: undefined };
+      return;
     }
     work.verdict = verdict.failure.retryable
       ? {
@@ -476,7 +492,10 @@ async function parkWaiting<Event>(
  */
 function releasesOf(working: readonly Working[], parked: ReadonlyMap<string, readonly ParkedRecord[]>): ParkRelease[] {
   const settled = (work: Working) =>
-    work.verdict.kind === 'applied' || work.verdict.kind === 'duplicate' || (work.verdict.kind === 'dead-lettered' && work.sent);
+    work.leaveToWakeUp === true ||
+    work.verdict.kind === 'applied' ||
+    work.verdict.kind === 'duplicate' ||
+    (work.verdict.kind === 'dead-lettered' && work.sent);
   const releases: ParkRelease[] = [];
   for (const work of working) {
     if (!settled(work)) continue;
@@ -486,7 +505,7 @@ function releasesOf(working: readonly Working[], parked: ReadonlyMap<string, rea
         orderingKey,
         messageId: record.messageId,
         stored,
-        ...(work.keepMessage === true
+        ...(work.leaveToWakeUp === true
           ? {}
           : { deleteMessage: { receiptHandle: record.receiptHandle, eventSourceARN: record.eventSourceARN } }),
       });
