@@ -424,10 +424,10 @@ describe('the benchmark flags', () => {
       contentionEnvironments: [1, 4, 16],
       heap: { from: 1000, to: 10000 },
       coldStartRuns: 20,
-      parking: true,
+      parking: false,
       json: false,
     });
-    expect(parseFlags(['--parking', 'off'])).toMatchObject({ parking: false });
+    expect(parseFlags(['--parking', 'on'])).toMatchObject({ parking: true });
   });
 
   it('runs the scenarios in their order (fresh before duplicates) and reads the endpoints', () => {

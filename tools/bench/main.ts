@@ -29,7 +29,7 @@
  *   --cold-start-runs N    fresh-process imports per side (0: skip)              default 20
  *   --sample FILE          the mixed scenario's stream                            default examples/cafe/samples/orders.jsonl
  *   --dynamodb-endpoint URL --sqs-endpoint URL   use these instead of starting the embedded emulators
- *   --parking on|off       the engine parks out-of-order messages (the café's settings) or not   default on
+ *   --parking on|off       the engine parks out-of-order messages (the café's settings) or not (the library's default)   default off
  *   --json                 the JSON summary as the last line of stdout
  *
  * Exit status: 0; 1 when a scenario's outcomes are not the expected ones (its figures would not

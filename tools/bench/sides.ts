@@ -150,7 +150,7 @@ export async function createSides(
   endpoints: { readonly dynamoDb: string; readonly sqs: string },
   options: CreateSidesOptions = {},
 ): Promise<Sides> {
-  const parking = options.parking ?? true;
+  const parking = options.parking ?? false;
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const prefix = `bench-${randomUUID().slice(0, 8)}-`;
   const sizes = new ItemSizes();
@@ -220,7 +220,7 @@ export async function createSides(
   };
   const engineClients = { dynamoDb: dynamoDbClient(), sqs: engineSqsClient(engineMeter) };
   engineMeter.instrumentDynamoDb(engineClients.dynamoDb);
-  // The café's settings (parking on), or parking off (`--parking off`).
+  // The café's settings with parking off (the library's default), or as the café ships them (`--parking on`).
   const engineSettings = parking ? cafeSettings : withOverrides({ retry: { parkOutOfOrder: false } }, cafeSettings);
   const environment = lambdaEnvironment(engineSettings, {
     inboxTable: names.inbox,

@@ -305,7 +305,7 @@ function parkingOf(deps: ProcessDeliveriesDeps<unknown>, deliveries: readonly De
 
 /** Bounds of the wait before a parked message is decided again on its own read, in milliseconds (see `parkWaiting`). */
 const PARK_SETTLE_WAIT_MIN_MS = 20;
-const PARK_SETTLE_WAIT_MAX_MS = 1_000;
+const PARK_SETTLE_WAIT_MAX_MS = 250;
 
 /** Decisions of waiting messages again: rounds a batch may add after its own (each one settles what a message of its key unblocked). */
 const MAX_WAKE_PASSES = 8;
