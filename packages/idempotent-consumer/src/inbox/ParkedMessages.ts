@@ -61,7 +61,7 @@ export interface ParkedMessagesOptions {
  * as an attribute `parked:<messageId>` whose value is the SQS record as Lambda delivered it (JSON):
  * its body byte for byte, attributes, receive count and receipt handle. Parking is an `UpdateItem`
  * that sets that attribute (1 write unit per KB); the invocation that applies a message of the
- * ordering key reads the park item (strongly consistent, after its commit), decides
+ * ordering key reads the park item (strongly consistent, beside its commit), decides
  * each parked record again, and once one is settled removes its attribute and deletes the message
  * from the queue with the parked receipt handle.
  *

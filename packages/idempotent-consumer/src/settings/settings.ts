@@ -166,8 +166,8 @@ export interface RetrySettings {
    * redelivered. Its visibility delay (the backoff above) stays its wake-up: a message whose
    * predecessor never comes is decided again then, and dead-lettered `RetriesExhausted` on attempt
    * `maxAttempts`, as without parking. Costs a read of the batch's ordering keys' park items
-   * (eventually consistent, in parallel with the commit: 0.5 read unit per ordering key, no round
-   * trip) and 1 write unit per KB of each parked record. Ignored on a FIFO queue (a message group
+   * (strongly consistent, beside the commit: 1 read unit per ordering key, one request more per
+   * batch, no round trip more) and 1 write unit per KB of each parked record. Ignored on a FIFO queue (a message group
    * stops at its first message that must come back, so nothing arrives before its predecessor) and
    * on the other sources. See docs/parking.md. @default false
    */
