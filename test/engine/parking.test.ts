@@ -6,17 +6,18 @@
  * it is not redelivered; one whose predecessor never comes is dead-lettered `RetriesExhausted` on
  * its last attempt, as without parking.
  */
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { type IdempotentConsumerOptions, PredecessorNotApplied, BusinessRuleViolation, type TableDefinition } from 'idempotent-consumer';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { deadLetters } from '../support/cafeHarness.js';
-import { consumerEnvironment, inboxRowOf, outcomeList, recordFromMessage, sourceRecord, storedItem } from '../support/consumerHarness.js';
+import { consumerEnvironment, inboxRowOf, outcomeList, sourceRecord, storedItem } from '../support/consumerHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
+import { clientRacingThePark, parkedIds, parkItem, queueCounts, sendAndReceive } from '../support/parkHarness.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
-import { awsClients, describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
+import { describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
 
 const describe = describeUnlessDeployedStack(
   'a consumer with a table of its own and parking on: a deployed stack has the café, without parking',
@@ -44,6 +45,7 @@ const parcelConsumer: IdempotentConsumerOptions<StepEvent> = {
 };
 
 const step = (parcelId: string, n: number): StepEvent => ({ eventId: `${parcelId}-${n}`, parcelId, step: n });
+const stepBody = (parcelId: string, n: number): string => JSON.stringify(step(parcelId, n));
 
 describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
   let env: TestResources;
@@ -52,24 +54,6 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
   });
   afterAll(() => env.dispose());
 
-  /** Sends one body to the source queue and receives it (alone), as the event source mapping would hand it over. */
-  async function sendAndReceive(body: StepEvent): Promise<SQSRecord> {
-    await env.sqs.send(new SendMessageCommand({ QueueUrl: env.resources.queueUrl, MessageBody: JSON.stringify(body) }));
-    for (let tries = 0; tries < 20; tries += 1) {
-      const { Messages = [] } = await env.sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: env.resources.queueUrl,
-          MaxNumberOfMessages: 1,
-          WaitTimeSeconds: 1,
-          MessageSystemAttributeNames: ['All'],
-          MessageAttributeNames: ['All'],
-        }),
-      );
-      if (Messages[0] !== undefined) return recordFromMessage(Messages[0], env.resources.queueArn);
-    }
-    throw new Error('the message did not arrive');
-  }
-
   /** What the event source mapping does with an acknowledged message: deletes it. */
   async function acknowledge(record: SQSRecord, response: SQSBatchResponse): Promise<void> {
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).not.toContain(record.messageId);
@@ -77,54 +61,29 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
     await env.sqs.send(new DeleteMessageCommand({ QueueUrl: env.resources.queueUrl, ReceiptHandle: record.receiptHandle }));
   }
 
-  async function parkItem(parcelId: string): Promise<Record<string, unknown> | undefined> {
-    const output = await env.documentClient.send(
-      new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: `parcels#park#${parcelId}` }, ConsistentRead: true }),
-    );
-    return output.Item;
-  }
-  const parkedIds = (item: Record<string, unknown> | undefined) =>
-    Object.keys(item ?? {})
-      .filter((name) => name.startsWith('parked:'))
-      .map((name) => name.slice('parked:'.length));
-
-  async function queueCounts(): Promise<{ visible: number; inFlight: number; delayed: number }> {
-    const { Attributes = {} } = await env.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: env.resources.queueUrl,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
-      }),
-    );
-    return {
-      visible: Number(Attributes.ApproximateNumberOfMessages),
-      inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible),
-      delayed: Number(Attributes.ApproximateNumberOfMessagesDelayed),
-    };
-  }
-
   it('parks a successor that arrives first; the invocation of another environment that applies its predecessor applies it and deletes it from the queue', async () => {
     const first = consumerEnvironment(env, parcelConsumer);
     const second = consumerEnvironment(env, parcelConsumer);
-    const successor = await sendAndReceive(step('P-1', 2));
+    const successor = await sendAndReceive(env, stepBody('P-1', 2));
     const parked = (await first.handler(sqsEvent(successor), lambdaContext())) as SQSBatchResponse;
     // Reported: it stays in flight for its backoff (its wake-up), its record in the park.
     expect(parked).toEqual({ batchItemFailures: [{ itemIdentifier: successor.messageId }] });
     expect(first.outcomes).toMatchObject([
       { messageId: successor.messageId, outcome: 'retried', errorType: 'PredecessorNotApplied', parked: true },
     ]);
-    expect(parkedIds(await parkItem('P-1'))).toEqual([successor.messageId]);
+    expect(await parkedIds(env, 'P-1')).toEqual([successor.messageId]);
     expect(await inboxRowOf(env, 'P-1-2')).toBeUndefined();
 
-    const predecessor = await sendAndReceive(step('P-1', 1));
+    const predecessor = await sendAndReceive(env, stepBody('P-1', 1));
     const applied = (await second.handler(sqsEvent(predecessor), lambdaContext())) as SQSBatchResponse;
     await acknowledge(predecessor, applied);
     expect(outcomeList(second.outcomes)).toEqual([`${predecessor.messageId}:applied`, `${successor.messageId}:applied`]);
     expect(second.outcomes[1]).toMatchObject({ fromPark: true, idempotencyKey: 'P-1-2' });
     expect(await storedItem(env, 'parcels', { parcelId: 'P-1' })).toMatchObject({ step: 2 });
     expect(await inboxRowOf(env, 'P-1-2')).toMatchObject({ status: 'applied', messageId: successor.messageId });
-    expect(parkedIds(await parkItem('P-1'))).toEqual([]);
+    expect(await parkedIds(env, 'P-1')).toEqual([]);
     // Deleted with the parked receipt handle: nothing in flight, nothing comes back after the backoff.
-    expect(await queueCounts()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    expect(await queueCounts(env)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     const { Messages = [] } = await env.sqs.send(new ReceiveMessageCommand({ QueueUrl: env.resources.queueUrl, WaitTimeSeconds: 1 }));
     expect(Messages).toEqual([]);
@@ -132,17 +91,17 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
 
   it('applies a chain of parked successors in order once the first event comes, whatever order they were parked in', async () => {
     const environment = consumerEnvironment(env, parcelConsumer);
-    const fourth = await sendAndReceive(step('P-2', 4));
-    const third = await sendAndReceive(step('P-2', 3));
-    const second = await sendAndReceive(step('P-2', 2));
+    const fourth = await sendAndReceive(env, stepBody('P-2', 4));
+    const third = await sendAndReceive(env, stepBody('P-2', 3));
+    const second = await sendAndReceive(env, stepBody('P-2', 2));
     for (const record of [fourth, third, second]) {
       expect(await environment.handler(sqsEvent(record), lambdaContext())).toEqual({
         batchItemFailures: [{ itemIdentifier: record.messageId }],
       });
     }
-    expect(parkedIds(await parkItem('P-2')).sort()).toEqual([fourth, third, second].map((r) => r.messageId).sort());
+    expect(await parkedIds(env, 'P-2')).toEqual([fourth, third, second].map((r) => r.messageId).sort());
     environment.outcomes.length = 0;
-    const first = await sendAndReceive(step('P-2', 1));
+    const first = await sendAndReceive(env, stepBody('P-2', 1));
     await acknowledge(first, (await environment.handler(sqsEvent(first), lambdaContext())) as SQSBatchResponse);
     expect(environment.outcomes.filter((o) => o.outcome === 'applied').map((o) => o.idempotencyKey)).toEqual([
       'P-2-1',
@@ -151,8 +110,8 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
       'P-2-4',
     ]);
     expect(await storedItem(env, 'parcels', { parcelId: 'P-2' })).toMatchObject({ step: 4 });
-    expect(parkedIds(await parkItem('P-2'))).toEqual([]);
-    expect(await queueCounts()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    expect(await parkedIds(env, 'P-2')).toEqual([]);
+    expect(await queueCounts(env)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
   });
 
   it('applies a successor and its predecessor that come in one batch, successor first, without reporting or parking either', async () => {
@@ -164,41 +123,29 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
     expect(response).toEqual({ batchItemFailures: [] });
     expect(outcomeList(environment.outcomes).sort()).toEqual(['m-p3-1:applied', 'm-p3-2:applied']);
     expect(await storedItem(env, 'parcels', { parcelId: 'P-3' })).toMatchObject({ step: 2 });
-    expect(await parkItem('P-3')).toBeUndefined();
+    expect(await parkItem(env, 'P-3')).toBeUndefined();
   });
 
   it('applies at once a successor whose predecessor commits while it is being parked (the race the read after the commit cannot see)', async () => {
     const predecessorEnvironment = consumerEnvironment(env, parcelConsumer);
     // The parking environment's client lets the predecessor commit (and read the park, missing it)
     // just before the park is written.
-    const clients = awsClients();
-    let raced = false;
-    clients.dynamoDb.middlewareStack.add(
-      (next, context) => async (args) => {
-        // The document client's input, marshalled or not yet, depending on where its middleware runs.
-        const pk = (args.input as { Key?: { pk?: string | { S?: string } } }).Key?.pk;
-        const key = typeof pk === 'string' ? pk : pk?.S;
-        if (!raced && context.commandName === 'UpdateItemCommand' && key === 'parcels#park#P-4') {
-          raced = true;
-          const response = await predecessorEnvironment.handler(sqsEvent(sourceRecord(env, 'm-p4-1', step('P-4', 1))), lambdaContext());
-          expect(response).toEqual({ batchItemFailures: [] });
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'commitThePredecessorFirst' },
-    );
+    const racing = clientRacingThePark(env, 'P-4', async () => {
+      const response = await predecessorEnvironment.handler(sqsEvent(sourceRecord(env, 'm-p4-1', step('P-4', 1))), lambdaContext());
+      expect(response).toEqual({ batchItemFailures: [] });
+    });
     try {
-      const environment = consumerEnvironment(env, parcelConsumer, { dynamoDb: clients.dynamoDb });
+      const environment = consumerEnvironment(env, parcelConsumer, { dynamoDb: racing.dynamoDb });
       const response = await environment.handler(sqsEvent(sourceRecord(env, 'm-p4-2', step('P-4', 2))), lambdaContext());
-      expect(raced).toBe(true);
+      expect(racing.raced()).toBe(true);
       // The predecessor's read of the park missed it; the re-decision after parking saw the predecessor.
       expect(outcomeList(predecessorEnvironment.outcomes)).toEqual(['m-p4-1:applied']);
       expect(response).toEqual({ batchItemFailures: [] });
       expect(outcomeList(environment.outcomes)).toEqual(['m-p4-2:applied']);
       expect(await storedItem(env, 'parcels', { parcelId: 'P-4' })).toMatchObject({ step: 2 });
-      expect(parkedIds(await parkItem('P-4'))).toEqual([]);
+      expect(await parkedIds(env, 'P-4')).toEqual([]);
     } finally {
-      clients.destroy();
+      racing.destroy();
     }
   });
 
@@ -208,32 +155,21 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
       batchItemFailures: [{ itemIdentifier: 'm-p7-3' }],
     });
     const predecessorEnvironment = consumerEnvironment(env, parcelConsumer);
-    const clients = awsClients();
-    let raced = false;
-    clients.dynamoDb.middlewareStack.add(
-      (next, context) => async (args) => {
-        const pk = (args.input as { Key?: { pk?: string | { S?: string } } }).Key?.pk;
-        const key = typeof pk === 'string' ? pk : pk?.S;
-        if (!raced && context.commandName === 'UpdateItemCommand' && key === 'parcels#park#P-7') {
-          raced = true;
-          await predecessorEnvironment.handler(sqsEvent(sourceRecord(env, 'm-p7-1', step('P-7', 1))), lambdaContext());
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'commitThePredecessorFirst' },
-    );
+    const racing = clientRacingThePark(env, 'P-7', async () => {
+      await predecessorEnvironment.handler(sqsEvent(sourceRecord(env, 'm-p7-1', step('P-7', 1))), lambdaContext());
+    });
     try {
-      const environment = consumerEnvironment(env, parcelConsumer, { dynamoDb: clients.dynamoDb });
+      const environment = consumerEnvironment(env, parcelConsumer, { dynamoDb: racing.dynamoDb });
       const response = await environment.handler(sqsEvent(sourceRecord(env, 'm-p7-2', step('P-7', 2))), lambdaContext());
-      expect(raced).toBe(true);
+      expect(racing.raced()).toBe(true);
       expect(response).toEqual({ batchItemFailures: [] });
       // Step 2 was applied on its own read after parking; step 3, parked before, right after it.
       expect(outcomeList(environment.outcomes)).toEqual(['m-p7-2:applied', 'm-p7-3:applied']);
       expect(environment.outcomes[1]).toMatchObject({ fromPark: true });
       expect(await storedItem(env, 'parcels', { parcelId: 'P-7' })).toMatchObject({ step: 3 });
-      expect(parkedIds(await parkItem('P-7'))).toEqual([]);
+      expect(await parkedIds(env, 'P-7')).toEqual([]);
     } finally {
-      clients.destroy();
+      racing.destroy();
     }
   });
 
@@ -256,7 +192,7 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
     expect(environment.outcomes[4]).toMatchObject({ reason: 'RetriesExhausted', errorType: 'PredecessorNotApplied' });
     const dlq = (await deadLetters(env)).filter((message) => deadLetterAttribute(message, 'originalMessageId') === 'm-p5-3');
     expect(dlq.map((message) => message.Body)).toEqual([body]);
-    expect(parkedIds(await parkItem('P-5'))).toEqual([]);
+    expect(await parkedIds(env, 'P-5')).toEqual([]);
 
     // Its predecessors come later: nothing is taken up from the park, nothing is sent again.
     environment.outcomes.length = 0;
@@ -266,7 +202,7 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
 
   it('leaves a message taken up from the park in its place when its own earlier delivery dead-lettered it: not sent again, not deleted', async () => {
     const environment = consumerEnvironment(env, parcelConsumer);
-    const successor = await sendAndReceive(step('P-6', 2));
+    const successor = await sendAndReceive(env, stepBody('P-6', 2));
     expect(await environment.handler(sqsEvent(successor), lambdaContext())).toEqual({
       batchItemFailures: [{ itemIdentifier: successor.messageId }],
     });
@@ -292,7 +228,7 @@ describe('parking out-of-order messages (retry.parkOutOfOrder)', () => {
     await environment.handler(sqsEvent(sourceRecord(env, 'm-p6-1', step('P-6', 1))), lambdaContext());
     // Taken up, found dead-lettered by its own delivery: no outcome of its own here, out of the park.
     expect(outcomeList(environment.outcomes)).toEqual(['m-p6-1:applied']);
-    expect(parkedIds(await parkItem('P-6'))).toEqual([]);
+    expect(await parkedIds(env, 'P-6')).toEqual([]);
     // The dead-letter queue's visibility hides the first copy for 30 s: a second send would be visible now.
     expect((await deadLetters(env)).filter((m) => deadLetterAttribute(m, 'originalMessageId') === successor.messageId)).toEqual([]);
   });

@@ -9,14 +9,7 @@
  * `need` (else it waits: `PredecessorNotApplied`) and adds one; with `below`, a tally at or above
  * it is a `BusinessRuleViolation`.
  */
-import {
-  ChangeMessageVisibilityCommand,
-  DeleteMessageCommand,
-  GetQueueAttributesCommand,
-  type MessageAttributeValue,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-} from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, DeleteMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import {
@@ -29,9 +22,10 @@ import {
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { deadLetters } from '../support/cafeHarness.js';
-import { consumerEnvironment, inboxRowOf, outcomeList, recordFromMessage, sourceRecord, storedItem } from '../support/consumerHarness.js';
+import { consumerEnvironment, inboxRowOf, outcomeList, sourceRecord, storedItem } from '../support/consumerHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { kafkaRecord, mskEvent } from '../support/kafkaEvents.js';
+import { parkedIds, parkItem, queueCounts, receiveOne, sendAndReceive } from '../support/parkHarness.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { awsClients, describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
 
@@ -82,45 +76,6 @@ describe('parking edges (standard queue)', () => {
   });
   afterAll(() => env.dispose());
 
-  async function sendAndReceive(body: string, attributes: Record<string, MessageAttributeValue> = {}): Promise<SQSRecord> {
-    await env.sqs.send(new SendMessageCommand({ QueueUrl: env.resources.queueUrl, MessageBody: body, MessageAttributes: attributes }));
-    return receiveOne();
-  }
-  async function receiveOne(): Promise<SQSRecord> {
-    for (let tries = 0; tries < 20; tries += 1) {
-      const { Messages = [] } = await env.sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: env.resources.queueUrl,
-          MaxNumberOfMessages: 1,
-          WaitTimeSeconds: 1,
-          MessageSystemAttributeNames: ['All'],
-          MessageAttributeNames: ['All'],
-        }),
-      );
-      if (Messages[0] !== undefined) return recordFromMessage(Messages[0], env.resources.queueArn);
-    }
-    throw new Error('the message did not arrive');
-  }
-  async function parkItem(key: string): Promise<Record<string, unknown> | undefined> {
-    const output = await env.documentClient.send(
-      new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: `tallies#park#${key}` }, ConsistentRead: true }),
-    );
-    return output.Item;
-  }
-  const parkedIds = (item: Record<string, unknown> | undefined) =>
-    Object.keys(item ?? {})
-      .filter((name) => name.startsWith('parked:'))
-      .map((name) => name.slice('parked:'.length))
-      .sort();
-  async function queueCounts(): Promise<{ visible: number; inFlight: number }> {
-    const { Attributes = {} } = await env.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: env.resources.queueUrl,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-      }),
-    );
-    return { visible: Number(Attributes.ApproximateNumberOfMessages), inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible) };
-  }
   const countOf = async (key: string) => (await storedItem<{ count: number }>(env, 'tallies', { key }))?.count;
   const deadLettersOf = async (messageId: string) =>
     (await deadLetters(env)).filter((message) => deadLetterAttribute(message, 'originalMessageId') === messageId);
@@ -135,7 +90,7 @@ describe('parking edges (standard queue)', () => {
     expect(environment.outcomes.map((o) => o.outcome)).toEqual(['retried', 'retried']);
     // Exactly one of the two fits in the park item.
     expect(environment.outcomes.filter((o) => o.parked === true)).toHaveLength(1);
-    const parked = parkedIds(await parkItem('BIG'));
+    const parked = await parkedIds(env, 'BIG');
     expect(parked).toHaveLength(1);
     const notParked = parked[0] === 'm-big-1' ? second : first;
 
@@ -144,12 +99,12 @@ describe('parking edges (standard queue)', () => {
     expect(await environment.handler(sqsEvent(huge), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-huge' }] });
     expect(environment.outcomes.at(-1)).toMatchObject({ outcome: 'retried', errorType: 'PredecessorNotApplied' });
     expect(environment.outcomes.at(-1)?.parked).toBeUndefined();
-    expect(parkedIds(await parkItem('HUGE'))).toEqual([]);
+    expect(await parkedIds(env, 'HUGE')).toEqual([]);
 
     environment.outcomes.length = 0;
     await environment.handler(sqsEvent(sourceRecord(env, 'm-big-0', tally('BIG', 'big-0', 0))), lambdaContext());
     expect(outcomeList(environment.outcomes)).toEqual(['m-big-0:applied', `${parked[0]}:applied`]);
-    expect(parkedIds(await parkItem('BIG'))).toEqual([]);
+    expect(await parkedIds(env, 'BIG')).toEqual([]);
     // The one not parked comes back at its wake-up and is applied.
     environment.outcomes.length = 0;
     const again = { ...notParked, attributes: { ...notParked.attributes, ApproximateReceiveCount: '2' } };
@@ -162,7 +117,7 @@ describe('parking edges (standard queue)', () => {
     const environment = consumerEnvironment(env, tallyConsumer());
     const body = `${JSON.stringify(tally('BRV', 'brv-1', 1, { below: 1 }))}  `;
     const binary = new Uint8Array([0, 1, 2, 127, 128, 254, 255]);
-    const parkedRecord = await sendAndReceive(body, {
+    const parkedRecord = await sendAndReceive(env, body, {
       note: { DataType: 'String', StringValue: 'kept ✓' },
       blob: { DataType: 'Binary', BinaryValue: binary },
       amount: { DataType: 'Number', StringValue: '42.5' },
@@ -170,16 +125,16 @@ describe('parking edges (standard queue)', () => {
     expect(await environment.handler(sqsEvent(parkedRecord), lambdaContext())).toEqual({
       batchItemFailures: [{ itemIdentifier: parkedRecord.messageId }],
     });
-    expect(parkedIds(await parkItem('BRV'))).toEqual([parkedRecord.messageId]);
+    expect(await parkedIds(env, 'BRV')).toEqual([parkedRecord.messageId]);
 
     environment.outcomes.length = 0;
     await environment.handler(sqsEvent(sourceRecord(env, 'm-brv-0', tally('BRV', 'brv-0', 0))), lambdaContext());
     // Taken up and found dead-letter-worthy: not dead-lettered from the park (its parked receipt
     // handle may be stale), out of the park, left in the queue for its own receive.
     expect(outcomeList(environment.outcomes)).toEqual(['m-brv-0:applied']);
-    expect(parkedIds(await parkItem('BRV'))).toEqual([]);
+    expect(await parkedIds(env, 'BRV')).toEqual([]);
     expect(await deadLettersOf(parkedRecord.messageId)).toEqual([]);
-    expect(await queueCounts()).toEqual({ visible: 0, inFlight: 1 });
+    expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 1 });
     // Its wake-up (made visible now rather than in 2 s): dead-lettered once, then deleted as the event source mapping would.
     await env.sqs.send(
       new ChangeMessageVisibilityCommand({
@@ -188,7 +143,7 @@ describe('parking edges (standard queue)', () => {
         VisibilityTimeout: 0,
       }),
     );
-    const wakeUp = await receiveOne();
+    const wakeUp = await receiveOne(env);
     expect(wakeUp.messageId).toBe(parkedRecord.messageId);
     environment.outcomes.length = 0;
     expect(await environment.handler(sqsEvent(wakeUp), lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -196,7 +151,7 @@ describe('parking edges (standard queue)', () => {
       { messageId: parkedRecord.messageId, outcome: 'dead-lettered', reason: 'BusinessRuleViolation' },
     ]);
     await env.sqs.send(new DeleteMessageCommand({ QueueUrl: env.resources.queueUrl, ReceiptHandle: wakeUp.receiptHandle }));
-    expect(await queueCounts()).toEqual({ visible: 0, inFlight: 0 });
+    expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 0 });
     const dlq = await deadLettersOf(parkedRecord.messageId);
     expect(dlq).toHaveLength(1);
     expect(dlq[0]?.Body).toBe(body);
@@ -211,7 +166,7 @@ describe('parking edges (standard queue)', () => {
 
   it('keeps only the newest park of a message received twice, applies it once and deletes it with the newest receipt handle', async () => {
     const environment = consumerEnvironment(env, tallyConsumer());
-    const firstReceive = await sendAndReceive(JSON.stringify(tally('TWICE', 'twice-1', 1)));
+    const firstReceive = await sendAndReceive(env, JSON.stringify(tally('TWICE', 'twice-1', 1)));
     expect(await environment.handler(sqsEvent(firstReceive), lambdaContext())).toEqual({
       batchItemFailures: [{ itemIdentifier: firstReceive.messageId }],
     });
@@ -223,14 +178,14 @@ describe('parking edges (standard queue)', () => {
         VisibilityTimeout: 0,
       }),
     );
-    const secondReceive = await receiveOne();
+    const secondReceive = await receiveOne(env);
     expect(secondReceive.messageId).toBe(firstReceive.messageId);
     expect(secondReceive.receiptHandle).not.toBe(firstReceive.receiptHandle);
     expect(await environment.handler(sqsEvent(secondReceive), lambdaContext())).toEqual({
       batchItemFailures: [{ itemIdentifier: secondReceive.messageId }],
     });
-    const item = await parkItem('TWICE');
-    expect(parkedIds(item)).toEqual([firstReceive.messageId]);
+    const item = await parkItem(env, 'TWICE');
+    expect(await parkedIds(env, 'TWICE')).toEqual([firstReceive.messageId]);
     const stored = JSON.parse(String(item?.[`parked:${firstReceive.messageId}`])) as SQSRecord;
     expect(stored.receiptHandle).toBe(secondReceive.receiptHandle);
     expect(stored.attributes.ApproximateReceiveCount).toBe('2');
@@ -239,8 +194,8 @@ describe('parking edges (standard queue)', () => {
     await environment.handler(sqsEvent(sourceRecord(env, 'm-twice-0', tally('TWICE', 'twice-0', 0))), lambdaContext());
     expect(outcomeList(environment.outcomes)).toEqual(['m-twice-0:applied', `${firstReceive.messageId}:applied`]);
     expect(await countOf('TWICE')).toBe(2);
-    expect(parkedIds(await parkItem('TWICE'))).toEqual([]);
-    expect(await queueCounts()).toEqual({ visible: 0, inFlight: 0 });
+    expect(await parkedIds(env, 'TWICE')).toEqual([]);
+    expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 0 });
   });
 
   it('applies from the park a redrive of a dead-lettered key (its ic.redrive attribute kept through the park)', async () => {
@@ -264,7 +219,7 @@ describe('parking edges (standard queue)', () => {
     expect(outcomeList(environment.outcomes)).toEqual(['m-rd-0:applied', 'm-rd-1-redrive:applied']);
     expect(await countOf('RD')).toBe(2);
     expect(await inboxRowOf(env, 'rd-1')).toMatchObject({ status: 'applied' });
-    expect(parkedIds(await parkItem('RD'))).toEqual([]);
+    expect(await parkedIds(env, 'RD')).toEqual([]);
   });
 
   it('loses nothing when a successor comes in a batch with its predecessor that fails retryably; each applied once later', async () => {
@@ -297,14 +252,14 @@ describe('parking edges (standard queue)', () => {
         .sort(),
     ).toEqual(['m-fl-0', 'm-fl-1']);
     expect(await countOf('FL')).toBe(2);
-    expect(parkedIds(await parkItem('FL'))).toEqual([]);
+    expect(await parkedIds(env, 'FL')).toEqual([]);
   });
 
   it('two environments that take up one parked message at once: applied once, no dead letter, the park emptied', async () => {
     const parker = consumerEnvironment(env, tallyConsumer());
     const waiting = sourceRecord(env, 'm-cc-9', tally('CC', 'cc-9', 1));
     await parker.handler(sqsEvent(waiting), lambdaContext());
-    expect(parkedIds(await parkItem('CC'))).toEqual(['m-cc-9']);
+    expect(await parkedIds(env, 'CC')).toEqual(['m-cc-9']);
     const a = consumerEnvironment(env, tallyConsumer());
     const b = consumerEnvironment(env, tallyConsumer());
     const responses = (await Promise.all([
@@ -327,7 +282,7 @@ describe('parking edges (standard queue)', () => {
         .sort(),
     ).toEqual(['m-cc-9', 'm-cc-a', 'm-cc-b']);
     expect(await countOf('CC')).toBe(3);
-    expect(parkedIds(await parkItem('CC'))).toEqual([]);
+    expect(await parkedIds(env, 'CC')).toEqual([]);
     expect(await deadLettersOf('m-cc-9')).toEqual([]);
   });
 
@@ -335,18 +290,18 @@ describe('parking edges (standard queue)', () => {
     const environment = consumerEnvironment(env, tallyConsumer());
     const waiting = sourceRecord(env, 'm-tl-1', tally('TL', 'tl-1', 1));
     await environment.handler(sqsEvent(waiting), lambdaContext());
-    expect(parkedIds(await parkItem('TL'))).toEqual(['m-tl-1']);
+    expect(await parkedIds(env, 'TL')).toEqual(['m-tl-1']);
 
-    // The invocation's time runs out the moment it reads the park.
+    // The invocation's time runs out the moment its commit is done (the park, read beside it, holds the waiting message).
     const clients = awsClients();
     let outOfTime = false;
     clients.dynamoDb.middlewareStack.add(
       (next, context) => async (args) => {
         const output = await next(args);
-        if (context.commandName === 'BatchGetItemCommand') outOfTime = true;
+        if (context.commandName === 'TransactWriteItemsCommand') outOfTime = true;
         return output;
       },
-      { step: 'initialize', name: 'outOfTimeAtTheParkRead' },
+      { step: 'initialize', name: 'outOfTimeAfterTheCommit' },
     );
     try {
       const hurried = consumerEnvironment(env, tallyConsumer(), { dynamoDb: clients.dynamoDb });
@@ -360,13 +315,13 @@ describe('parking edges (standard queue)', () => {
     }
     expect(await countOf('TL')).toBe(1);
     expect(await inboxRowOf(env, 'tl-1')).toBeUndefined();
-    expect(parkedIds(await parkItem('TL'))).toEqual(['m-tl-1']);
+    expect(await parkedIds(env, 'TL')).toEqual(['m-tl-1']);
     environment.outcomes.length = 0;
     const wakeUp = { ...waiting, attributes: { ...waiting.attributes, ApproximateReceiveCount: '2' } };
     expect(await environment.handler(sqsEvent(wakeUp), lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(outcomeList(environment.outcomes)).toEqual(['m-tl-1:applied']);
     expect(await countOf('TL')).toBe(2);
-    expect(parkedIds(await parkItem('TL'))).toEqual([]);
+    expect(await parkedIds(env, 'TL')).toEqual([]);
   });
   it('parks nothing from a Kafka batch: the partition stops at the waiting record, as without parking', async () => {
     const environment = consumerEnvironment(env, tallyConsumer());
@@ -384,16 +339,16 @@ describe('parking edges (standard queue)', () => {
       ],
     });
     expect(environment.outcomes.some((o) => o.parked === true)).toBe(false);
-    expect(await parkItem('KF')).toBeUndefined();
+    expect(await parkItem(env, 'KF')).toBeUndefined();
     expect(await countOf('KF')).toBeUndefined();
   });
 
   it('settles once a parked message and another copy of its event (another message id) that comes in a batch with its predecessor', async () => {
     const environment = consumerEnvironment(env, tallyConsumer());
     const body = JSON.stringify(tally('DUP', 'dup-1', 1));
-    const parkedRecord = await sendAndReceive(body);
+    const parkedRecord = await sendAndReceive(env, body);
     await environment.handler(sqsEvent(parkedRecord), lambdaContext());
-    expect(parkedIds(await parkItem('DUP'))).toEqual([parkedRecord.messageId]);
+    expect(await parkedIds(env, 'DUP')).toEqual([parkedRecord.messageId]);
     environment.outcomes.length = 0;
     const response = await environment.handler(
       sqsEvent(sourceRecord(env, 'm-dup-copy', body), sourceRecord(env, 'm-dup-0', tally('DUP', 'dup-0', 0))),
@@ -403,14 +358,14 @@ describe('parking edges (standard queue)', () => {
     const ofEvent = environment.outcomes.filter((o) => o.idempotencyKey === 'dup-1');
     expect(ofEvent.map((o) => o.outcome).sort()).toEqual(['applied', 'duplicate']);
     expect(await countOf('DUP')).toBe(2);
-    expect(parkedIds(await parkItem('DUP'))).toEqual([]);
+    expect(await parkedIds(env, 'DUP')).toEqual([]);
     // The parked copy was settled from the park: deleted from the queue.
-    expect(await queueCounts()).toEqual({ visible: 0, inFlight: 0 });
+    expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 0 });
   });
   it('applies a batch message that waits for a parked one right after it, in the same invocation', async () => {
     const environment = consumerEnvironment(env, tallyConsumer());
     await environment.handler(sqsEvent(sourceRecord(env, 'm-ch-1', tally('CH', 'ch-1', 1))), lambdaContext());
-    expect(parkedIds(await parkItem('CH'))).toEqual(['m-ch-1']);
+    expect(await parkedIds(env, 'CH')).toEqual(['m-ch-1']);
     environment.outcomes.length = 0;
     const response = await environment.handler(
       sqsEvent(sourceRecord(env, 'm-ch-0', tally('CH', 'ch-0', 0)), sourceRecord(env, 'm-ch-2', tally('CH', 'ch-2', 2))),
@@ -420,7 +375,7 @@ describe('parking edges (standard queue)', () => {
     expect(outcomeList(environment.outcomes).sort()).toEqual(['m-ch-0:applied', 'm-ch-1:applied', 'm-ch-2:applied']);
     expect(environment.outcomes.find((o) => o.messageId === 'm-ch-1')).toMatchObject({ fromPark: true });
     expect(await countOf('CH')).toBe(3);
-    expect(parkedIds(await parkItem('CH'))).toEqual([]);
+    expect(await parkedIds(env, 'CH')).toEqual([]);
   });
 });
 

@@ -1,15 +1,3 @@
-/**
- * Faults found in parking out-of-order messages (`retry.parkOutOfOrder`, docs/parking.md) by an
- * adversarial review, each a test with what docs/parking.md promises (each failed on the engine
- * before its fix): a parked batch message, or one taken up from the park, whose predecessor was
- * applied on its read after parking is applied in the same invocation; a message found
- * dead-letter-worthy from the park is dead-lettered once, by its own receive. Against DynamoDB
- * Local and the SQS server.
- *
- * The consumer keeps a tally per key: an event `{ need }` applies when the tally is at least
- * `need` (else it waits: `PredecessorNotApplied`) and adds one.
- */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { BusinessRuleViolation, type IdempotentConsumerOptions, PredecessorNotApplied, type TableDefinition } from 'idempotent-consumer';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -17,6 +5,7 @@ import { z } from 'zod';
 import { deadLetters } from '../support/cafeHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { consumerEnvironment, outcomeList, sourceRecord, storedItem } from '../support/consumerHarness.js';
+import { parkedIds } from '../support/parkHarness.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { awsClients, describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
 
@@ -59,16 +48,6 @@ describe('parking faults', () => {
   });
   afterAll(() => env.dispose());
 
-  const parkedIds = async (key: string) => {
-    const output = await env.documentClient.send(
-      new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: `tallies#park#${key}` }, ConsistentRead: true }),
-    );
-    return Object.keys(output.Item ?? {})
-      .filter((name) => name.startsWith('parked:'))
-      .map((name) => name.slice('parked:'.length))
-      .sort();
-  };
-
   it('applies in its own invocation a parked batch message whose predecessor, a sibling of the batch, was applied on its read after parking', async () => {
     // Batch [third, second]: both wait for the first and are parked; the first commits (in another
     // environment) while they are being parked, its park read missing them. The re-decision after
@@ -107,7 +86,7 @@ describe('parking faults', () => {
       expect(outcomeList(environment.outcomes).sort()).toEqual(['m-sib-1:applied', 'm-sib-2:applied']);
       expect(response).toEqual({ batchItemFailures: [] });
       expect(await storedItem(env, 'tallies', { key: 'SIB' })).toMatchObject({ count: 3 });
-      expect(await parkedIds('SIB')).toEqual([]);
+      expect(await parkedIds(env, 'SIB')).toEqual([]);
     } finally {
       clients.destroy();
     }
@@ -122,7 +101,7 @@ describe('parking faults', () => {
     expect(await parker.handler(sqsEvent(sourceRecord(env, 'm-tk-z', tally('TK', 'tk-z', 3))), lambdaContext())).toEqual({
       batchItemFailures: [{ itemIdentifier: 'm-tk-z' }],
     });
-    expect(await parkedIds('TK')).toEqual(['m-tk-z']);
+    expect(await parkedIds(env, 'TK')).toEqual(['m-tk-z']);
     const otherEnvironment = consumerEnvironment(env, tallyConsumer);
     const clients = awsClients();
     let otherDone: Promise<unknown> | undefined;
@@ -149,7 +128,7 @@ describe('parking faults', () => {
       expect(response).toEqual({ batchItemFailures: [] });
       expect(outcomeList(environment.outcomes).sort()).toEqual(['m-tk-a:applied', 'm-tk-b:applied', 'm-tk-z:applied']);
       expect(await storedItem(env, 'tallies', { key: 'TK' })).toMatchObject({ count: 4 });
-      expect(await parkedIds('TK')).toEqual([]);
+      expect(await parkedIds(env, 'TK')).toEqual([]);
     } finally {
       clients.destroy();
     }
@@ -164,7 +143,7 @@ describe('parking faults', () => {
     const environment = consumerEnvironment(env, tallyConsumer);
     const first = sourceRecord(env, 'm-dl-1', tally('DL', 'dl-1', 1, 1));
     expect(await environment.handler(sqsEvent(first), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-dl-1' }] });
-    expect(await parkedIds('DL')).toEqual(['m-dl-1']);
+    expect(await parkedIds(env, 'DL')).toEqual(['m-dl-1']);
     const wakeUp = {
       ...first,
       receiptHandle: `${first.receiptHandle}-2`,
@@ -174,7 +153,7 @@ describe('parking faults', () => {
     const other = consumerEnvironment(env, tallyConsumer);
     await other.handler(sqsEvent(sourceRecord(env, 'm-dl-0', tally('DL', 'dl-0', 0))), lambdaContext());
     expect(outcomeList(other.outcomes)).toEqual(['m-dl-0:applied']);
-    expect(await parkedIds('DL')).toEqual([]);
+    expect(await parkedIds(env, 'DL')).toEqual([]);
 
     environment.outcomes.length = 0;
     expect(await environment.handler(sqsEvent(wakeUp), lambdaContext())).toEqual({ batchItemFailures: [] });

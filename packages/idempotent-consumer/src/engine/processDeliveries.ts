@@ -15,7 +15,7 @@ import type { InvocationClock, Unit, UnitVerdict } from './Unit.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
 import { type DeadLetterCandidate, type DeadLetterOutcome, type DeadLetterSink, deadLetter } from './deadLetters.js';
 import type { Delivery, DeliveryResult, Verdict } from './Delivery.js';
-import { parseDelivery } from './parseDelivery.js';
+import { type ParsedDelivery, parseDelivery } from './parseDelivery.js';
 
 export type { DeadLetterRequest, DeadLetterResult, DeadLetterSink } from './deadLetters.js';
 
@@ -132,30 +132,9 @@ async function processBatch<Event>(
   const stops = new Map<string, number>();
   const working: Working[] = parsed.map((p, index) => {
     if (p.ok) {
-      const unit: Unit<Event> = {
-        ...p,
-        index,
-        verified: false,
-        snapshot: false,
-        losses: 0,
-        solo: false,
-        verdict: undefined,
-        settledAt: undefined,
-      };
-      units.push(unit);
-      return {
-        delivery: p.delivery,
-        index,
-        unit,
-        idempotencyKey: p.idempotencyKey,
-        payloadHash: p.payloadHash,
-        orderingKey: p.orderingKey,
-        fields: p.fields,
-        verdict: { kind: 'applied' },
-        alreadyMarked: false,
-        sent: false,
-        settledAt: started,
-      };
+      const work = workingOf(p, index, started);
+      units.push(work.unit as Unit<Event>);
+      return work;
     }
     const failure = classify(p.error, definition.classifyError);
     // Failed before it could be decided (parsing, keys, `read`): its FIFO group or Kafka partition stops here too (case C25).
@@ -261,6 +240,33 @@ async function processBatch<Event>(
   return results;
 }
 
+/** A parsed delivery as a new unit of the engine and its working delivery (its verdict a placeholder until the unit settles). */
+function workingOf<Event>(p: ParsedDelivery<Event>, index: number, settledAt: number): Working {
+  const unit: Unit<Event> = {
+    ...p,
+    index,
+    verified: false,
+    snapshot: false,
+    losses: 0,
+    solo: false,
+    verdict: undefined,
+    settledAt: undefined,
+  };
+  return {
+    delivery: p.delivery,
+    index,
+    unit,
+    idempotencyKey: p.idempotencyKey,
+    payloadHash: p.payloadHash,
+    orderingKey: p.orderingKey,
+    fields: p.fields,
+    verdict: { kind: 'applied' },
+    alreadyMarked: false,
+    sent: false,
+    settledAt,
+  };
+}
+
 /** Carries a unit's verdict over to its working delivery (the source's view: applied, duplicate, retry, or dead-lettered). */
 function carryVerdict(work: Working): void {
   const unit = work.unit;
@@ -361,33 +367,11 @@ async function decideWaiting<Event>(
         const p = parseDelivery(delivery, definition, config.tables);
         // It parsed when it was parked; if it no longer does (the consumer changed), its wake-up decides it.
         if (!p.ok) continue;
-        const index = firstIndex + taken.length;
-        const unit: Unit<Event> = {
-          ...p,
-          index,
-          verified: false,
-          snapshot: false,
-          losses: 0,
-          solo: false,
-          verdict: undefined,
-          settledAt: undefined,
-        };
+        const work: Working = { ...workingOf(p, firstIndex + taken.length, performance.now()), park: entry };
+        const unit = work.unit as Unit<Event>;
         takenUnits.push(unit);
         again.push(unit);
-        taken.push({
-          delivery,
-          index,
-          unit,
-          idempotencyKey: p.idempotencyKey,
-          payloadHash: p.payloadHash,
-          orderingKey: p.orderingKey,
-          fields: p.fields,
-          verdict: { kind: 'applied' },
-          alreadyMarked: false,
-          sent: false,
-          settledAt: performance.now(),
-          park: entry,
-        });
+        taken.push(work);
       }
     }
     if (again.length === 0) return taken;
