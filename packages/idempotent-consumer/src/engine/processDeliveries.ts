@@ -411,10 +411,11 @@ async function decideWaiting<Event>(
  * delivery that could not be parked is retried as without parking.
  *
  * Then each parked one is decided again on a strongly consistent read of its items: a predecessor
- * that committed while it was being parked is seen here. Why this closes the race: the invocation
- * that applies a message reads the park strongly consistent *after* its commit; if that read did
- * not see this park, it ended before the park was written, so its commit ended before this read
- * starts, and this read sees it. A parked message applied here leaves the park at once.
+ * that committed while it was being parked is seen here: the invocation that applies a message
+ * reads the park beside its commit, so it can miss a park written at the same moment; this read
+ * comes after a wait of twice this batch's settle time (20 to 250 ms), by which a commit running
+ * at that moment has ended, and sees it (a slower one leaves the message to its wake-up: later,
+ * never lost; docs/parking.md, "The race"). A parked message applied here leaves the park at once.
  *
  * @returns the units applied here (what waits behind them in the park is taken up next)
  */
