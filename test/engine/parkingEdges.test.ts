@@ -12,67 +12,24 @@
 import { ChangeMessageVisibilityCommand, DeleteMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import {
-  BusinessRuleViolation,
-  type IdempotentConsumerOptions,
-  PredecessorNotApplied,
-  RetryableError,
-  type TableDefinition,
-} from 'idempotent-consumer';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { z } from 'zod';
 import { deadLetters } from '../support/cafeHarness.js';
 import { consumerEnvironment, inboxRowOf, outcomeList, sourceRecord, storedItem } from '../support/consumerHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { kafkaRecord, mskEvent } from '../support/kafkaEvents.js';
-import { parkedIds, parkItem, queueCounts, receiveOne, sendAndReceive } from '../support/parkHarness.js';
+import { parkedIds, parkItem, queueCounts, receiveOne, sendAndReceive, tally, tallyConsumer, tallyTables } from '../support/parkHarness.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { awsClients, describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
 
 const describe = describeUnlessDeployedStack('a consumer with a table of its own and parking on');
 
-const TallyEvent = z.object({
-  eventId: z.string().min(1),
-  key: z.string().min(1),
-  need: z.number().int().min(0),
-  below: z.number().int().optional(),
-  pad: z.string().optional(),
-});
-type TallyEvent = z.infer<typeof TallyEvent>;
-const tables = { tallies: { partitionKey: 'key' } } as const satisfies Record<string, TableDefinition>;
-
-class Flaky extends RetryableError {}
-
-/** The tally consumer; `flaky(event)` true makes its decision throw a retryable error. */
-function tallyConsumer(flaky: (event: TallyEvent) => boolean = () => false): IdempotentConsumerOptions<TallyEvent> {
-  return {
-    schema: TallyEvent,
-    idempotencyKey: 'eventId',
-    orderingKey: 'key',
-    tables,
-    read: (event) => [{ table: 'tallies', key: { key: event.key } }],
-    decide: (event, state) => {
-      if (flaky(event)) throw new Flaky(`event ${event.eventId} failed for now`);
-      const count = state.get<{ count: number }>('tallies', { key: event.key })?.count ?? 0;
-      if (event.below !== undefined && count >= event.below)
-        throw new BusinessRuleViolation(`tally ${event.key} is ${count}, not below ${event.below}`);
-      if (count < event.need) throw new PredecessorNotApplied(`tally ${event.key} is ${count}, ${event.eventId} needs ${event.need}`);
-      return { writes: [{ Put: { TableName: 'tallies', Item: { key: event.key, count: count + 1 } } }] };
-    },
-  };
-}
-
-const tally = (key: string, eventId: string, need: number, extra: Partial<TallyEvent> = {}): TallyEvent => ({
-  eventId,
-  key,
-  need,
-  ...extra,
-});
-
 describe('parking edges (standard queue)', () => {
   let env: TestResources;
   beforeAll(async () => {
-    env = await testResources('parkedges', tables, { consumerName: 'tallies', retry: { parkOutOfOrder: true, backoffBaseSeconds: 2 } });
+    env = await testResources('parkedges', tallyTables, {
+      consumerName: 'tallies',
+      retry: { parkOutOfOrder: true, backoffBaseSeconds: 2 },
+    });
   });
   afterAll(() => env.dispose());
 
@@ -382,7 +339,7 @@ describe('parking edges (standard queue)', () => {
 describe('parking on a FIFO queue (ignored)', () => {
   let env: TestResources;
   beforeAll(async () => {
-    env = await testResources('parkfifo', tables, { consumerName: 'tallies', queue: { fifo: true }, retry: { parkOutOfOrder: true } });
+    env = await testResources('parkfifo', tallyTables, { consumerName: 'tallies', queue: { fifo: true }, retry: { parkOutOfOrder: true } });
   });
   afterAll(() => env.dispose());
 

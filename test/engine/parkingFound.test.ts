@@ -1,50 +1,21 @@
 import type { SQSBatchResponse } from 'aws-lambda';
-import { BusinessRuleViolation, type IdempotentConsumerOptions, PredecessorNotApplied, type TableDefinition } from 'idempotent-consumer';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { z } from 'zod';
 import { deadLetters } from '../support/cafeHarness.js';
 import { deadLetterAttribute } from '../support/deadLetterAttributes.js';
 import { consumerEnvironment, outcomeList, sourceRecord, storedItem } from '../support/consumerHarness.js';
-import { parkedIds } from '../support/parkHarness.js';
+import { parkedIds, tally, tallyConsumer, tallyTables } from '../support/parkHarness.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { awsClients, describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
 
 const describe = describeUnlessDeployedStack('a consumer with a table of its own and parking on');
 
-const TallyEvent = z.object({
-  eventId: z.string().min(1),
-  key: z.string().min(1),
-  need: z.number().int().min(0),
-  below: z.number().int().optional(),
-});
-type TallyEvent = z.infer<typeof TallyEvent>;
-const tables = { tallies: { partitionKey: 'key' } } as const satisfies Record<string, TableDefinition>;
-
-const tallyConsumer: IdempotentConsumerOptions<TallyEvent> = {
-  schema: TallyEvent,
-  idempotencyKey: 'eventId',
-  orderingKey: 'key',
-  tables,
-  read: (event) => [{ table: 'tallies', key: { key: event.key } }],
-  decide: (event, state) => {
-    const count = state.get<{ count: number }>('tallies', { key: event.key })?.count ?? 0;
-    if (event.below !== undefined && count >= event.below)
-      throw new BusinessRuleViolation(`tally ${event.key} is ${count}, not below ${event.below}`);
-    if (count < event.need) throw new PredecessorNotApplied(`tally ${event.key} is ${count}, ${event.eventId} needs ${event.need}`);
-    return { writes: [{ Put: { TableName: 'tallies', Item: { key: event.key, count: count + 1 } } }] };
-  },
-};
-const tally = (key: string, eventId: string, need: number, below?: number): TallyEvent => ({
-  eventId,
-  key,
-  need,
-  ...(below === undefined ? {} : { below }),
-});
-
 describe('parking faults', () => {
   let env: TestResources;
   beforeAll(async () => {
-    env = await testResources('parkfaults', tables, { consumerName: 'tallies', retry: { parkOutOfOrder: true, backoffBaseSeconds: 2 } });
+    env = await testResources('parkfaults', tallyTables, {
+      consumerName: 'tallies',
+      retry: { parkOutOfOrder: true, backoffBaseSeconds: 2 },
+    });
   });
   afterAll(() => env.dispose());
 
@@ -54,7 +25,7 @@ describe('parking faults', () => {
     // parking applies the second (the third is decided before it, still waiting): the third's
     // predecessor is then applied by this invocation, which must apply the third too (docs/parking.md,
     // "never leave a message waiting for its wake-up when its predecessor was applied").
-    const predecessorEnvironment = consumerEnvironment(env, tallyConsumer);
+    const predecessorEnvironment = consumerEnvironment(env, tallyConsumer());
     const clients = awsClients();
     let raced = false;
     // Both parks wait until the predecessor has committed and read the park (empty then).
@@ -76,7 +47,7 @@ describe('parking faults', () => {
       { step: 'initialize', name: 'commitThePredecessorFirst' },
     );
     try {
-      const environment = consumerEnvironment(env, tallyConsumer, { dynamoDb: clients.dynamoDb });
+      const environment = consumerEnvironment(env, tallyConsumer(), { dynamoDb: clients.dynamoDb });
       const response = (await environment.handler(
         sqsEvent(sourceRecord(env, 'm-sib-2', tally('SIB', 'sib-2', 2)), sourceRecord(env, 'm-sib-1', tally('SIB', 'sib-1', 1))),
         lambdaContext(),
@@ -97,12 +68,12 @@ describe('parking faults', () => {
     // (tally 2; its park read sees Z, which still waits, and misses B). B's re-decision after
     // parking applies it (tally 3): Z's predecessor is now applied by this invocation, which read Z
     // from the park, yet Z is left for its wake-up.
-    const parker = consumerEnvironment(env, tallyConsumer);
+    const parker = consumerEnvironment(env, tallyConsumer());
     expect(await parker.handler(sqsEvent(sourceRecord(env, 'm-tk-z', tally('TK', 'tk-z', 3))), lambdaContext())).toEqual({
       batchItemFailures: [{ itemIdentifier: 'm-tk-z' }],
     });
     expect(await parkedIds(env, 'TK')).toEqual(['m-tk-z']);
-    const otherEnvironment = consumerEnvironment(env, tallyConsumer);
+    const otherEnvironment = consumerEnvironment(env, tallyConsumer());
     const clients = awsClients();
     let otherDone: Promise<unknown> | undefined;
     clients.dynamoDb.middlewareStack.add(
@@ -118,7 +89,7 @@ describe('parking faults', () => {
       { step: 'initialize', name: 'commitAnotherFirst' },
     );
     try {
-      const environment = consumerEnvironment(env, tallyConsumer, { dynamoDb: clients.dynamoDb });
+      const environment = consumerEnvironment(env, tallyConsumer(), { dynamoDb: clients.dynamoDb });
       const response = (await environment.handler(
         sqsEvent(sourceRecord(env, 'm-tk-a', tally('TK', 'tk-a', 0)), sourceRecord(env, 'm-tk-b', tally('TK', 'tk-b', 2))),
         lambdaContext(),
@@ -140,8 +111,8 @@ describe('parking faults', () => {
     // on the new state. Dead-lettered from there and deleted with the parked, older receipt
     // handle, it would be sent a second time by W; so X leaves it to its own receive (out of the
     // park), and W dead-letters it once.
-    const environment = consumerEnvironment(env, tallyConsumer);
-    const first = sourceRecord(env, 'm-dl-1', tally('DL', 'dl-1', 1, 1));
+    const environment = consumerEnvironment(env, tallyConsumer());
+    const first = sourceRecord(env, 'm-dl-1', tally('DL', 'dl-1', 1, { below: 1 }));
     expect(await environment.handler(sqsEvent(first), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-dl-1' }] });
     expect(await parkedIds(env, 'DL')).toEqual(['m-dl-1']);
     const wakeUp = {
@@ -150,7 +121,7 @@ describe('parking faults', () => {
       attributes: { ...first.attributes, ApproximateReceiveCount: '2' },
     };
 
-    const other = consumerEnvironment(env, tallyConsumer);
+    const other = consumerEnvironment(env, tallyConsumer());
     await other.handler(sqsEvent(sourceRecord(env, 'm-dl-0', tally('DL', 'dl-0', 0))), lambdaContext());
     expect(outcomeList(other.outcomes)).toEqual(['m-dl-0:applied']);
     expect(await parkedIds(env, 'DL')).toEqual([]);

@@ -10,6 +10,14 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type MessageAttributeValue, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
+import {
+  BusinessRuleViolation,
+  type IdempotentConsumerOptions,
+  PredecessorNotApplied,
+  RetryableError,
+  type TableDefinition,
+} from 'idempotent-consumer';
+import { z } from 'zod';
 import { recordFromMessage } from './consumerHarness.js';
 import { awsClients, type TestResources } from './testResources.js';
 
@@ -103,3 +111,47 @@ export function clientRacingThePark(
   );
   return { dynamoDb: clients.dynamoDb, raced: () => raced, destroy: () => clients.destroy() };
 }
+
+/**
+ * The tally event of the parking edge tests: `{ need }` applies when the key's tally is at least
+ * `need` (else it waits: `PredecessorNotApplied`) and adds one; with `below`, a tally at or above it
+ * makes it a `BusinessRuleViolation`; `pad` makes a body as large as a test needs.
+ */
+export const TallyEvent = z.object({
+  eventId: z.string().min(1),
+  key: z.string().min(1),
+  need: z.number().int().min(0),
+  below: z.number().int().optional(),
+  pad: z.string().optional(),
+});
+export type TallyEvent = z.infer<typeof TallyEvent>;
+export const tallyTables = { tallies: { partitionKey: 'key' } } as const satisfies Record<string, TableDefinition>;
+
+class Flaky extends RetryableError {}
+
+/** The tally consumer; `flaky(event)` true makes its decision throw a retryable error first. */
+export function tallyConsumer(flaky: (event: TallyEvent) => boolean = () => false): IdempotentConsumerOptions<TallyEvent> {
+  return {
+    schema: TallyEvent,
+    idempotencyKey: 'eventId',
+    orderingKey: 'key',
+    tables: tallyTables,
+    read: (event) => [{ table: 'tallies', key: { key: event.key } }],
+    decide: (event, state) => {
+      if (flaky(event)) throw new Flaky(`event ${event.eventId} failed for now`);
+      const count = state.get<{ count: number }>('tallies', { key: event.key })?.count ?? 0;
+      if (event.below !== undefined && count >= event.below)
+        throw new BusinessRuleViolation(`tally ${event.key} is ${count}, not below ${event.below}`);
+      if (count < event.need) throw new PredecessorNotApplied(`tally ${event.key} is ${count}, ${event.eventId} needs ${event.need}`);
+      return { writes: [{ Put: { TableName: 'tallies', Item: { key: event.key, count: count + 1 } } }] };
+    },
+  };
+}
+
+/** A tally event. */
+export const tally = (key: string, eventId: string, need: number, extra: Partial<TallyEvent> = {}): TallyEvent => ({
+  eventId,
+  key,
+  need,
+  ...extra,
+});

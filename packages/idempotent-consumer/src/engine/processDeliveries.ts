@@ -298,6 +298,24 @@ function carryVerdict(work: Working): void {
   }
 }
 
+/**
+ * Opens settled units to be decided again: no verdict, nothing read in this batch's view (the
+ * engine reads what it must again).
+ *
+ * @returns each unit's verdict before, to restore where the new decision is not an attempt
+ */
+function reopen<Event>(units: readonly Unit<Event>[]): Map<Unit<Event>, UnitVerdict | undefined> {
+  const before = new Map(units.map((unit) => [unit, unit.verdict]));
+  for (const unit of units) {
+    unit.verdict = undefined;
+    unit.settledAt = undefined;
+    unit.verified = false;
+    unit.snapshot = false;
+    unit.inboxRead = false;
+  }
+  return before;
+}
+
 /** The ordering keys of the units applied. */
 function appliedKeys(units: readonly Unit[]): Set<string> {
   return new Set(units.filter((unit) => unit.verdict?.kind === 'applied').map((unit) => unit.orderingKey));
@@ -375,14 +393,7 @@ async function decideWaiting<Event>(
       }
     }
     if (again.length === 0) return taken;
-    const before = new Map(again.map((unit) => [unit, unit.verdict]));
-    for (const unit of again) {
-      unit.verdict = undefined;
-      unit.settledAt = undefined;
-      unit.verified = false;
-      unit.snapshot = false;
-      unit.inboxRead = false;
-    }
+    const before = reopen(again);
     // Batch order: the batch's own first, then the parked ones by the time they were sent.
     again.sort((a, b) => a.index - b.index);
     try {
@@ -443,15 +454,8 @@ async function parkWaiting<Event>(
   const waitMs = Math.min(PARK_SETTLE_WAIT_MAX_MS, Math.max(PARK_SETTLE_WAIT_MIN_MS, 2 * settleMs), clock.remainingTimeMs() / 4);
   if (waitMs > 0) await deps.engine.sleep(waitMs);
   const units = parked.map((work) => work.unit!) as Unit<Event>[];
-  const before = new Map(units.map((unit) => [unit, unit.verdict]));
-  for (const unit of units) {
-    unit.verdict = undefined;
-    unit.settledAt = undefined;
-    unit.verified = false;
-    unit.snapshot = false;
-    unit.inboxRead = false;
-    // Not verified: its failure on what the engine believes makes the engine read its items again.
-  }
+  // Not verified: its failure on what the engine believes makes the engine read its items again.
+  const before = reopen(units);
   try {
     await deps.engine.settle(units, clock);
   } catch (error) {
