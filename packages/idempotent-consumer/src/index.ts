@@ -20,6 +20,7 @@ export type {
   ErrorClassification,
   EventSchema,
   IdempotentConsumerOptions,
+  InboxHome,
   Item,
   ItemKey,
   OutgoingMessage,

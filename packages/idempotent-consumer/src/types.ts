@@ -366,6 +366,33 @@ export interface IdempotentConsumerOptions<
    */
   readonly versionAttribute?: string;
   /**
+   * Keeps each event's inbox mark on an item of your own, its **home item**, instead of an inbox
+   * row of its own: a decision that writes only its home item then commits one item, not two (a
+   * transactional write bills 2 write units per item: `fresh` messages cost half). See
+   * `docs/inbox-home.md`.
+   *
+   * - `table`: the logical name of the table that holds home items; `key(event)`: the home item's
+   *   primary key, a function of the event alone (the aggregate the event belongs to: the order of
+   *   an order's events). Every delivery of one message must give the same key.
+   * - The engine reads the home item with the event's `read` items (it adds it when `read` does
+   *   not name it), and commits it with every applied event: the mark is a map entry
+   *   `<attribute>.<idempotency key>` = `{ h: payload hash, m: message id, x: expiry in epoch
+   *   seconds }` (dead letters also `s`, `r`: status and reason), written in the same transaction as
+   *   the decision's writes. Marks past the inbox window are removed at the item's next write.
+   * - `decide` never sees the attribute; a home item that holds only marks (a **stub**: written when
+   *   a decision deletes its home item, or applies an event without creating it) is shown as absent.
+   * - A `Put` or `Delete` of an item of `table` that `read` does not name is sent with a condition
+   *   that the item holds no marks (on failure the engine reads it and keeps its marks).
+   *
+   * Choose a home that takes a bounded number of events per inbox window (an order, an account's
+   * day; not a global counter): its marks stay on it for the window, and a DynamoDB item holds at
+   * most 400 KB. Inbox rows are still written for dead-letter markers (the DLQ tooling reads them),
+   * redrives, and under provenance.
+   *
+   * @default undefined: an inbox row per event
+   */
+  readonly inboxHome?: InboxHome<NoInfer<TableName>, Event>;
+  /**
    * How the values (and keys) of Kafka records are decoded; SQS messages are not affected. Leave
    * it out for JSON values (the default, unchanged). See `KafkaDecodingOptions` (`idempotent-consumer/kafka`) and
    * `docs/kafka.md`.
@@ -460,4 +487,17 @@ export interface KafkaDecodingOptions {
   readonly value?: KafkaRecordFormat;
   /** How record keys are decoded (for the dead-letter coordinates only). @default { type: 'json' } (the key as UTF-8 text) */
   readonly key?: KafkaRecordFormat;
+}
+
+/** Where an event's inbox mark lives when it is not an inbox row: see {@link IdempotentConsumerOptions.inboxHome}. */
+export interface InboxHome<TableName extends string = string, Event = unknown> {
+  /** The logical name of the table of home items (a key of `tables`). */
+  readonly table: TableName;
+  /** The home item's primary key for `event` (its partition key, and its sort key when the table has one). Pure. */
+  readonly key: (event: Event) => Readonly<Item>;
+  /**
+   * The map attribute that holds the marks (not a name `decide` may write).
+   * @default '_inbox'
+   */
+  readonly attribute?: string;
 }

@@ -4,8 +4,9 @@ import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { ConditionalWriteFailed, FailureReason, IdempotencyConflict, InvalidWrite, NotAttempted, TransactionConflict } from '../errors.js';
 import type { SideEffectRequest } from '../types.js';
-import { type InboxRow, InboxStatus, toInboxRow } from '../inbox/inboxItems.js';
-import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
+import { appliedMark, markRow } from '../inbox/homeMarks.js';
+import { expiresAt, type InboxRow, InboxStatus, toInboxRow } from '../inbox/inboxItems.js';
+import { homeTargetOf, writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
 import { type SegmentTracer, TraceSegmentName, traced } from '../observability/traceSegments.js';
 import { newVersion } from './conditions.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
@@ -14,12 +15,13 @@ import { describeError } from './describeError.js';
 import { effectKeyOf, effectLabelOf } from './effectKeys.js';
 import type { ItemCache } from './ItemCache.js';
 import type { ResolvedKey } from './itemKeys.js';
+import type { HomeMarking } from './homeActions.js';
 import { type ActionBuilder, type PackedTransaction, type Packing, packTransactions } from './packTransactions.js';
 import { planRound } from './planRound.js';
 import { type CancellationReason, readCancellation } from './readCancellation.js';
 import { inboxId, type ReadResult, readConsistently, readSnapshot, type StateReadDeps } from './stateReads.js';
 import { inboxAction, itemAction, outboxActions, preflightActions, type TransactAction, writtenKeys } from './transactionActions.js';
-import type { ActionRole, InvocationClock, Known, RoundPlan, SideEffectExecutor, Unit, UnitVerdict, VerifyLevel } from './Unit.js';
+import type { ActionRole, InvocationClock, ItemOp, Known, RoundPlan, SideEffectExecutor, Unit, UnitVerdict, VerifyLevel } from './Unit.js';
 
 export type { InvocationClock, SideEffectExecutor, Unit, UnitVerdict } from './Unit.js';
 export { describeError } from './describeError.js';
@@ -307,15 +309,36 @@ export class BatchEngine<Event> {
       return cached === undefined ? { exists: false, item: undefined, verified: false } : { ...cached, verified: false };
     };
     const at = now();
+    const home = definition.home;
+    // Under inboxHome the mark on the home item is the inbox record; a row is still written for a
+    // redrive (over its dead letter's row, which the DLQ tooling reads) and under provenance.
+    const withRow = (unit: Unit) =>
+      home === undefined || unit.home === undefined || unit.delivery.redriveOf !== undefined || config.provenance === true;
+    const marking = (op: ItemOp): HomeMarking | undefined => {
+      if (home === undefined || op.key.table !== home.table) return undefined;
+      const marks = new Map<string, { mark: ReturnType<typeof appliedMark>; redriveOf?: string | undefined }>();
+      for (const unit of [...op.authors, ...op.readers]) {
+        if (unit.home?.id !== op.key.id || marks.has(unit.idempotencyKey)) continue;
+        marks.set(unit.idempotencyKey, {
+          mark: appliedMark(unit.payloadHash, unit.delivery.messageId, expiresAt(at, config.inboxTtlSeconds)),
+          redriveOf: unit.delivery.redriveOf,
+        });
+      }
+      return { home, marks, nowSeconds: Math.floor(at.getTime() / 1000) };
+    };
     const builder: ActionBuilder = {
       unitActions: (p, ops) => [
-        {
-          action: inboxAction(p.unit, config, at, config.provenance === true ? writtenKeys(p, ops) : undefined),
-          role: { role: 'inbox', unit: p.unit },
-        },
+        ...(withRow(p.unit)
+          ? [
+              {
+                action: inboxAction(p.unit, config, at, config.provenance === true ? writtenKeys(p, ops) : undefined),
+                role: { role: 'inbox' as const, unit: p.unit },
+              },
+            ]
+          : []),
         ...outboxActions(p.unit, p.outbox, config, at).map((action) => ({ action, role: { role: 'outbox' as const, unit: p.unit } })),
       ],
-      itemAction: (op) => itemAction(op, definition),
+      itemAction: (op) => itemAction(op, definition, marking(op)),
     };
     for (;;) {
       const plan = planRound(units, {
@@ -327,6 +350,13 @@ export class BatchEngine<Event> {
         deferred,
         settle: (unit, verdict) => this.#settle(unit, verdict),
         fail: (unit, error) => this.#fail(unit, error),
+        ...(home === undefined
+          ? {}
+          : {
+              settleFromHome: (unit: Unit) =>
+                unit.home !== undefined &&
+                this.#settleFromInboxRow(unit, markRow(believed(unit.home).item, home.attribute, unit.idempotencyKey)),
+            }),
       });
       if (plan.verify.size > 0 || plan.plans.length === 0) return { plan, packing: undefined };
       const packing = packTransactions(plan, builder, { shareComponents: !separate });
@@ -362,22 +392,37 @@ export class BatchEngine<Event> {
     if (snapshotRead !== undefined) this.#applyRead(snapshot, snapshotRead, view, true);
     if (consistentRead !== undefined) {
       this.#applyRead(consistent, consistentRead, view, false);
-      this.#applyInboxRead(inbox, consistentRead);
+      this.#applyInboxRead(inbox, consistentRead, view);
     }
   }
 
+  /** The inbox record a read found for a unit: its inbox row, or under `inboxHome` its mark on its home item. */
+  #inboxRecordOf(unit: Unit, read: ReadResult): InboxRow | undefined {
+    const home = this.#options.definition.home;
+    if (home === undefined || unit.home === undefined) return toInboxRow(read.found.get(inboxId(unit)));
+    return markRow(read.found.get(unit.home.id), home.attribute, unit.idempotencyKey);
+  }
+
   /**
-   * Settles the units whose inbox row stops them; the others are marked `inboxRead` (their
-   * items are still as believed: a verdict that dead-letters them takes the snapshot next).
+   * Settles the units whose inbox row (or home item's mark) stops them; the others are marked
+   * `inboxRead` (their items are still as believed: a verdict that dead-letters them takes the
+   * snapshot next). A home item read this way is what the environment now knows of it.
    */
-  #applyInboxRead(units: readonly Unit[], read: ReadResult): void {
+  #applyInboxRead(units: readonly Unit[], read: ReadResult, view: Map<string, Known>): void {
+    for (const unit of units) {
+      if (unit.home !== undefined && read.found.has(unit.home.id) && !read.unread.has(unit)) {
+        const item = read.found.get(unit.home.id);
+        view.set(unit.home.id, { exists: item !== undefined, item, verified: true });
+        this.#options.cache.set(unit.home.id, item);
+      }
+    }
     for (const unit of units) {
       const error = read.unread.get(unit);
       if (error !== undefined) {
         this.#fail(unit, new TransactionConflict('its inbox row could not be read consistently', { cause: error }));
         continue;
       }
-      if (this.#settleFromInboxRow(unit, toInboxRow(read.found.get(inboxId(unit))))) continue;
+      if (this.#settleFromInboxRow(unit, this.#inboxRecordOf(unit, read))) continue;
       unit.inboxRead = true;
     }
   }
@@ -399,7 +444,7 @@ export class BatchEngine<Event> {
         );
         continue;
       }
-      if (this.#settleFromInboxRow(unit, toInboxRow(read.found.get(inboxId(unit))))) continue;
+      if (this.#settleFromInboxRow(unit, this.#inboxRecordOf(unit, read))) continue;
       unit.verified = true;
       if (snapshot) unit.snapshot = true;
     }
@@ -470,7 +515,7 @@ export class BatchEngine<Event> {
       const preflight = preflightActions(unit, plan.ops.values(), config, definition);
       if (preflight.ops.length === 0 || actions.length + preflight.actions.length > 100) continue;
       actions.push(...preflight.actions);
-      roles.push({ role: 'inbox', unit }, ...preflight.ops.map((op) => ({ role: 'item' as const, op })));
+      roles.push(...preflight.roles);
       units.push(unit);
     }
     if (units.length === 0) return true;
@@ -629,6 +674,13 @@ export class BatchEngine<Event> {
     for (const role of transaction.roles) {
       if (role.role !== 'item') continue;
       const { op } = role;
+      if (op.stored !== undefined) {
+        // An action that wrote inbox marks on a home item it knew: the item as stored, marks included.
+        cache.set(op.key.id, op.stored);
+        view.set(op.key.id, { exists: true, item: op.stored, verified: true });
+        changedValue.add(op.key.id);
+        continue;
+      }
       if (op.kind === 'check') continue;
       if (op.kind === 'update') {
         // Its new value is not known here: forgotten, read again when needed.
@@ -654,7 +706,7 @@ export class BatchEngine<Event> {
   /** Reads a cancelled transaction's reasons and settles or re-queues its units. */
   #readCancellation(transaction: PackedTransaction, reasons: readonly CancellationReason[], view: Map<string, Known>): boolean {
     const { cache, definition, logger } = this.#options;
-    const reading = readCancellation(transaction.roles, reasons, definition.versionAttribute);
+    const reading = readCancellation(transaction.roles, reasons, definition.versionAttribute, definition.home);
     for (const { unit, row } of reading.inboxRows) this.#settleFromInboxRow(unit, row);
     for (const [id, known] of reading.observed) {
       view.set(id, known);
@@ -750,6 +802,7 @@ export class BatchEngine<Event> {
               failure: verdict.failure,
             },
             at,
+            homeTargetOf(this.#options.definition, unit.home),
           );
           if (result.kind === 'applied') {
             unit.verdict = undefined;

@@ -1,4 +1,5 @@
 import { ConsumerDefinitionError, isConsumerError, MissingIdempotencyKey, ValidationError } from '../errors.js';
+import { DEFAULT_MARK_ATTRIBUTE, type HomeSettings, stubAttributeOf } from '../inbox/homeMarks.js';
 import type {
   Decision,
   ErrorClassification,
@@ -38,6 +39,8 @@ export interface ConsumerDefinition<Event = unknown> {
   readonly sideEffects: Readonly<Record<string, SideEffectHandler>>;
   readonly classifyError: ((error: unknown) => ErrorClassification | undefined) | undefined;
   readonly versionAttribute: string;
+  /** Where inbox marks live when not in inbox rows (`inboxHome`); `undefined`: inbox rows. */
+  readonly home: (HomeSettings & { keyOf(event: Event): Readonly<ItemKey['key']> }) | undefined;
 }
 
 /**
@@ -68,6 +71,25 @@ export function defineConsumer<Event>(options: AnyConsumerOptions<Event>): Consu
     // without `#` keeps the first one key's own and the second apart from it (see `effectKeys.ts`).
     if (name === '' || name.includes('#'))
       problems.push(`side effect name ${JSON.stringify(name)} must be non-empty and hold no '#' (it is part of the effect key)`);
+  }
+  const inboxHome = options.inboxHome;
+  let home: ConsumerDefinition<Event>['home'];
+  if (inboxHome !== undefined) {
+    const attribute = inboxHome.attribute ?? DEFAULT_MARK_ATTRIBUTE;
+    const table = Object.hasOwn(tables, inboxHome.table) ? tables[inboxHome.table as keyof typeof tables] : undefined;
+    if (table === undefined) problems.push(`inboxHome.table ${JSON.stringify(inboxHome.table)} is not one of the consumer's tables`);
+    if (typeof inboxHome.key !== 'function') problems.push('inboxHome.key must be a function of the event');
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(attribute))
+      problems.push(`inboxHome.attribute ${JSON.stringify(attribute)} must be 1 to 64 letters, digits or '_', not starting with a digit`);
+    const reserved = [versionAttribute, ...(table === undefined ? [] : [table.partitionKey, table.sortKey])];
+    if (reserved.includes(attribute) || reserved.includes(stubAttributeOf(attribute)))
+      problems.push(`inboxHome.attribute ${JSON.stringify(attribute)} must not be the version attribute or a key attribute of the table`);
+    home = {
+      table: inboxHome.table,
+      attribute,
+      stubAttribute: stubAttributeOf(attribute),
+      keyOf: inboxHome.key as (event: Event) => Readonly<ItemKey['key']>,
+    };
   }
   const keyField = typeof options.idempotencyKey === 'string' ? options.idempotencyKey : undefined;
   if (typeof options.idempotencyKey !== 'string' && typeof options.idempotencyKey !== 'function')
@@ -100,6 +122,7 @@ export function defineConsumer<Event>(options: AnyConsumerOptions<Event>): Consu
     sideEffects: options.sideEffects ?? {},
     classifyError: options.classifyError,
     versionAttribute,
+    home,
   };
 }
 

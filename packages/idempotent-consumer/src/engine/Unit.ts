@@ -99,6 +99,12 @@ export interface ItemOp {
   readonly version: string;
   readonly authors: Unit[];
   readonly readers: Unit[];
+  /**
+   * Under `inboxHome`: the item as the commit leaves it, when the action that carries inbox marks
+   * knows it (a put, a delete that leaves a stub, a check that writes marks); set when the action is
+   * built. What the environment then remembers of the item, marks included.
+   */
+  stored?: Item | undefined;
 }
 
 /** One unit's part of a round's plan. */
@@ -134,6 +140,7 @@ export interface RoundPlan {
 
 /** What one action of a transaction is, to read its cancellation reason. */
 export type ActionRole =
-  | { readonly role: 'inbox'; readonly unit: Unit }
+  /** Its inbox row; under `inboxHome`, a check of its mark on its home item (`op`: the home's action, when its condition is in the check too). */
+  | { readonly role: 'inbox'; readonly unit: Unit; readonly op?: ItemOp }
   | { readonly role: 'outbox'; readonly unit: Unit }
   | { readonly role: 'item'; readonly op: ItemOp };

@@ -11,7 +11,9 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { FailureReason, IdempotencyConflict } from '../errors.js';
-import { writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
+import { homeTargetOf, writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
+import type { ConsumerDefinition } from './ConsumerDefinition.js';
+import type { ResolvedKey } from './itemKeys.js';
 import { type SegmentTracer, TraceSegmentName, traced } from '../observability/traceSegments.js';
 import type { DeadLetterOrigin, Delivery } from './Delivery.js';
 import { describeError } from './describeError.js';
@@ -53,6 +55,8 @@ export interface DeadLetterCandidate {
   readonly attempt: number | undefined;
   /** The inbox already holds this message's marker. */
   readonly alreadyMarked: boolean;
+  /** Under `inboxHome`: its home item, where its marker is also written (none when its body could not be parsed). */
+  readonly home?: ResolvedKey | undefined;
 }
 
 /** What became of a candidate. */
@@ -72,6 +76,8 @@ export interface DeadLetterDeps {
   readonly deadLetters: () => Promise<DeadLetterSink>;
   readonly logger?: Logger;
   readonly now: () => Date;
+  /** The consumer's home-item settings and tables, for markers under `inboxHome`. @default none: rows only */
+  readonly definition?: Pick<ConsumerDefinition<unknown>, 'home' | 'tables' | 'versionAttribute'>;
   /** Opens a `## deadLetter` subsegment around each call when given and tracing. @default none */
   readonly tracer?: SegmentTracer;
 }
@@ -111,6 +117,7 @@ async function markAndSend(candidates: readonly DeadLetterCandidate[], deps: Dea
           config,
           { idempotencyKey, payloadHash, messageId: candidate.delivery.messageId, failure },
           at,
+          homeTargetOf(deps.definition, candidate.home),
         );
         if (result.kind === 'marked') return undefined;
         // Applied meanwhile by another delivery: never dead-letter an applied message.

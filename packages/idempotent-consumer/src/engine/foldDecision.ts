@@ -156,6 +156,8 @@ export function foldDecision(
       );
     touched.add(key.id);
     checkVersionUntouched(kind, action, versionAttribute, what);
+    const home = definition.home;
+    if (home !== undefined && key.table === home.table) checkMarksUntouched(kind, action, [home.attribute, home.stubAttribute], what);
     const marshalled = checkMarshals(kind === 'Put' ? action.Item : action.Key, what);
     checkMarshals(action.ExpressionAttributeValues, `${what}, its ExpressionAttributeValues`);
     if (kind === 'Put') {
@@ -258,6 +260,25 @@ export function readOp(key: ResolvedKey, base: Known, ops: Map<string, ItemOp>, 
   };
   ops.set(key.id, op);
   return op;
+}
+
+/** @throws ConsumerDefinitionError when a write of the home table names the inbox marks or the stub flag (`inboxHome`) */
+function checkMarksUntouched(kind: WriteKind, action: WriteAction, names: readonly string[], what: string): void {
+  const expressions = [action.UpdateExpression, action.ConditionExpression].filter((e): e is string => typeof e === 'string');
+  for (const name of names) {
+    const named = Object.entries(action.ExpressionAttributeNames ?? {}).some(
+      ([placeholder, value]) => value === name && expressions.some((e) => e.includes(placeholder)),
+    );
+    const literal = new RegExp(`(^|[^#:A-Za-z0-9_])${name}($|[^A-Za-z0-9_])`);
+    if (
+      (kind === 'Put' && action.Item !== undefined && Object.hasOwn(action.Item, name)) ||
+      named ||
+      expressions.some((e) => literal.test(e))
+    )
+      throw new ConsumerDefinitionError(
+        `${what} names ${name}, where the engine keeps the inbox marks of home items (inboxHome): leave it to the engine`,
+      );
+  }
 }
 
 /** @throws ConsumerDefinitionError when an `Update` writes the engine's version attribute */

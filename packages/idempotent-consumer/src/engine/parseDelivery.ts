@@ -13,8 +13,10 @@ export interface ParsedDelivery<Event = unknown> {
   readonly orderingKey: string;
   /** SHA-256 (hex) of the body's canonical JSON. */
   readonly payloadHash: string;
-  /** The items `read(event)` named, resolved. */
+  /** The items `read(event)` named, resolved (with the home item first under `inboxHome`, when `read` did not name it). */
   readonly reads: readonly ResolvedKey[];
+  /** Under `inboxHome`: the event's home item, where its inbox mark is written. */
+  readonly home?: ResolvedKey;
   readonly fields: Record<string, string | number | boolean>;
 }
 
@@ -76,12 +78,33 @@ export function parseDelivery<Event>(
       throw new ConsumerDefinitionError(`read() named ${itemKeys.length} items; at most ${MAX_READS_PER_EVENT} per event`);
     const seen = new Set<string>();
     const reads: ResolvedKey[] = [];
+    let home: ResolvedKey | undefined;
+    if (definition.home !== undefined) {
+      const homeKey = definition.home.keyOf(event);
+      if (homeKey === null || typeof homeKey !== 'object')
+        throw new ConsumerDefinitionError("inboxHome.key() must return the home item's key");
+      home = resolveKey(definition.tables, tableNames, definition.home.table, homeKey, 'inboxHome.key()');
+      reads.push(home);
+      seen.add(home.id);
+    }
     for (const itemKey of itemKeys) {
       const resolved = resolveKey(definition.tables, tableNames, itemKey.table, itemKey.key, 'read()');
       if (!seen.has(resolved.id)) reads.push(resolved);
       seen.add(resolved.id);
     }
-    return { ok: true, delivery, event, idempotencyKey, orderingKey, payloadHash: hash, reads, fields: definition.logFieldsOf(event) };
+    if (reads.length > MAX_READS_PER_EVENT)
+      throw new ConsumerDefinitionError(`read() and the home item make ${reads.length} items; at most ${MAX_READS_PER_EVENT} per event`);
+    return {
+      ok: true,
+      delivery,
+      event,
+      idempotencyKey,
+      orderingKey,
+      payloadHash: hash,
+      reads,
+      ...(home === undefined ? {} : { home }),
+      fields: definition.logFieldsOf(event),
+    };
   } catch (error) {
     // A schema or parse function that throws something else than our errors is the body's fault.
     const known = isConsumerError(error) || error instanceof ConsumerDefinitionError;

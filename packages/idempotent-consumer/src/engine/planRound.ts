@@ -8,6 +8,7 @@
 import { type Classification, classify } from '../classifier.js';
 import { ConsumerDefinitionError, FailureReason, IdempotencyConflict, NotAttempted } from '../errors.js';
 import type { Decision, Item, State } from '../types.js';
+import { homeView } from '../inbox/homeMarks.js';
 import { type FoldContext, foldDecision } from './foldDecision.js';
 import { type ResolvedKey, resolveKey } from './itemKeys.js';
 import type { ItemOp, RoundPlan, Unit, UnitPlan, UnitVerdict, VerifyLevel } from './Unit.js';
@@ -27,6 +28,12 @@ export interface PlanContext extends FoldContext {
   readonly settle: (unit: Unit, verdict: UnitVerdict) => void;
   /** Fails a unit with `error`, classified; returns the classification. */
   readonly fail: (unit: Unit, error: unknown) => Classification;
+  /**
+   * Under `inboxHome`: settles a unit whose home item, as believed, holds its key's mark (a
+   * duplicate, a dead letter's copy); `true` when it did. The commit's condition checks the mark
+   * anyway: a belief that is out of date costs a round, never a second apply.
+   */
+  readonly settleFromHome?: (unit: Unit) => boolean;
 }
 
 /**
@@ -99,6 +106,7 @@ export function planRound(units: readonly Unit[], context: PlanContext): RoundPl
       settleAsDuplicateOf(unit, earlier, context);
       continue;
     }
+    if (context.settleFromHome?.(unit) === true) continue;
     if (unit.solo && inRound(unit)) {
       block(unit);
       continue;
@@ -174,7 +182,8 @@ function stateOf(reads: ReadonlyMap<string, ResolvedKey>, current: (key: Resolve
       const named = reads.get(resolved.id);
       if (named === undefined)
         throw new ConsumerDefinitionError(`decide() asked state.get() for an item of ${table} that read() did not name`);
-      const item = current(named);
+      const home = context.definition.home;
+      const item = home !== undefined && named.table === home.table ? homeView(current(named), home) : current(named);
       return item === undefined ? undefined : (cloneValue(item) as T);
     },
   };

@@ -623,6 +623,7 @@ function candidateOf(work: Working): DeadLetterCandidate {
     failure: verdict.failure,
     attempt: verdict.attempt ?? receiveAttempt(work.delivery),
     alreadyMarked: work.alreadyMarked,
+    home: work.unit?.home,
   };
 }
 
@@ -636,6 +637,7 @@ function candidateOfUnit(unit: Unit): DeadLetterCandidate {
     failure: verdict.failure,
     attempt: receiveAttempt(unit.delivery),
     alreadyMarked: verdict.alreadyMarked === true,
+    home: unit.home,
   };
 }
 

@@ -8,6 +8,7 @@
  * @module
  */
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type HomeSettings, hasMarks, markRow } from '../inbox/homeMarks.js';
 import { type InboxRow, toInboxRow } from '../inbox/inboxItems.js';
 import type { Item } from '../types.js';
 import { sameIncarnation } from './conditions.js';
@@ -57,6 +58,7 @@ export function readCancellation(
   roles: readonly ActionRole[],
   reasons: readonly CancellationReason[],
   versionAttribute: string,
+  home?: HomeSettings,
 ): CancellationReading {
   const inboxRows: { unit: Unit; row: InboxRow }[] = [];
   const observed = new Map<string, Known>();
@@ -78,12 +80,15 @@ export function readCancellation(
     if (code === 'ConditionalCheckFailed') {
       const old = reason?.Item === undefined ? undefined : (unmarshall(reason.Item as never, UNMARSHALL_OPTIONS) as Item);
       if (role.role === 'inbox') {
-        const row = toInboxRow(old);
+        // Under inboxHome, the check of a unit's mark on its home item (before its side effects).
+        const row =
+          home !== undefined && role.unit.home !== undefined ? markRow(old, home.attribute, role.unit.idempotencyKey) : toInboxRow(old);
         if (row !== undefined) inboxRows.push({ unit: role.unit, row });
+        else if (role.op !== undefined) readItemFailure(role.op, old, versionAttribute, { observed, stale, conditionFailures }, home);
         return;
       }
       if (role.role === 'outbox') return; // its unit's inbox row tells why
-      readItemFailure(role.op, old, versionAttribute, { observed, stale, conditionFailures });
+      readItemFailure(role.op, old, versionAttribute, { observed, stale, conditionFailures }, home);
       return;
     }
     onlyConditions = false;
@@ -108,8 +113,18 @@ function readItemFailure(
   old: Item | undefined,
   versionAttribute: string,
   out: { observed: Map<string, Known>; stale: Set<Unit>; conditionFailures: { unit: Unit; message: string }[] },
+  home?: HomeSettings,
 ): void {
   const actual: Known = { exists: old !== undefined, item: old, verified: true };
+  if (!op.inReadSet && home !== undefined && op.key.table === home.table && (op.kind === 'put' || op.kind === 'delete')) {
+    // A blind Put or Delete of the home table, guarded so as not to erase inbox marks: the item
+    // holds marks (or, believed marked, changed): decided again on the item as it is.
+    if (hasMarks(old, home.attribute) || (hasMarks(op.base.item, home.attribute) && !sameIncarnation(actual, op.base, versionAttribute))) {
+      out.observed.set(op.key.id, actual);
+      for (const unit of op.authors) out.stale.add(unit);
+      return;
+    }
+  }
   if (!op.inReadSet) {
     // A blind write with a condition of its own: nothing was believed of the item.
     out.conditionFailures.push({ unit: op.authors[0]!, message: `the condition of its ${op.kind} on ${op.key.table} failed` });

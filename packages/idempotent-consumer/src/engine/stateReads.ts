@@ -50,11 +50,21 @@ interface Wanted {
   readonly key: Item;
 }
 
-/** The keys of the units' inbox rows and reads (but those of `inboxOnly`), by id. */
+/** The id under which a unit's inbox record is read: its inbox row's, or under `inboxHome` its home item's. */
+export function inboxRecordId(unit: Unit): string {
+  return unit.home === undefined ? inboxId(unit) : unit.home.id;
+}
+
+/**
+ * The keys of the units' inbox rows and reads (but those of `inboxOnly`), by id. A unit with a
+ * home item (`inboxHome`) has no row to read: its mark is on its home item, one of its reads.
+ */
 function wantedKeys(units: readonly Unit[], config: StateReadDeps['config'], inboxOnly?: ReadonlySet<Unit>): Map<string, Wanted> {
   const wanted = new Map<string, Wanted>();
   for (const unit of units) {
-    wanted.set(inboxId(unit), { tableName: config.inboxTable, key: inboxKey(config.consumerName, unit.idempotencyKey) });
+    if (unit.home === undefined)
+      wanted.set(inboxId(unit), { tableName: config.inboxTable, key: inboxKey(config.consumerName, unit.idempotencyKey) });
+    else wanted.set(unit.home.id, { tableName: unit.home.tableName, key: unit.home.key });
     if (inboxOnly?.has(unit) === true) continue;
     for (const read of unit.reads) wanted.set(read.id, { tableName: read.tableName, key: read.key });
   }
@@ -134,7 +144,7 @@ export async function readConsistently(
   const unread = new Map<Unit, unknown>();
   for (const unit of units) {
     const error =
-      failed.get(inboxId(unit)) ??
+      failed.get(inboxRecordId(unit)) ??
       (options.inboxOnly?.has(unit) === true ? undefined : unit.reads.map((read) => failed.get(read.id)).find((e) => e !== undefined));
     if (error !== undefined) unread.set(unit, error);
   }

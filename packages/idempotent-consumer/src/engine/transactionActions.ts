@@ -11,11 +11,12 @@ import { appliedRowPut, inboxKey } from '../inbox/inboxItems.js';
 import { provenanceAttributes } from '../inbox/provenance.js';
 import { outboxPut } from '../outbox/outboxItems.js';
 import type { OutgoingMessage, Write } from '../types.js';
+import { type HomeMarking, homeItemAction, marksAbsentCondition } from './homeActions.js';
 import { and, type Expression, unchangedCondition, userCondition, withVersionSet } from './conditions.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
 import { writeKind } from './foldDecision.js';
 import type { ResolvedKey } from './itemKeys.js';
-import type { ItemOp, Unit, UnitPlan } from './Unit.js';
+import type { ActionRole, ItemOp, Unit, UnitPlan } from './Unit.js';
 
 /** One action of a `TransactWriteItems`. */
 export type TransactAction = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -89,12 +90,15 @@ export function outboxActions(
  *   as believed (absent, or at the version read) and on the user's own condition.
  * - A blind write (an item no unit read): the user's write as given, with its own condition.
  *
- * Every `Put` and `Update` writes the action's new version.
+ * Every `Put` and `Update` writes the action's new version. An item of the home table under
+ * `inboxHome` (`marking`) takes the action `homeItemAction` builds: with the inbox marks.
  */
 export function itemAction(
   op: ItemOp,
   definition: Pick<ConsumerDefinition<unknown>, 'tables' | 'versionAttribute'>,
+  marking?: HomeMarking,
 ): TransactAction | undefined {
+  if (marking !== undefined && (op.inReadSet || op.kind === 'put' || op.kind === 'delete')) return homeItemAction(op, definition, marking);
   const tableName = op.key.tableName;
   const versionAttribute = definition.versionAttribute;
   if (!op.inReadSet) {
@@ -172,30 +176,19 @@ export function usedPlaceholders(
 
 /**
  * The conditions of a unit's commit as `ConditionCheck`s, to learn before its side effects run
- * whether the commit can succeed: its inbox row's (absent, or the dead letter it redrives), and
- * each condition of the user's own on an item it writes (with the engine's: the item still the
- * incarnation believed). Nothing is written.
+ * whether the commit can succeed: its inbox row's (absent, or the dead letter it redrives) — under
+ * `inboxHome`, its mark's on its home item, with the user's condition on that item when it has
+ * one —, and each condition of the user's own on an item it writes (with the engine's: the item
+ * still the incarnation believed). Nothing is written. `roles`: what each action is, in order;
+ * `ops`: the items whose user condition is checked (none: nothing to learn before the effects).
  */
 export function preflightActions(
   unit: Unit,
   ops: Iterable<ItemOp>,
   config: Pick<RuntimeConfig, 'inboxTable' | 'consumerName' | 'inboxTtlSeconds'>,
-  definition: Pick<ConsumerDefinition<unknown>, 'tables' | 'versionAttribute'>,
-): { actions: TransactAction[]; ops: ItemOp[] } {
-  const inbox = inboxAction(unit, config, new Date(0)).Put!;
-  const actions: TransactAction[] = [
-    {
-      ConditionCheck: {
-        TableName: inbox.TableName,
-        Key: inboxKey(config.consumerName, unit.idempotencyKey),
-        ConditionExpression: inbox.ConditionExpression,
-        ExpressionAttributeNames: inbox.ExpressionAttributeNames,
-        ...(inbox.ExpressionAttributeValues === undefined ? {} : { ExpressionAttributeValues: inbox.ExpressionAttributeValues }),
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      },
-    },
-  ];
-  const checked: ItemOp[] = [];
+  definition: Pick<ConsumerDefinition<unknown>, 'tables' | 'versionAttribute' | 'home'>,
+): { actions: TransactAction[]; roles: ActionRole[]; ops: ItemOp[] } {
+  const checked: { op: ItemOp; condition: Expression }[] = [];
   for (const op of ops) {
     if (!op.authors.includes(unit) || op.write === undefined || userCondition(writeKind(op.write).action) === undefined) continue;
     const action = itemAction(op, definition);
@@ -206,17 +199,47 @@ export function preflightActions(
     };
     if (body?.ConditionExpression === undefined) continue;
     const used = usedPlaceholders(body.ConditionExpression, body.ExpressionAttributeNames ?? {}, body.ExpressionAttributeValues ?? {});
-    actions.push({
-      ConditionCheck: {
-        TableName: op.key.tableName,
-        Key: op.key.key,
-        ConditionExpression: body.ConditionExpression,
-        ...(Object.keys(used.names).length > 0 ? { ExpressionAttributeNames: used.names } : {}),
-        ...(Object.keys(used.values).length > 0 ? { ExpressionAttributeValues: used.values } : {}),
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      },
+    checked.push({
+      op,
+      condition: { expression: body.ConditionExpression, names: used.names, values: used.values as Expression['values'] },
     });
-    checked.push(op);
   }
-  return { actions, ops: checked };
+  const check = (tableName: string, key: ResolvedKey['key'], condition: Expression): TransactAction => ({
+    ConditionCheck: {
+      TableName: tableName,
+      Key: key,
+      ConditionExpression: condition.expression,
+      ...(Object.keys(condition.names).length > 0 ? { ExpressionAttributeNames: { ...condition.names } } : {}),
+      ...(Object.keys(condition.values).length > 0 ? { ExpressionAttributeValues: { ...condition.values } } : {}),
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  });
+  const actions: TransactAction[] = [];
+  const roles: ActionRole[] = [];
+  const home = definition.home;
+  if (home !== undefined && unit.home !== undefined) {
+    const marks = marksAbsentCondition({
+      home,
+      marks: new Map([[unit.idempotencyKey, { mark: { h: '', m: '', x: 0 }, redriveOf: unit.delivery.redriveOf }]]),
+    })!;
+    const onHome = checked.find((c) => c.op.key.id === unit.home!.id);
+    actions.push(check(unit.home.tableName, unit.home.key, onHome === undefined ? marks : and(onHome.condition, marks)));
+    roles.push({ role: 'inbox', unit, ...(onHome === undefined ? {} : { op: onHome.op }) });
+  } else {
+    const inbox = inboxAction(unit, config, new Date(0)).Put!;
+    actions.push(
+      check(config.inboxTable, inboxKey(config.consumerName, unit.idempotencyKey), {
+        expression: inbox.ConditionExpression!,
+        names: inbox.ExpressionAttributeNames ?? {},
+        values: (inbox.ExpressionAttributeValues ?? {}) as Expression['values'],
+      }),
+    );
+    roles.push({ role: 'inbox', unit });
+  }
+  const others = checked.filter((c) => unit.home === undefined || home === undefined || c.op.key.id !== unit.home.id);
+  for (const { op, condition } of others) {
+    actions.push(check(op.key.tableName, op.key.key, condition));
+    roles.push({ role: 'item', op });
+  }
+  return { actions, roles, ops: checked.map((c) => c.op) };
 }
