@@ -216,5 +216,7 @@ describe('inbox marks on home items (inboxHome)', () => {
     expect((redriven._inbox as Record<string, Item>)['e-12']).toMatchObject({ m: 'm-12-redrive' });
     expect((redriven._inbox as Record<string, Item>)['e-12']?.s).toBeUndefined();
     expect(await inboxRowOf(env, 'e-12')).toMatchObject({ status: 'applied', messageId: 'm-12-redrive' });
+    // Over the whole file: the only inbox row is the redriven dead letter's; every other record is a mark.
+    expect((await inboxRows(env)).map((row) => `${row.idempotencyKey}:${row.status}`)).toEqual(['e-12:applied']);
   });
 });

@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parseSeedFlag } from '@idempotent-consumer/local/internal';
+import { type InboxHomeMode, inboxHomeModes } from './generated/spec.js';
 import {
   type ProveConsumer,
   proveConsumers,
@@ -36,6 +37,8 @@ export interface ProveFlags {
   readonly cover: boolean;
   /** Standard-queue schedules that park out-of-order messages: drawn per schedule (`undefined`), all (`true`), none (`false`). */
   readonly parkOutOfOrder: boolean | undefined;
+  /** Generated consumers that keep their inbox marks on home items (`inboxHome`): all, none, or about half (drawn per consumer). */
+  readonly inboxHome: InboxHomeMode;
   readonly endpoints: { readonly dynamoDbEndpoint: string; readonly sqsEndpoint: string } | undefined;
 }
 
@@ -43,7 +46,7 @@ export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--sour
                         [--workload examples|generated|all]
                         [--consumer cafe|inventory|all] [--json]
                         [--replay FILE_OR_JSON] [--shrink-seconds N] [--replay-dir DIR] [--tables-every N] [--no-cover]
-                        [--park drawn|always|never]
+                        [--park drawn|always|never] [--home mixed|always|never]
                         [--dynamodb-endpoint URL --sqs-endpoint URL]
 
   --schedules N        fault schedules in all, shared out among the sources          default 100
@@ -58,6 +61,7 @@ export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--sour
   --tables-every N     schedules per shared set of tables before a fresh one          default 200
   --no-cover           no targeted schedules for await points never killed at
   --park               standard-queue (sqs) schedules with retry.parkOutOfOrder: half, drawn per schedule; all; none   default drawn
+  --home               generated consumers with inboxHome (inbox marks on home items): half, drawn per consumer; all; none   default mixed
   --dynamodb-endpoint, --sqs-endpoint   use running emulators instead of starting the embedded ones
 
 Exit status: 0 when no invariant was violated; 1 when one was (or the run failed); 2 for a bad flag or replay.`;
@@ -114,6 +118,7 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
         'tables-every': { type: 'string', default: '200' },
         'no-cover': { type: 'boolean', default: false },
         park: { type: 'string', default: 'drawn' },
+        home: { type: 'string', default: 'mixed' },
         'dynamodb-endpoint': { type: 'string' },
         'sqs-endpoint': { type: 'string' },
         help: { type: 'boolean', default: false },
@@ -135,6 +140,8 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
   }
   if (!['drawn', 'always', 'never'].includes(values.park))
     throw new ProveFlagError(`--park must be one of drawn, always, never, not ${JSON.stringify(values.park)}`);
+  if (!(inboxHomeModes as readonly string[]).includes(values.home))
+    throw new ProveFlagError(`--home must be one of ${inboxHomeModes.join(', ')}, not ${JSON.stringify(values.home)}`);
   const dynamoDbEndpoint = values['dynamodb-endpoint'];
   const sqsEndpoint = values['sqs-endpoint'];
   if ((dynamoDbEndpoint === undefined) !== (sqsEndpoint === undefined))
@@ -159,6 +166,7 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
     rotateEvery: integer(values['tables-every'], '--tables-every', 1, 1_000_000),
     cover: !values['no-cover'],
     parkOutOfOrder: values.park === 'drawn' ? undefined : values.park === 'always',
+    inboxHome: values.home as InboxHomeMode,
     endpoints: dynamoDbEndpoint !== undefined && sqsEndpoint !== undefined ? { dynamoDbEndpoint, sqsEndpoint } : undefined,
   };
 }

@@ -1,13 +1,13 @@
 /**
  * The invariants of exactly-once processing, checked after each schedule against what is
- * stored (inbox rows, business items, outbox items, side-effect records, the dead-letter queue,
- * the source), never against what the consumer reported.
+ * stored (inbox rows, inbox marks on home items, business items, outbox items, side-effect
+ * records, the dead-letter queue, the source), never against what the consumer reported.
  *
  * @module
  */
 import { FailureReason } from 'idempotent-consumer';
-import { canonicalJson, effectKeyOf, payloadHash } from 'idempotent-consumer/internal';
-import { type DeadLetter, print, type StoredInboxRow, type StoredOutboxItem } from './storedState.js';
+import { canonicalJson, effectKeyOf, InboxStatus, payloadHash } from 'idempotent-consumer/internal';
+import { type DeadLetter, type HomeMarks, print, type StoredInboxRow, type StoredOutboxItem } from './storedState.js';
 import { MessageRole, type InputMessage, type ModelResult, type StoredBusinessState, type Workload } from './workload.js';
 
 /** The invariants, by the name the report uses. */
@@ -32,6 +32,14 @@ export const Invariant = {
   sideEffectOnce: 'side-effect-once',
   /** Each applied event's outgoing messages are written exactly once, and no other event's. */
   outboxOnce: 'outbox-once',
+  /**
+   * With inbox marks on home items (`inboxHome`): no idempotency key has two records of being
+   * applied (an applied mark and an applied inbox row, but the row a redrive writes beside its
+   * mark, which must agree with it); every mark is on its own key's home item
+   * and carries the key's payload hash, a message id of the key, and an expiry within the inbox
+   * window; a dead-lettered mark has its reason, and its inbox row (the dead-letter tooling's).
+   */
+  inboxRecord: 'inbox-record',
   /** The source drains: every message deleted (or committed), none moved by the redrive policy or given up by the event source mapping. */
   queueDrains: 'queue-drains',
   /** The handler never throws and always returns a partial batch response AWS accepts. */
@@ -72,12 +80,46 @@ export interface SentMessage {
   redriven: boolean;
 }
 
+/** The inbox marks of a consumer with an inbox home (`inboxHome`), with where each key's belong. */
+export interface MarkEvidence extends HomeMarks {
+  /** The id of the home item of an idempotency key's events (`undefined`: no key of the schedule). */
+  homeOf(key: string): string | undefined;
+  /** The suite's clock at the checks, in milliseconds. */
+  readonly nowMs: number;
+  /** The consumer's inbox window (`idempotency.inboxTtlSeconds`). */
+  readonly inboxTtlSeconds: number;
+}
+
+/**
+ * The inbox record of each idempotency key: its inbox row, or its mark on its home item
+ * (`inboxHome`). An applied mark is the key's record (an applied row beside it is a second one,
+ * which `inbox-record` reports); a dead-lettered mark stands for the key only without a row (the
+ * row of a dead letter, and of a redrive that applied it, is the record). A mark on another key's
+ * home item is no record (`inbox-record` reports it).
+ */
+export function inboxRecords(rows: ReadonlyMap<string, StoredInboxRow>, marks: MarkEvidence | undefined): Map<string, StoredInboxRow> {
+  const records = new Map(rows);
+  if (marks === undefined) return records;
+  for (const [home, entries] of marks.byHome) {
+    for (const [key, mark] of entries) {
+      if (marks.homeOf(key) !== home) continue;
+      const record = { status: mark.status, messageId: mark.messageId, payloadHash: mark.payloadHash };
+      if (mark.status === InboxStatus.Applied) records.set(key, record);
+      else if (!rows.has(key)) records.set(key, record);
+    }
+  }
+  return records;
+}
+
 /** What the checks read. */
 export interface Evidence {
   readonly workload: Workload;
   readonly model: ModelResult;
   readonly sent: readonly SentMessage[];
+  /** The inbox rows of the workload's idempotency keys. */
   readonly inbox: ReadonlyMap<string, StoredInboxRow>;
+  /** The inbox marks on home items, when the consumer has an inbox home (`inboxHome`). */
+  readonly marks?: MarkEvidence;
   readonly outbox: ReadonlyMap<string, readonly StoredOutboxItem[]>;
   readonly business: StoredBusinessState;
   /** What the dead-letter queue holds (what was redriven is no longer there). */
@@ -114,7 +156,9 @@ const cut = (text: string, length = 300) => (text.length <= length ? text : `${t
 export function checkInvariants(evidence: Evidence): Violation[] {
   const violations: Violation[] = [];
   const add = (invariant: Invariant, detail: string) => violations.push({ invariant, detail: cut(detail, 600) });
-  const { workload, model, inbox, deadLetters } = evidence;
+  const { workload, model, deadLetters } = evidence;
+  // Each key's record: its inbox row, or its mark on its home item.
+  const inbox = inboxRecords(evidence.inbox, evidence.marks);
   const hashes = new Map<string, string>();
   const hashOf = (body: string) => {
     let hash = hashes.get(body);
@@ -286,5 +330,67 @@ export function checkInvariants(evidence: Evidence): Violation[] {
   }
 
   if (evidence.remaining > 0) add(Invariant.queueDrains, `${evidence.remaining} message(s) are still on the source after the schedule`);
+  if (evidence.marks !== undefined) {
+    const bodyOf = new Map<string, string>();
+    for (const s of evidence.sent)
+      if (s.input.key !== undefined && s.input.role !== MessageRole.Poison && !bodyOf.has(s.input.key))
+        bodyOf.set(s.input.key, s.input.body);
+    // A redrive writes its inbox row beside its mark (over its dead letter's row, which the DLQ tooling reads).
+    const redriven = new Set(evidence.sent.flatMap((s) => (s.redriven && s.input.key !== undefined ? [s.input.key] : [])));
+    for (const problem of checkMarks(evidence.marks, evidence.inbox, bodyOf, sourceIdsOfKey, redriven, hashOf))
+      add(Invariant.inboxRecord, problem);
+  }
   return violations;
+}
+
+/** What is wrong with the inbox marks on home items (see {@link Invariant.inboxRecord}). */
+function checkMarks(
+  marks: MarkEvidence,
+  rows: ReadonlyMap<string, StoredInboxRow>,
+  bodyOf: ReadonlyMap<string, string>,
+  sourceIdsOfKey: ReadonlyMap<string, ReadonlySet<string>>,
+  redriven: ReadonlySet<string>,
+  hashOf: (body: string) => string,
+): string[] {
+  const problems: string[] = [];
+  for (const [home, problem] of marks.problems) problems.push(`home item ${home}: ${problem}`);
+  const nowSeconds = marks.nowMs / 1000;
+  for (const [home, entries] of marks.byHome) {
+    for (const [key, mark] of entries) {
+      const what = `the mark of ${key} on ${home}`;
+      const own = marks.homeOf(key);
+      if (own === undefined) {
+        problems.push(`${what} names no idempotency key of the schedule`);
+        continue;
+      }
+      if (own !== home) {
+        problems.push(`${what} is not on its key's home item (${own})`);
+        continue;
+      }
+      if (mark.malformed !== undefined) problems.push(`${what} is malformed: ${mark.malformed}`);
+      const body = bodyOf.get(key);
+      if (body !== undefined && mark.payloadHash !== hashOf(body))
+        problems.push(`${what} carries payload hash ${mark.payloadHash.slice(0, 16)}…, not its body's ${hashOf(body).slice(0, 16)}…`);
+      if (!(sourceIdsOfKey.get(key)?.has(mark.messageId) ?? false))
+        problems.push(`${what} names message ${mark.messageId || '(none)'}, which is no message of it`);
+      if (!Number.isInteger(mark.expiresAt) || mark.expiresAt <= nowSeconds || mark.expiresAt > nowSeconds + marks.inboxTtlSeconds + 1)
+        problems.push(
+          `${what} expires at ${String(mark.expiresAt)}, not within the inbox window (${Math.floor(nowSeconds)} to ${Math.floor(nowSeconds) + marks.inboxTtlSeconds})`,
+        );
+      const row = rows.get(key);
+      if (mark.status === InboxStatus.Applied) {
+        if (
+          row?.status === InboxStatus.Applied &&
+          !(redriven.has(key) && row.messageId === mark.messageId && row.payloadHash === mark.payloadHash)
+        )
+          problems.push(
+            `${key} has two records of being applied: ${what} (by ${mark.messageId}) and an inbox row (by ${row.messageId})${redriven.has(key) ? ' that disagree' : ', and it was never redriven'}`,
+          );
+      } else if (mark.status === InboxStatus.DeadLettered) {
+        if (mark.reason === undefined || mark.reason === '') problems.push(`${what} is dead-lettered without a reason`);
+        if (row === undefined) problems.push(`${what} is dead-lettered, but the key has no inbox row (the dead-letter tooling reads it)`);
+      } else problems.push(`${what} has status ${JSON.stringify(mark.status)}`);
+    }
+  }
+  return problems;
 }

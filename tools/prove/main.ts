@@ -66,6 +66,7 @@ async function main(): Promise<number> {
               workload: flags.workload,
               coverKillPoints: flags.cover,
               ...(flags.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: flags.parkOutOfOrder }),
+              inboxHome: flags.inboxHome,
               shrinkSeconds: flags.shrinkSeconds,
               rotateEvery: flags.rotateEvery,
               ...(flags.replayDirectory === undefined ? {} : { replayDirectory: flags.replayDirectory }),

@@ -20,6 +20,7 @@ import { Invariant, invariants, type Violation } from './invariants.js';
 import { type KillPoint, killPoints } from './killPoints.js';
 import { ProveResources } from './ProveResources.js';
 import { emptyStats, type ProveEnvironment, runSchedule, type ScheduleResult, type ScheduleStats } from './runSchedule.js';
+import type { InboxHomeMode } from './generated/spec.js';
 import { type ProveConsumer, type ProveSource, type ProveWorkload, type Schedule, scheduleArbitrary } from './schedule.js';
 import { installVirtualClock } from './virtualClock.js';
 
@@ -39,6 +40,11 @@ export interface ProveOptions {
    * every schedule, `false` in none. @default drawn per schedule (half of them)
    */
   readonly parkOutOfOrder?: boolean;
+  /**
+   * Which generated consumers keep their inbox marks on home items (`inboxHome`): all, none, or
+   * about half (drawn per consumer, recorded in its spec). @default 'mixed'
+   */
+  readonly inboxHome?: InboxHomeMode;
   /** After the random schedules, run targeted ones for every await point met but never killed at. @default true */
   readonly coverKillPoints?: boolean;
   /** Time to shrink each failing schedule, in seconds; 0 prints the schedule unshrunk. @default 300 */
@@ -215,6 +221,7 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
       ...(consumers === undefined ? {} : { consumers }),
       ...(workload === undefined ? {} : { workload }),
       ...(options.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: options.parkOutOfOrder }),
+      ...(options.inboxHome === undefined ? {} : { inboxHome: options.inboxHome }),
     });
     let run = 0;
     let lastLog = performance.now();
@@ -377,6 +384,7 @@ async function shrink(
         ...(consumers === undefined ? {} : { consumers }),
         ...(workload === undefined ? {} : { workload }),
         ...(options.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: options.parkOutOfOrder }),
+        ...(options.inboxHome === undefined ? {} : { inboxHome: options.inboxHome }),
       }),
       async (schedule) => {
         if (performance.now() > deadline) return true;
@@ -429,6 +437,10 @@ export function formatReport(report: ProveReport): string {
   if (t.parkingSchedules > 0)
     lines.push(
       `  Parking (retry.parkOutOfOrder, standard queue): ${t.parkingSchedules} schedules, ${t.parked} deliveries parked, ${t.decidedFromPark} decided from the park (${t.appliedFromPark} applied), ${t.deletedFromPark} deleted from the queue by the consumer.`,
+    );
+  if (t.homeSchedules > 0)
+    lines.push(
+      `  Inbox home (inboxHome, generated consumers): ${t.homeSchedules} schedules, ${t.homeMarks} applied marks on home items, ${t.homeDeadLetterMarks} dead-lettered marks, ${t.homeStubs} stubs; applied keys with an inbox row: ${t.homeAppliedRows} never redriven, ${t.homeRedriveRows} redriven.`,
     );
   lines.push(`Violations: ${report.violations} (${report.failingSchedules} failing schedules)`);
   for (const name of invariants) lines.push(`  ${report.byInvariant[name] === 0 ? '✓' : '✗'} ${name}: ${report.byInvariant[name]}`);

@@ -36,7 +36,7 @@ import { cafeWorkload } from './cafeWorkload.js';
 import { type CallInterceptor, controlInvocation, EnvironmentPool, type InvocationControl } from './executionEnvironments.js';
 import { generatedWorkload } from './generated/workload.js';
 import { inventoryWorkload } from './inventoryWorkload.js';
-import { checkInvariants, Invariant, type SentMessage, type Violation } from './invariants.js';
+import { checkInvariants, Invariant, inboxRecords, type MarkEvidence, type SentMessage, type Violation } from './invariants.js';
 import { checkInvocation } from './invocationChecks.js';
 import { KillPoint } from './killPoints.js';
 import type { ProveResources } from './ProveResources.js';
@@ -44,7 +44,16 @@ import type { InvocationPlan, Overlap, Schedule } from './schedule.js';
 import { SimulatedKafkaTopic, type KafkaBatch } from './SimulatedKafkaTopic.js';
 import { dynamoDbImageOf, SimulatedStreamShards, type StreamBatch, streamResponseProblem } from './SimulatedStreamShards.js';
 import { SimulatedSqsQueue } from './SimulatedSqsQueue.js';
-import { type DeadLetter, drainDeadLetters, print, readAttemptSkips, readInboxRows, readOutboxItems } from './storedState.js';
+import {
+  type DeadLetter,
+  drainDeadLetters,
+  type HomeMarks,
+  print,
+  readAttemptSkips,
+  readHomeMarks,
+  readInboxRows,
+  readOutboxItems,
+} from './storedState.js';
 import type { VirtualClock } from './virtualClock.js';
 import { type InputMessage, MessageRole, type ModelResult, type Workload } from './workload.js';
 
@@ -96,6 +105,18 @@ export interface ScheduleStats {
   decidedFromPark: number;
   /** Messages the consumer deleted from the source itself (parked ones settled from the park). */
   deletedFromPark: number;
+  /** Schedules whose consumer keeps its inbox marks on home items (`inboxHome`): 1 or 0 per schedule. */
+  homeSchedules: number;
+  /** Applied marks on home items at the checks (each an applied event's record, instead of an inbox row). */
+  homeMarks: number;
+  /** Dead-lettered marks on home items at the checks. */
+  homeDeadLetterMarks: number;
+  /** Of a consumer with an inbox home: applied keys with an applied inbox row, though none of their messages was redriven. */
+  homeAppliedRows: number;
+  /** Of a consumer with an inbox home: applied keys with an applied inbox row after a redrive (the row a redrive writes beside its mark). */
+  homeRedriveRows: number;
+  /** Home items that are stubs at the checks (only their key, the version attribute and the marks). */
+  homeStubs: number;
 }
 
 /** Counts all at zero. */
@@ -118,6 +139,12 @@ export function emptyStats(): ScheduleStats {
     appliedFromPark: 0,
     decidedFromPark: 0,
     deletedFromPark: 0,
+    homeSchedules: 0,
+    homeMarks: 0,
+    homeDeadLetterMarks: 0,
+    homeAppliedRows: 0,
+    homeRedriveRows: 0,
+    homeStubs: 0,
   };
 }
 
@@ -260,6 +287,7 @@ class ScheduleRun {
       ...(schedule.parkOutOfOrder === true ? { retry: { parkOutOfOrder: true } } : {}),
     });
     if (schedule.parkOutOfOrder === true) this.#stats.parkingSchedules = 1;
+    if (workload.inboxHome !== undefined) this.#stats.homeSchedules = 1;
     this.#env.trace?.(
       `schedule ${this.#consumerName}: ${schedule.source}, ${schedule.workload.kind} workload, batch size ${schedule.batchSize}, ` +
         `${schedule.environments} environment(s), ${schedule.invocations.length} chaos invocation(s)` +
@@ -349,17 +377,42 @@ class ScheduleRun {
     // 5. Checks.
     await this.#readRecordedSkips();
     const keys = [...new Set(workload.messages.flatMap((m) => (m.key === undefined ? [] : [m.key])))];
+    const home = workload.inboxHome;
+    const readMarks = async (): Promise<HomeMarks | undefined> =>
+      home === undefined
+        ? undefined
+        : readHomeMarks(
+            this.#env.dynamoDb,
+            home.homes.map((item) => ({ id: item.id, tableName: resources.tables[item.table]!, key: item.key })),
+            home.attribute,
+            home.versionAttribute,
+          );
     const read = async () => ({
       inbox: await readInboxRows(this.#env.documentClient, resources.inboxTable, this.#consumerName, keys),
+      marks: await readMarks(),
       outbox: await readOutboxItems(this.#env.documentClient, resources.inboxTable, this.#consumerName, keys, workload.outboxPositions),
       business: await workload.readStored({ document: this.#env.documentClient, dynamoDb: this.#env.dynamoDb }, resources.tables),
     });
     const stored = await read();
+    const marks: MarkEvidence | undefined =
+      stored.marks === undefined
+        ? undefined
+        : {
+            ...stored.marks,
+            homeOf: (key) => home?.homeOf(key)?.id,
+            nowMs: this.#env.clock.now(),
+            inboxTtlSeconds: settings.idempotency.inboxTtlSeconds,
+          };
+    const records = inboxRecords(stored.inbox, marks);
+    if (marks !== undefined) this.#countHomeRecords(marks, stored.inbox, records);
     const checked = checkInvariants({
       workload,
       model,
       sent: this.#sent,
-      ...stored,
+      inbox: stored.inbox,
+      ...(marks === undefined ? {} : { marks }),
+      outbox: stored.outbox,
+      business: stored.business,
       deadLetters,
       policyMoves: this.#source.policyMoves,
       gaveUp: this.#source.gaveUp,
@@ -378,7 +431,7 @@ class ScheduleRun {
     this.#stats.repeatedEffectRuns = [...workload.effectRuns.values()].reduce((sum, n) => sum + Math.max(0, n - 1), 0);
 
     // 6. Replay every applied event: nothing may change.
-    const applied = keys.filter((key) => stored.inbox.get(key)?.status === 'applied');
+    const applied = keys.filter((key) => records.get(key)?.status === 'applied');
     if (applied.length > 0 && this.#source.drained) {
       this.#replaying = true;
       const before = snapshot(stored);
@@ -417,6 +470,28 @@ class ScheduleRun {
       seen: this.#seen,
       killed: this.#killed,
     };
+  }
+
+  /** Counts the inbox marks on home items and the applied keys whose record is an inbox row instead. */
+  #countHomeRecords(
+    marks: MarkEvidence,
+    rows: ReadonlyMap<string, { status: string }>,
+    records: ReadonlyMap<string, { status: string }>,
+  ): void {
+    for (const [home, entries] of marks.byHome) {
+      for (const [key, mark] of entries) {
+        if (marks.homeOf(key) !== home) continue;
+        if (mark.status === 'applied') this.#stats.homeMarks += 1;
+        else this.#stats.homeDeadLetterMarks += 1;
+      }
+    }
+    this.#stats.homeStubs = marks.stubs.size;
+    const redriven = new Set(this.#sent.flatMap((s) => (s.redriven && s.input.key !== undefined ? [s.input.key] : [])));
+    for (const [key, record] of records) {
+      if (record.status !== 'applied' || rows.get(key)?.status !== 'applied') continue;
+      if (redriven.has(key)) this.#stats.homeRedriveRows += 1;
+      else this.#stats.homeAppliedRows += 1;
+    }
   }
 
   #violate(invariant: Invariant, detail: string): void {
@@ -876,11 +951,14 @@ function dedupe(violations: readonly Violation[]): Violation[] {
 /** What is stored, as comparable prints by id. */
 function snapshot(stored: {
   inbox: ReadonlyMap<string, unknown>;
+  marks: HomeMarks | undefined;
   outbox: ReadonlyMap<string, unknown>;
   business: { items: ReadonlyMap<string, unknown>; effectRecords: ReadonlyMap<string, number> };
 }): Map<string, string> {
   const prints = new Map<string, string>();
   for (const [key, row] of stored.inbox) prints.set(`inbox ${key}`, print(row));
+  for (const [home, entries] of stored.marks?.byHome ?? [])
+    for (const [key, mark] of entries) prints.set(`mark ${key} on ${home}`, print(mark));
   for (const [key, items] of stored.outbox) prints.set(`outbox ${key}`, print(items));
   for (const [id, item] of stored.business.items) prints.set(`item ${id}`, print(item));
   for (const [key, records] of stored.business.effectRecords) prints.set(`side effect ${key}`, String(records));

@@ -10,7 +10,7 @@
  */
 import fc from 'fast-check';
 import { generatedWorkloadArbitrary } from './generated/grammar.js';
-import type { GeneratedWorkloadSpec } from './generated/spec.js';
+import type { GeneratedWorkloadSpec, InboxHomeMode } from './generated/spec.js';
 import { checkGeneratedSpec, GeneratedSpecError } from './generated/specCheck.js';
 import { KillPoint, killPoints } from './killPoints.js';
 import { type PoisonKind, poisonKinds } from './poisonKinds.js';
@@ -180,6 +180,11 @@ export interface ScheduleArbitraryOptions {
    * @default drawn: half the standard-queue schedules (recorded in each as `parkOutOfOrder`)
    */
   readonly parkOutOfOrder?: boolean;
+  /**
+   * Which generated consumers keep their inbox marks on home items (`inboxHome`, recorded in each
+   * generated workload as `inboxHome`): all, none, or about half. @default 'mixed'
+   */
+  readonly inboxHome?: InboxHomeMode;
 }
 
 /** `arbitrary`'s value with probability `p`, else `undefined` (shrinks toward `undefined`). */
@@ -317,7 +322,7 @@ export function scheduleArbitrary(options: ScheduleArbitraryOptions): fc.Arbitra
   const examples = consumers.map((consumer) => ({ weight: 1, arbitrary: consumer === 'cafe' ? cafeWorkload : inventoryWorkload }));
   const generated = {
     weight: Math.max(1, examples.length),
-    arbitrary: generatedWorkloadArbitrary(options.source) as fc.Arbitrary<WorkloadSpec>,
+    arbitrary: generatedWorkloadArbitrary(options.source, options.inboxHome ?? 'mixed') as fc.Arbitrary<WorkloadSpec>,
   };
   const workload =
     options.target !== undefined

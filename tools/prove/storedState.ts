@@ -1,9 +1,11 @@
 /**
  * What a schedule left in the stores, read back consistently: the inbox rows and outbox items of
- * the workload's idempotency keys, the business items, the dead-letter queue.
+ * the workload's idempotency keys, the inbox marks on home items (`inboxHome`), the business
+ * items, the dead-letter queue.
  *
  * @module
  */
+import { type AttributeValue, type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { canonicalJson, inboxKey } from 'idempotent-consumer/internal';
@@ -82,6 +84,129 @@ export async function readInboxRows(
   for (const [key, item] of found)
     rows.set(key, { status: String(item.status), messageId: String(item.messageId), payloadHash: String(item.payloadHash) });
   return rows;
+}
+
+/**
+ * An inbox mark on a home item (`inboxHome`), as stored: the map entry `<attribute>.<idempotency
+ * key>` = `{ h: payload hash, m: message id, x: expiry (epoch seconds) }`, and for a dead letter
+ * `s` (its status) and `r` (its reason).
+ */
+export interface StoredMark {
+  /** `applied` (no `s`), or the entry's `s` (`dead-lettered`). */
+  readonly status: string;
+  readonly messageId: string;
+  readonly payloadHash: string;
+  /** `x`, epoch seconds (`NaN` when it is not a number). */
+  readonly expiresAt: number;
+  /** `r`. */
+  readonly reason: string | undefined;
+  /** What is wrong with the entry's shape, if anything. */
+  readonly malformed?: string;
+}
+
+/** A home item to read: its comparable id, physical table, and key in DynamoDB's typed form. */
+export interface HomeItemRead {
+  readonly id: string;
+  readonly tableName: string;
+  readonly key: Readonly<Record<string, AttributeValue>>;
+}
+
+/** What the home items hold of inbox marks. */
+export interface HomeMarks {
+  /** By home item id: its marks by idempotency key (an absent item, or one without the attribute, has none). */
+  readonly byHome: ReadonlyMap<string, ReadonlyMap<string, StoredMark>>;
+  /** Home items that are stubs (flagged `<attribute>Stub`): only their key attributes, the version attribute and the marks. */
+  readonly stubs: ReadonlySet<string>;
+  /** What is wrong with a home item, by id: a marks attribute that is not a map, a stub flag on an item with attributes of its own. */
+  readonly problems: ReadonlyMap<string, string>;
+}
+
+function markOf(value: AttributeValue): StoredMark {
+  const entry = value.M;
+  if (entry === undefined)
+    return { status: '(not a map)', messageId: '', payloadHash: '', expiresAt: Number.NaN, reason: undefined, malformed: 'not a map' };
+  const problems: string[] = [];
+  const text = (name: string, required: boolean): string | undefined => {
+    const v = entry[name];
+    if (v === undefined) {
+      if (required) problems.push(`no ${name}`);
+      return undefined;
+    }
+    if (v.S === undefined) {
+      problems.push(`${name} is not a string`);
+      return undefined;
+    }
+    return v.S;
+  };
+  const h = text('h', true);
+  const m = text('m', true);
+  const s = text('s', false);
+  const r = text('r', false);
+  const x = entry.x?.N === undefined ? Number.NaN : Number(entry.x.N);
+  if (entry.x?.N === undefined) problems.push('x is not a number');
+  // t, e: a dead letter's error type and message.
+  const extra = Object.keys(entry).filter((name) => !['h', 'm', 'x', 's', 'r', 't', 'e'].includes(name));
+  if (extra.length > 0) problems.push(`unknown fields ${extra.join(', ')}`);
+  return {
+    status: s ?? 'applied',
+    messageId: m ?? '',
+    payloadHash: h ?? '',
+    expiresAt: x,
+    reason: r,
+    ...(problems.length === 0 ? {} : { malformed: problems.join('; ') }),
+  };
+}
+
+/** The stub flag of a home item whose marks are in `attribute` (`true` on a stub). */
+export function stubAttributeOf(attribute: string): string {
+  return `${attribute}Stub`;
+}
+
+/**
+ * Reads the inbox marks of home items (`inboxHome`) with the plain client (key values the
+ * document client cannot read back), consistently, one `GetItem` each.
+ *
+ * @param attribute - the marks' map attribute
+ * @param versionAttribute - the engine's version attribute (a stub holds it)
+ */
+export async function readHomeMarks(
+  dynamoDb: DynamoDBClient,
+  homes: readonly HomeItemRead[],
+  attribute: string,
+  versionAttribute: string,
+): Promise<HomeMarks> {
+  const byHome = new Map<string, Map<string, StoredMark>>();
+  const stubs = new Set<string>();
+  const problems = new Map<string, string>();
+  const seen = new Set<string>();
+  for (const home of homes) {
+    if (seen.has(home.id)) continue;
+    seen.add(home.id);
+    const output = await dynamoDb.send(new GetItemCommand({ TableName: home.tableName, Key: { ...home.key }, ConsistentRead: true }));
+    const item = output.Item;
+    const marks = new Map<string, StoredMark>();
+    byHome.set(home.id, marks);
+    if (item === undefined) continue;
+    const flag = item[stubAttributeOf(attribute)];
+    if (flag !== undefined) {
+      // `decide` sees a stub as absent: it must hold nothing of its own.
+      const own = Object.keys(item).filter(
+        (name) => name !== attribute && name !== stubAttributeOf(attribute) && name !== versionAttribute && !(name in home.key),
+      );
+      if (flag.BOOL !== true) problems.set(home.id, `its stub flag ${stubAttributeOf(attribute)} is not true: ${JSON.stringify(flag)}`);
+      else if (own.length > 0)
+        problems.set(home.id, `it is flagged a stub (absent to decide) but holds attributes of its own: ${own.join(', ')}`);
+      else stubs.add(home.id);
+    }
+    const map = item[attribute];
+    if (map === undefined) continue;
+    if (map.M === undefined) {
+      problems.set(home.id, `its ${attribute} is not a map: ${Object.keys(map).join('')}`);
+      continue;
+    }
+    for (const [key, value] of Object.entries(map.M)) marks.set(key, markOf(value));
+  }
+  return { byHome, stubs, problems };
 }
 
 /** The skips of these SQS messages' attempt records (`<consumer>#attempt#sqs:<message id>`), by message id. */

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   FailureReason,
@@ -83,6 +83,28 @@ export interface StoreClients {
   readonly dynamoDb: DynamoDBClient;
 }
 
+/** A home item of inbox marks (`inboxHome`). */
+export interface WorkloadHomeItem {
+  /** A comparable id: `<logical table>|<canonical key>`. */
+  readonly id: string;
+  /** Its logical table. */
+  readonly table: string;
+  /** Its key in DynamoDB's typed form. */
+  readonly key: Readonly<Record<string, AttributeValue>>;
+}
+
+/** Where a consumer with an inbox home (`inboxHome`) keeps its events' inbox marks. */
+export interface WorkloadInboxHome {
+  /** The marks' map attribute. */
+  readonly attribute: string;
+  /** The engine's version attribute (a stub holds it). */
+  readonly versionAttribute: string;
+  /** Every home item. */
+  readonly homes: readonly WorkloadHomeItem[];
+  /** The home item of an idempotency key's events. */
+  homeOf(key: string): WorkloadHomeItem | undefined;
+}
+
 /** Which consumer a workload drives: an example, or one drawn from the grammar. */
 export type WorkloadConsumer = ProveConsumer | 'generated';
 
@@ -129,6 +151,11 @@ export interface Workload {
   ownErrors(key: string): ReadonlySet<string>;
   /** Outbox positions the checks read per key (at least the most messages one event sends). */
   readonly outboxPositions: number;
+  /**
+   * Where the consumer keeps its events' inbox marks, when it has an inbox home (`inboxHome`): an
+   * applied event's record is then a mark on its home item, not an inbox row. Absent: inbox rows.
+   */
+  readonly inboxHome?: WorkloadInboxHome;
 }
 
 /** Error types that are always some message's own doing. */

@@ -2,7 +2,8 @@
  * A generated consumer, built from its spec with the library's public API only, as a user writes
  * one: `createIdempotentConsumer` options with a schema (zod) or a `parse` function, the
  * idempotency and ordering keys (body fields or functions), the tables, `read`, a pure `decide`,
- * inline side effects, outbox messages, `classifyError`, the user's own error classes.
+ * inline side effects, outbox messages, `classifyError`, the user's own error classes, and (about
+ * half of them) `inboxHome`: the event's inbox mark on a home item of its tables, chosen by its key.
  *
  * `decide` interprets the spec of the event's step: it waits for its predecessor (a gated key),
  * throws (a rule the event breaks, or a wait that never ends), and returns writes in
@@ -93,7 +94,14 @@ export interface GeneratedConsumer {
   /** Runs of each inline side effect, by effect key (the downstream's view). */
   readonly effects: EffectLedger;
   readonly versionAttribute: string;
+  /** The home item (index into `items`) of key `k`'s events, when the consumer keeps its inbox marks on home items (`inboxHome`). */
+  homeItem(k: number): number | undefined;
+  /** The marks' map attribute (`inboxHome.attribute`, or its default); `undefined` without `inboxHome`. */
+  readonly homeAttribute: string | undefined;
 }
+
+/** The default map attribute of inbox marks on a home item (`InboxHome.attribute`). */
+export const DEFAULT_HOME_ATTRIBUTE = '_inbox';
 
 /** A side effect's own retryable failure (its first run for each effect key, when `flaky`). */
 export class DownstreamBusy extends RetryableError {}
@@ -152,6 +160,7 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
         : { partitionKey: table.partitionKey.name, sortKey: table.sortKey.name };
   const idField = spec.names.idField ?? 'ref';
   const groupField = spec.names.groupField ?? 'lane';
+  const home = spec.inboxHome;
 
   const itemKey = (index: number, alt = false): Item => {
     const item = spec.items[index]!;
@@ -338,6 +347,16 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
     decide: (event, state) => plan(event, state).decision,
     sideEffects,
     ...(spec.versionAttribute === undefined ? {} : { versionAttribute: spec.versionAttribute }),
+    ...(home === undefined
+      ? {}
+      : {
+          inboxHome: {
+            table: spec.tables[home.table]!.name,
+            // A function of the event alone: its key's home item.
+            key: (event: GeneratedEvent) => itemKey(home.items[event.k]!, home.alt === true),
+            ...(home.attribute === undefined ? {} : { attribute: home.attribute }),
+          },
+        }),
   };
   const throwsOf = () => spec.keys.flatMap((key) => key.steps.flatMap((step) => (step.throws === undefined ? [] : [step.throws])));
   // While a spec is being designed its steps grow: its classifier reads them at each call.
@@ -360,6 +379,8 @@ export function buildGeneratedConsumer(spec: GeneratedWorkloadSpec, prefix: stri
     plan,
     effects,
     versionAttribute,
+    homeItem: (k) => home?.items[k],
+    homeAttribute: home === undefined ? undefined : (home.attribute ?? DEFAULT_HOME_ATTRIBUTE),
   };
 }
 

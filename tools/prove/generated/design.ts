@@ -24,11 +24,12 @@ import type { ProveSource } from '../proveSources.js';
 import { buildGeneratedConsumer, type GeneratedEvent } from './consumer.js';
 import { compareNumbers } from './decimal.js';
 import { evaluateCondition } from './expressions.js';
-import { decideStep, MAX_TRANSACTION_ACTIONS, type StepResult } from './model.js';
-import type { RawItem, RawKeyValue, RawSpec, RawStep, RawWrite } from './raw.js';
+import { decideStep, inboxActions, MAX_TRANSACTION_ACTIONS, type StepResult } from './model.js';
+import type { RawHome, RawItem, RawKeyValue, RawSpec, RawStep, RawWrite } from './raw.js';
 import type {
   ConditionSpec,
   GeneratedWorkloadSpec,
+  InboxHomeSpec,
   ItemSpec,
   KeyType,
   KeyValueSpec,
@@ -93,6 +94,7 @@ export function designWorkload(raw: RawSpec, source: ProveSource): GeneratedWork
   raw.extraItems.forEach((item, j) => place(item, 95 + j, null, 0));
   const sharedOwned = new Set(raw.keys.flatMap((key, k) => (key.sharedItem && owned[k]!.length >= 2 ? [owned[k]!.at(-1)!] : [])));
   const allCounters = [...counters, ...sharedOwned];
+  const inboxHome = raw.home === undefined ? undefined : placeHomes(raw, raw.home, owned, items, place);
 
   const reserved = new Set<string>([
     raw.versionAttribute ?? '_version',
@@ -115,6 +117,7 @@ export function designWorkload(raw: RawSpec, source: ProveSource): GeneratedWork
     effects: raw.effects,
     keys,
     strayPoison: raw.strayPoison,
+    ...(inboxHome === undefined ? {} : { inboxHome }),
   };
   const consumer = buildGeneratedConsumer(spec, 'design', 1, true);
   const state = new Map<number, AvItem>();
@@ -136,6 +139,7 @@ export function designWorkload(raw: RawSpec, source: ProveSource): GeneratedWork
         effects: raw.effects.map((e) => e.name),
         state,
         prev,
+        home: inboxHome?.items[k],
       });
       if (rawStep.poison !== undefined) {
         key.steps.push({ ...designer.base('apply'), poison: rawStep.poison });
@@ -159,6 +163,50 @@ export function designWorkload(raw: RawSpec, source: ProveSource): GeneratedWork
   return spec;
 }
 
+/** Marks' attribute names a decision may write, or the engine and the design use otherwise: never the marks' map. */
+function homeAttribute(raw: RawSpec, attribute: string | undefined): string | undefined {
+  if (attribute === undefined) return undefined;
+  const taken = new Set([
+    raw.versionAttribute ?? '_version',
+    raw.names.seq,
+    raw.names.log,
+    raw.names.counter,
+    ...raw.tables.flatMap((table) => [table.partitionKey.name, ...(table.sortKey === undefined ? [] : [table.sortKey.name])]),
+  ]);
+  return taken.has(attribute) ? undefined : attribute;
+}
+
+/**
+ * Places the home items of a consumer that keeps its inbox marks on them (see `RawHome`): all in
+ * one table; a key's home is a function of its events' `k` alone. A fresh home (an item nothing
+ * writes) is owned by its key; the one home all keys share, by none.
+ */
+function placeHomes(
+  raw: RawSpec,
+  home: RawHome,
+  owned: readonly (readonly number[])[],
+  items: readonly ItemSpec[],
+  place: (item: RawItem, a: number, owner: number | null, b: number) => number,
+): InboxHomeSpec {
+  const table = home.table === 'head' ? items[owned[0]![0]!]!.table : home.table % raw.tables.length;
+  const inTable = (item: number | undefined): item is number => item !== undefined && items[item]!.table === table;
+  let shared: number | undefined;
+  const homes = raw.keys.map((key, k) => {
+    const choice = home.places[k % home.places.length]!;
+    if (choice === 'shared') return (shared ??= place({ ...raw.keys[0]!.items[0]!, table }, 98, null, 0));
+    const next = owned[(k + 1) % owned.length]![0];
+    if (choice === 'cross' && owned.length > 1 && inTable(next)) return next;
+    const head = owned[k]![0];
+    if ((choice === 'cross' || choice === 'head') && inTable(head)) return head;
+    // Another of its items: its churn item first (deleted and re-created: its marks stay on a stub).
+    const other = owned[k]!.slice(1).find(inTable);
+    if (choice !== 'fresh' && other !== undefined) return other;
+    return place({ ...key.items[0]!, table }, k, k, 40);
+  });
+  const attribute = homeAttribute(raw, home.attribute);
+  return { table, items: homes, ...(attribute === undefined ? {} : { attribute }), ...(home.alt ? { alt: true } : {}) };
+}
+
 interface DesignerOptions {
   readonly rawStep: RawStep;
   readonly key: MutableKey;
@@ -174,6 +222,8 @@ interface DesignerOptions {
   readonly state: ReadonlyMap<number, AvItem>;
   /** The key's last applied position (−1: none). */
   readonly prev: number;
+  /** The key's inbox home item (`inboxHome`), if the consumer keeps its marks on one. */
+  readonly home: number | undefined;
 }
 
 /** Designs one event (see the module comment). */
@@ -231,8 +281,8 @@ class StepDesigner {
       const reads = this.#reads([...(head.read ? [key.head] : []), ...writes.filter((w) => needsRead(w)).map((w) => w.item)]);
       let out = outbox;
       if (rawStep.exactly100) {
-        const touched = new Set([...reads, ...all.map((w) => w.item)]).size;
-        out = padOutbox(outbox, MAX_TRANSACTION_ACTIONS - 1 - touched);
+        const touched = new Set([...reads, ...all.map((w) => w.item)]);
+        out = padOutbox(outbox, MAX_TRANSACTION_ACTIONS - inboxActions(touched, this.#o.home));
       }
       return { ...this.#gated(this.base('apply'), true), reads, writes: all.map((w) => trueCondition(w, state)), outbox: out, sideEffects };
     };
@@ -351,10 +401,10 @@ class StepDesigner {
       case 'tooManyActions': {
         const writes = this.#writes('robust').slice(0, 3);
         const reads = this.#reads(writes.filter(needsRead).map((w) => w.item));
-        const touched = new Set([...reads, ...writes.map((w) => w.item)]).size;
+        const touched = new Set([...reads, ...writes.map((w) => w.item)]);
         const outbox = padOutbox(
           rawStep.outbox.filter((m) => m.bad === undefined),
-          MAX_TRANSACTION_ACTIONS - touched + (rawStep.copies % 2),
+          MAX_TRANSACTION_ACTIONS + 1 - inboxActions(touched, this.#o.home) + (rawStep.copies % 2),
         );
         return { ...base, reads, writes, outbox, sideEffects: this.#sideEffects() };
       }

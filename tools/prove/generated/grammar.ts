@@ -15,11 +15,12 @@ import fc from 'fast-check';
 import { poisonKinds } from '../poisonKinds.js';
 import type { ProveSource } from '../proveSources.js';
 import { designWorkload } from './design.js';
-import type { RawItem, RawKey, RawKeyValue, RawSpec, RawStep, RawWrite } from './raw.js';
+import type { RawHome, RawItem, RawKey, RawKeyValue, RawSpec, RawStep, RawWrite } from './raw.js';
 import {
   type ConditionSpec,
   type EffectSpec,
   type GeneratedWorkloadSpec,
+  type InboxHomeMode,
   type Intent,
   keyTypes,
   type NamesSpec,
@@ -436,21 +437,60 @@ const effects: fc.Arbitrary<EffectSpec[]> = fc.uniqueArray(fc.record({ name: fc.
   selector: (e) => e.name,
 });
 
-/** The raw material of a generated consumer and its producer. */
-export const rawSpecArbitrary: fc.Arbitrary<RawSpec> = fc.record(
+/**
+ * Names of the marks' map attribute (`inboxHome.attribute`, letters, digits and `_`): none a
+ * decision writes (the grammar's attribute names, the head's, the version attribute, key
+ * attributes), nor their stub flags (`<attribute>Stub`); the longest the library takes;
+ * `undefined` is the default `_inbox`.
+ */
+const homeAttributes = [undefined, undefined, '_inbox', 'marks', 'Inbox_2', '_', `m${'_x'.repeat(31)}a`] as const;
+
+/** A consumer that keeps its inbox marks on home items: where each key's marks live. */
+const rawHome: fc.Arbitrary<RawHome> = fc.record(
   {
-    tables,
-    versionAttribute: fc.constantFrom('rev', 'v.1', '_ver-sion', 'Version', 'etag'),
-    validation: fc.constantFrom('schema' as const, 'parse' as const),
-    names,
-    counterItems: fc.array(rawItem, { maxLength: 2 }),
-    extraItems: fc.array(rawItem, { maxLength: 2 }),
-    effects,
-    keys: fc.array(rawKey, { minLength: 1, maxLength: 3 }),
-    strayPoison: fc.array(fc.constantFrom(...poisonKinds), { maxLength: 1 }),
+    table: fc.oneof({ weight: 3, arbitrary: fc.constant('head' as const) }, { weight: 1, arbitrary: fc.nat({ max: 5 }) }),
+    places: fc.array(
+      fc.oneof(
+        { weight: 4, arbitrary: fc.constant('head' as const) },
+        { weight: 2, arbitrary: fc.constant('other' as const) },
+        { weight: 2, arbitrary: fc.constant('fresh' as const) },
+        { weight: 1, arbitrary: fc.constant('shared' as const) },
+        { weight: 1, arbitrary: fc.constant('cross' as const) },
+      ),
+      { minLength: 1, maxLength: 3 },
+    ),
+    attribute: fc.constantFrom(...homeAttributes),
+    alt: fc.boolean(),
   },
-  { requiredKeys: ['tables', 'validation', 'names', 'counterItems', 'extraItems', 'effects', 'keys', 'strayPoison'] },
+  { requiredKeys: ['table', 'places', 'alt'] },
 );
+
+/**
+ * The raw material of a generated consumer and its producer.
+ *
+ * @param home - which consumers keep their inbox marks on home items (`inboxHome`) @default 'mixed'
+ */
+export function rawSpecArbitraryFor(home: InboxHomeMode = 'mixed'): fc.Arbitrary<RawSpec> {
+  return fc.record(
+    {
+      tables,
+      versionAttribute: fc.constantFrom('rev', 'v.1', '_ver-sion', 'Version', 'etag'),
+      validation: fc.constantFrom('schema' as const, 'parse' as const),
+      names,
+      counterItems: fc.array(rawItem, { maxLength: 2 }),
+      extraItems: fc.array(rawItem, { maxLength: 2 }),
+      effects,
+      keys: fc.array(rawKey, { minLength: 1, maxLength: 3 }),
+      strayPoison: fc.array(fc.constantFrom(...poisonKinds), { maxLength: 1 }),
+      // Last, so that the fields before it draw what they drew before it existed; shrinks toward no home.
+      home: home === 'always' ? rawHome : home === 'never' ? fc.constant(undefined) : fc.oneof(fc.constant(undefined), rawHome),
+    },
+    { requiredKeys: ['tables', 'validation', 'names', 'counterItems', 'extraItems', 'effects', 'keys', 'strayPoison', 'home'] },
+  );
+}
+
+/** The raw material of a generated consumer and its producer (half of them keep their inbox marks on home items). */
+export const rawSpecArbitrary: fc.Arbitrary<RawSpec> = rawSpecArbitraryFor('mixed');
 
 /** Parts of the grammar, for tests that check the reference model's semantics against DynamoDB Local. */
 export const grammarParts = { value, condition, updateAction, attribute } as const;
@@ -458,7 +498,9 @@ export const grammarParts = { value, condition, updateAction, attribute } as con
 /**
  * Generated consumers and their producers for one source: the grammar's raw material, designed
  * (`designWorkload`) so that every event's outcome is the same whatever order the source delivers in.
+ *
+ * @param home - which consumers keep their inbox marks on home items (`inboxHome`) @default 'mixed'
  */
-export function generatedWorkloadArbitrary(source: ProveSource): fc.Arbitrary<GeneratedWorkloadSpec> {
-  return rawSpecArbitrary.map((raw) => designWorkload(raw, source));
+export function generatedWorkloadArbitrary(source: ProveSource, home: InboxHomeMode = 'mixed'): fc.Arbitrary<GeneratedWorkloadSpec> {
+  return rawSpecArbitraryFor(home).map((raw) => designWorkload(raw, source));
 }

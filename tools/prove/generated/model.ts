@@ -14,7 +14,8 @@
  *   body with `NaN`, an infinity or a `BigInt`, fails the unit alone, retryably
  *   (`ConsumerDefinitionError`, so `RetriesExhausted`); an item over 400 KB, a unit needing more
  *   than 100 transaction actions (1 inbox row + outbox items + one action per item written or
- *   read), or an update DynamoDB refuses, dead-letters it at once (`InvalidWrite`); a user
+ *   read; with an inbox home, its home item instead of the inbox row), or an update DynamoDB
+ *   refuses, dead-letters it at once (`InvalidWrite`); a user
  *   condition that fails on the consistent view dead-letters it (`ConditionalWriteFailed`).
  *
  * Every write's effect is the in-memory side of the same spec the consumer renders as an
@@ -41,6 +42,15 @@ import { type AvItem, itemSize, marshallItem, MAX_ITEM_BYTES, toNativeItem } fro
 
 /** Most actions of one `TransactWriteItems`. */
 export const MAX_TRANSACTION_ACTIONS = 100;
+
+/**
+ * The transaction actions of a commit besides its outbox messages, given the items it reads or
+ * writes: one per item, and its inbox row — or, with an inbox home (`inboxHome`), its home item:
+ * one more action unless the decision already reads or writes it.
+ */
+export function inboxActions(touched: ReadonlySet<number>, home: number | undefined): number {
+  return home === undefined ? touched.size + 1 : touched.size + (touched.has(home) ? 0 : 1);
+}
 
 /** Why a decision failed, for the design pass and for the attempts a message may own. */
 export type FailureCause = 'read' | 'throw' | 'unwritable' | 'outbox' | 'actions' | 'invalidUpdate' | 'size' | 'condition';
@@ -157,9 +167,9 @@ export function decideStep(consumer: GeneratedConsumer, state: ModelState, event
     }
   }
 
-  // The unit's transaction actions: its inbox row, its outbox items, one per item written or read.
+  // The unit's transaction actions: its inbox row (or its home item), its outbox items, one per item written or read.
   const touched = new Set([...readSet, ...effects.map((effect) => effect.item)]);
-  const actions = 1 + (decision.outbox?.length ?? 0) + touched.size;
+  const actions = inboxActions(touched, consumer.homeItem(event.k)) + (decision.outbox?.length ?? 0);
   if (actions > MAX_TRANSACTION_ACTIONS) {
     return failure(new InvalidWrite(`its commit needs ${actions} actions; a transaction takes ${MAX_TRANSACTION_ACTIONS}`), 'actions', {
       sideEffects,

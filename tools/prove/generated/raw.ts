@@ -84,6 +84,24 @@ export interface RawKey {
   readonly steps: readonly RawStep[];
 }
 
+/** Where each key's inbox marks live (`inboxHome`), before the design pass places the items. */
+export type RawHomePlace = 'head' | 'other' | 'fresh' | 'shared' | 'cross';
+
+/** A consumer that keeps its inbox marks on home items (`inboxHome`), before the design pass. */
+export interface RawHome {
+  /** The home table: the table of key 0's head, or a choice among the tables. */
+  readonly table: 'head' | number;
+  /**
+   * By key (modulo): its home — its head; another of its items (its churn item when it has one);
+   * a fresh item nothing writes; one fresh item all keys share; the next key's head. Each falls
+   * back to the next that exists in the home table (`head` → `other` → `fresh`).
+   */
+  readonly places: readonly RawHomePlace[];
+  /** The marks' map attribute (`undefined`: the default). */
+  readonly attribute?: string;
+  readonly alt: boolean;
+}
+
 /** A generated consumer before the design pass. */
 export interface RawSpec {
   readonly tables: readonly TableSpec[];
@@ -95,4 +113,6 @@ export interface RawSpec {
   readonly effects: readonly EffectSpec[];
   readonly keys: readonly RawKey[];
   readonly strayPoison: readonly PoisonKind[];
+  /** Inbox marks on home items (`inboxHome`); absent: inbox rows. */
+  readonly home?: RawHome;
 }

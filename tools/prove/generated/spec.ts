@@ -218,6 +218,30 @@ export interface NamesSpec {
   readonly counter: string;
 }
 
+/**
+ * Which generated consumers keep their inbox marks on home items (`inboxHome`): every one, none,
+ * or about half (drawn per consumer, recorded in its spec). `--home` of `npm run prove`.
+ */
+export const inboxHomeModes = ['always', 'never', 'mixed'] as const;
+export type InboxHomeMode = (typeof inboxHomeModes)[number];
+
+/**
+ * Where a generated consumer keeps its events' inbox marks (`inboxHome`): on an item of one of its
+ * tables, chosen per key (so a function of the event alone: its key `k`). A key's home may be its
+ * head, another item it writes (one it deletes and re-creates: stubs), an item nothing writes, an
+ * item every key's marks share, or another key's head.
+ */
+export interface InboxHomeSpec {
+  /** The table of every home item (index into `tables`). */
+  readonly table: number;
+  /** By key (index into `keys`): its home item (index into `items`, an item of `table`). */
+  readonly items: readonly number[];
+  /** The marks' map attribute when not the default (`_inbox`). */
+  readonly attribute?: string;
+  /** `key(event)` gives the home's key values in their other native form (as `read` does with `alt`). */
+  readonly alt?: boolean;
+}
+
 /** A generated consumer and its producer. */
 export interface GeneratedWorkloadSpec {
   readonly kind: 'generated';
@@ -233,4 +257,6 @@ export interface GeneratedWorkloadSpec {
   readonly effects: readonly EffectSpec[];
   readonly keys: readonly KeySpec[];
   readonly strayPoison: readonly PoisonKind[];
+  /** Inbox marks on home items instead of inbox rows (`inboxHome`); absent: an inbox row per event. */
+  readonly inboxHome?: InboxHomeSpec;
 }

@@ -285,5 +285,19 @@ export function checkGeneratedSpec(value: unknown, path: string): GeneratedWorkl
     });
   });
   list(spec.strayPoison, `${path}.strayPoison`, 10).forEach((p, i) => oneOf(p, `${path}.strayPoison[${i}]`, poisonKinds));
+  if (spec.inboxHome !== undefined) {
+    const at = `${path}.inboxHome`;
+    const home = object(spec.inboxHome, at);
+    const table = int(home.table, `${at}.table`, 0, tables.length - 1);
+    const homes = list(home.items, `${at}.items`, 100);
+    if (homes.length !== keys.length) fail(`${at}.items`, `a list of one item per key (${keys.length})`);
+    homes.forEach((h, i) => {
+      const item = itemIndex(h, `${at}.items[${i}]`);
+      if ((items[item] as Json).table !== table) fail(`${at}.items[${i}]`, `an item of the home table (${table})`);
+    });
+    if (home.attribute !== undefined && (typeof home.attribute !== 'string' || home.attribute === ''))
+      fail(`${at}.attribute`, 'a non-empty string');
+    if (home.alt !== undefined) bool(home.alt, `${at}.alt`);
+  }
   return value as GeneratedWorkloadSpec;
 }

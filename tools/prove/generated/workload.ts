@@ -9,6 +9,7 @@ import { type AttributeValue, BatchGetItemCommand } from '@aws-sdk/client-dynamo
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { FailureReason, type Item } from 'idempotent-consumer';
 import type { PoisonKind } from '../poisonKinds.js';
+import { stubAttributeOf } from '../storedState.js';
 import type { ProveSource } from '../proveSources.js';
 import {
   ATTRIBUTABLE_ERRORS,
@@ -18,6 +19,8 @@ import {
   type StoreClients,
   type StoredBusinessState,
   type Workload,
+  type WorkloadHomeItem,
+  type WorkloadInboxHome,
 } from '../workload.js';
 import { buildGeneratedConsumer, DownstreamBusy, type GeneratedConsumer } from './consumer.js';
 import { addNumbers, compareNumbers } from './decimal.js';
@@ -97,6 +100,7 @@ export function generatedWorkload(
     messages.push({ id: messageId(), body: poison.body, group, role: MessageRole.Poison, expectedReason: poison.reason });
   });
 
+  const homeItems = new Set(spec.inboxHome?.items ?? []);
   const models = new Map<string, ModelResult & { readonly ownErrors: ReadonlyMap<string, ReadonlySet<string>> }>();
   const model = (source: ProveSource, forced: ReadonlySet<string> = new Set()) => {
     const id = `${source}|${[...forced].sort().join(',')}`;
@@ -104,7 +108,9 @@ export function generatedWorkload(
     if (result === undefined) {
       const run = runGeneratedModel(spec, consumer, source, forced);
       const items = new Map<string, Item>();
-      for (const [index, item] of run.items) items.set(consumer.itemIds[index]!, item as Item);
+      // A home item that holds only its key is a stub once it holds a mark: absent to `decide` and to the checks.
+      for (const [index, item] of run.items)
+        if (!(homeItems.has(index) && keyOnly(spec, index, item))) items.set(consumer.itemIds[index]!, item as Item);
       result = {
         outcomes: new Map(
           [...run.verdicts].map(([key, verdict]) => [
@@ -176,6 +182,36 @@ export function generatedWorkload(
     outboxPositions: Math.max(3, ...spec.keys.flatMap((key) => key.steps.map((step) => step.outbox.length))),
     readStored: (clients, tableNames) => readGeneratedItems(clients, tableNames, spec, consumer),
     appliedTwice: (stored, appliedKeys) => appliedTwice(spec, consumer, stored, appliedKeys),
+    ...(spec.inboxHome === undefined ? {} : { inboxHome: inboxHomeOf(spec, consumer, keyOf) }),
+  };
+}
+
+/** Whether an item holds nothing but its key attributes. */
+function keyOnly(spec: GeneratedWorkloadSpec, index: number, item: Readonly<Record<string, unknown>>): boolean {
+  const table = spec.tables[spec.items[index]!.table]!;
+  return Object.keys(item).every((name) => name === table.partitionKey.name || name === table.sortKey?.name);
+}
+
+/** Where a generated consumer with an inbox home keeps its marks: each key's home item. */
+function inboxHomeOf(spec: GeneratedWorkloadSpec, consumer: GeneratedConsumer, keyOf: ReadonlyMap<string, number>): WorkloadInboxHome {
+  const home = spec.inboxHome!;
+  const refs = new Map<number, WorkloadHomeItem>();
+  for (const index of home.items) {
+    if (refs.has(index)) continue;
+    refs.set(index, {
+      id: consumer.itemIds[index]!,
+      table: spec.tables[spec.items[index]!.table]!.name,
+      key: marshall(consumer.itemKey(index)) as Record<string, AttributeValue>,
+    });
+  }
+  return {
+    attribute: consumer.homeAttribute!,
+    versionAttribute: consumer.versionAttribute,
+    homes: [...refs.values()],
+    homeOf: (key) => {
+      const k = keyOf.get(key);
+      return k === undefined ? undefined : refs.get(home.items[k]!);
+    },
   };
 }
 
@@ -192,6 +228,8 @@ async function readGeneratedItems(
     key: marshall(consumer.itemKey(index)) as Record<string, AttributeValue>,
   }));
   const found = new Map<string, AvItem>();
+  const homes = new Set(spec.inboxHome?.items ?? []);
+  const homeAttribute = consumer.homeAttribute;
   const keyPrint = (tableName: string, key: Readonly<Record<string, AttributeValue>>, names: readonly string[]) =>
     `${tableName}|${names.map((name) => printAv(fromSdk(key[name] ?? { NULL: true }))).join('|')}`;
   const keyNames = (tableName: string) => {
@@ -218,7 +256,15 @@ async function readGeneratedItems(
       for (const [tableName, items] of Object.entries(output.Responses ?? {})) {
         for (const item of items) {
           const { [consumer.versionAttribute]: _version, ...rest } = fromSdkItem(item);
-          for (const index of byPrint.get(keyPrint(tableName, item, keyNames(tableName))) ?? []) found.set(consumer.itemIds[index]!, rest);
+          for (const index of byPrint.get(keyPrint(tableName, item, keyNames(tableName))) ?? []) {
+            if (!homes.has(index) || homeAttribute === undefined) {
+              found.set(consumer.itemIds[index]!, rest);
+              continue;
+            }
+            // A home item without its marks and stub flag (the checks read them apart); a stub (nothing but its key) is absent.
+            const { [homeAttribute]: _marks, [stubAttributeOf(homeAttribute)]: _stub, ...business } = rest;
+            if (!keyOnly(spec, index, business)) found.set(consumer.itemIds[index]!, business);
+          }
         }
       }
       request = (output.UnprocessedKeys ?? {}) as typeof request;
