@@ -95,6 +95,8 @@ export const cafeConsumerOptions: IdempotentConsumerOptions<OrderEvent, CafeTabl
   orderingKey: 'orderId',
   logFields: (event) => ({ type: event.type, orderId: event.orderId }),
   tables: cafeTables,
+  // Each event's inbox mark lives on its order (docs/inbox-home.md): an OrderPlaced commits one item.
+  inboxHome: { table: 'orders', key: (event) => orderKey(event.orderId) },
   read: (event) =>
     event.type === OrderEventType.OrderPaid
       ? [

@@ -812,15 +812,15 @@ describe('the inbox', () => {
     expect(requests).toEqual(['TransactWriteItemsCommand']);
     requests.length = 0;
     await handler(event, lambdaContext());
-    // The same environment: it holds the orders, each decision fails, one strongly consistent read
-    // of the inbox rows alone finds them (1 read unit each; no snapshot of the orders).
-    expect(requests).toEqual(['BatchGetItemCommand']);
+    // The same environment: it holds the orders with their inbox marks (the café keeps each event's
+    // mark on its order: inboxHome), so each redelivery is settled from memory, without a request.
+    expect(requests).toEqual([]);
     expect(outcomes.filter((o) => o.outcome === 'duplicate')).toHaveLength(10);
 
     requests.length = 0;
     const other = executionEnvironment(env, { dynamoDb: client });
     await other.handler(event, lambdaContext());
-    // Another environment: its commit is cancelled by the inbox rows' conditions, which return them. Nothing is written.
+    // Another environment: its commit is cancelled by the orders' conditions, which return them with their marks. Nothing is written.
     expect(requests).toEqual(['TransactWriteItemsCommand']);
     expect(other.outcomes.map((o) => o.outcome)).toEqual(Array(10).fill('duplicate'));
     expect(outcomes.filter((o) => o.outcome === 'applied')).toHaveLength(10);
@@ -857,11 +857,13 @@ describe('the inbox', () => {
     await placeOrders(env, 'O-2');
     const { handler, outcomes } = executionEnvironment(env);
     await handler(sqsEvent(queueRecord(env, 'm-2', body.paid('e-2', 'O-2', 10))), lambdaContext());
+    // The café keeps each event's inbox mark on its order (inboxHome): no inbox row of its own.
     const row = await env.documentClient.send(new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: 'cafe-orders#key#e-2' } }));
-    expect(row.Item).toMatchObject({ status: 'applied', idempotencyKey: 'e-2', messageId: 'm-2' });
-    expect(row.Item?.payloadHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(row.Item).toBeUndefined();
+    const mark = (await orderState(env, 'O-2'))?._inbox?.['e-2'];
+    expect(mark).toMatchObject({ m: 'm-2', h: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const expectedExpiry = Math.floor(Date.now() / 1000) + env.settings.idempotency.inboxTtlSeconds;
-    expect(Math.abs(Number(row.Item?.expiresAt) - expectedExpiry)).toBeLessThan(60);
+    expect(Math.abs(Number(mark?.x) - expectedExpiry)).toBeLessThan(60);
 
     await handler(sqsEvent(queueRecord(env, 'm-3', body.paid('e-2', 'O-2', 99))), lambdaContext());
     expect(outcomes.at(-1)?.outcome).toBe('dead-lettered');
@@ -880,9 +882,11 @@ describe('the inbox', () => {
       lambdaContext(),
     );
     expect(response).toEqual({ batchItemFailures: [] });
-    // The order item written once, and the two inbox rows. (The harness's DynamoDB client has the
-    // strict layer: a transaction with two actions on one item is refused there, as AWS refuses it.)
-    expect(requests).toEqual([{ command: 'TransactWriteItemsCommand', items: 3 }]);
+    // The order item written once, with both events' inbox marks (the café's inboxHome: no rows).
+    // (The harness's DynamoDB client has the strict layer: a transaction with two actions on one
+    // item is refused there, as AWS refuses it.)
+    expect(requests).toEqual([{ command: 'TransactWriteItemsCommand', items: 1 }]);
+    expect(Object.keys((await orderState(env, 'F'))?._inbox ?? {}).sort()).toEqual(['f-1', 'f-2']);
     expect((await orderState(env, 'F'))?.history.map((h) => h.status)).toEqual(['Created', 'Cancelled']);
     expect((await inboxItems(env, 'outbox')).filter((item) => item.messageGroupId === 'F')).toEqual([]);
   });

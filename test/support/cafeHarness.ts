@@ -53,7 +53,15 @@ export async function orderState(env: TestResources, orderId: string) {
   const output = await env.documentClient.send(
     new GetCommand({ TableName: env.resources.tables.orders, Key: { orderId, sk: ORDER_SK }, ConsistentRead: true }),
   );
-  return output.Item as { status: string; history: { status: string; eventId: string }[]; pointsAwarded: number } | undefined;
+  return output.Item as
+    | {
+        status: string;
+        history: { status: string; eventId: string }[];
+        pointsAwarded: number;
+        /** The inbox marks of the order's events (the café's `inboxHome`), by idempotency key. */
+        _inbox?: Record<string, { h: string; m: string; x: number; s?: string; r?: string }>;
+      }
+    | undefined;
 }
 
 async function itemsWithPrefix(env: TestResources, orderId: string, prefix: string) {
