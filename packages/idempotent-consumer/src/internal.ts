@@ -22,5 +22,6 @@ export { resolveKey, type ResolvedKey } from './engine/itemKeys.js';
 export { cloneValue, MARSHALL_OPTIONS, UNMARSHALL_OPTIONS } from './engine/values.js';
 export { newVersion } from './engine/conditions.js';
 export { toInboxRow, type InboxRow } from './inbox/inboxItems.js';
+export { homeView, markRow, marksOf, markKey, type StoredMark } from './inbox/homeMarks.js';
 // What `explain` looks for in the inbox rows that provenance fills.
 export { provenanceKey } from './inbox/provenance.js';

@@ -23,6 +23,10 @@ import {
   type ResolvedKey,
   resolveKey,
   toInboxRow,
+  homeView,
+  markKey,
+  markRow,
+  marksOf,
   type Unit,
   writeKind,
 } from 'idempotent-consumer/internal';
@@ -169,8 +173,21 @@ export async function decideDeadLetter(message: DryRunMessage, consumer: DryRunC
     );
   }
 
-  const rowItem = read.found.get(inboxId(unit));
-  const row = toInboxRow(rowItem);
+  // Under inboxHome the key's record is its mark on the home item (its expiry as the row's TTL).
+  const home = definition.home;
+  const homeItem = home !== undefined && unit.home !== undefined ? read.found.get(unit.home.id) : undefined;
+  const mark = home !== undefined && unit.home !== undefined ? marksOf(homeItem, home.attribute)[markKey(idempotencyKey)] : undefined;
+  const rowItem =
+    home !== undefined && unit.home !== undefined
+      ? mark === undefined
+        ? undefined
+        : {
+            [tableKeys.inbox.ttlAttribute]: mark.x,
+            // A mark holds no time of its own: it was written one inbox window before its expiry.
+            [mark.s === undefined ? 'processedAt' : 'deadLetteredAt']: new Date((mark.x - consumer.inboxTtlSeconds) * 1000).toISOString(),
+          }
+      : read.found.get(inboxId(unit));
+  const row = home !== undefined && unit.home !== undefined ? markRow(homeItem, home.attribute, idempotencyKey) : toInboxRow(rowItem);
   if (row !== undefined) {
     const redriven = row.status === InboxStatus.DeadLettered && row.messageId === message.redriveOf;
     if (!redriven || row.payloadHash !== unit.payloadHash) {
@@ -222,7 +239,10 @@ function decideOn(
 ): { decision: PlannedDecision } | { failure: DryRunFailure } {
   const { definition, tables } = consumer;
   const reads = new Map(unit.reads.map((key) => [key.id, key]));
-  const itemOf = (key: ResolvedKey): Item | undefined => found.get(key.id);
+  // What decide sees: under inboxHome, the home table's items without their marks (a stub: absent).
+  const home = definition.home;
+  const itemOf = (key: ResolvedKey): Item | undefined =>
+    home !== undefined && key.table === home.table ? homeView(found.get(key.id), home) : found.get(key.id);
   const state: State = {
     get: <T extends Item = Item>(table: string, key: Readonly<Item>): T | undefined => {
       const resolved = resolveKey(definition.tables, tables, table, key, 'state.get()');

@@ -4,7 +4,7 @@ import { type Classification, classify } from '../classifier.js';
 import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { ConditionalWriteFailed, FailureReason, IdempotencyConflict, InvalidWrite, NotAttempted, TransactionConflict } from '../errors.js';
 import type { SideEffectRequest } from '../types.js';
-import { appliedMark, markRow } from '../inbox/homeMarks.js';
+import { appliedMark, markKey, markRow } from '../inbox/homeMarks.js';
 import { expiresAt, type InboxRow, InboxStatus, toInboxRow } from '../inbox/inboxItems.js';
 import { homeTargetOf, writeDeadLetterMarker } from '../inbox/writeDeadLetterMarker.js';
 import { type SegmentTracer, TraceSegmentName, traced } from '../observability/traceSegments.js';
@@ -318,8 +318,8 @@ export class BatchEngine<Event> {
       if (home === undefined || op.key.table !== home.table) return undefined;
       const marks = new Map<string, { mark: ReturnType<typeof appliedMark>; redriveOf?: string | undefined }>();
       for (const unit of [...op.authors, ...op.readers]) {
-        if (unit.home?.id !== op.key.id || marks.has(unit.idempotencyKey)) continue;
-        marks.set(unit.idempotencyKey, {
+        if (unit.home?.id !== op.key.id || marks.has(markKey(unit.idempotencyKey))) continue;
+        marks.set(markKey(unit.idempotencyKey), {
           mark: appliedMark(unit.payloadHash, unit.delivery.messageId, expiresAt(at, config.inboxTtlSeconds)),
           redriveOf: unit.delivery.redriveOf,
         });

@@ -23,7 +23,7 @@ import type { ItemOp } from './Unit.js';
 /** What an item action of the home table writes beside the decisions: the marks of the units whose home it is. */
 export interface HomeMarking {
   readonly home: HomeSettings;
-  /** By idempotency key: the mark, and the dead letter's message id when the unit redrives one. */
+  /** By entry key (`markKey(idempotency key)`): the mark, and the dead letter's message id when the unit redrives one. */
   readonly marks: ReadonlyMap<string, { readonly mark: StoredMark; readonly redriveOf?: string | undefined }>;
   /** Now, epoch seconds: marks that expired before it are dropped. */
   readonly nowSeconds: number;

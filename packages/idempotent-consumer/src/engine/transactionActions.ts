@@ -11,6 +11,7 @@ import { appliedRowPut, inboxKey } from '../inbox/inboxItems.js';
 import { provenanceAttributes } from '../inbox/provenance.js';
 import { outboxPut } from '../outbox/outboxItems.js';
 import type { OutgoingMessage, Write } from '../types.js';
+import { markKey } from '../inbox/homeMarks.js';
 import { type HomeMarking, homeItemAction, marksAbsentCondition } from './homeActions.js';
 import { and, type Expression, unchangedCondition, userCondition, withVersionSet } from './conditions.js';
 import type { ConsumerDefinition } from './ConsumerDefinition.js';
@@ -220,7 +221,7 @@ export function preflightActions(
   if (home !== undefined && unit.home !== undefined) {
     const marks = marksAbsentCondition({
       home,
-      marks: new Map([[unit.idempotencyKey, { mark: { h: '', m: '', x: 0 }, redriveOf: unit.delivery.redriveOf }]]),
+      marks: new Map([[markKey(unit.idempotencyKey), { mark: { h: '', m: '', x: 0 }, redriveOf: unit.delivery.redriveOf }]]),
     })!;
     const onHome = checked.find((c) => c.op.key.id === unit.home!.id);
     actions.push(check(unit.home.tableName, unit.home.key, onHome === undefined ? marks : and(onHome.condition, marks)));

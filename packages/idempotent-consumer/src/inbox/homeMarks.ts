@@ -3,7 +3,7 @@
  * record is an entry of a map attribute on an item of the user's table that the consumer names
  * for the event (its home item), written in the transaction that applies the event.
  *
- * - The map, `<attribute>`, holds one entry per idempotency key: {@link StoredMark}.
+ * - The map, `<attribute>`, holds one entry per idempotency key, `k:<idempotency key>` ({@link markKey}): {@link StoredMark}.
  * - A home item that holds nothing but its key, its version and marks is a **stub**, flagged by
  *   `<attribute>Stub = true`: written where an applied event leaves its home absent (a decision
  *   that deletes it, or never creates it). `decide` sees a stub as absent, and never sees the
@@ -58,10 +58,20 @@ export function stubAttributeOf(attribute: string): string {
   return `${attribute}Stub`;
 }
 
-/** The marks map of a stored item (an empty object when it has none). */
+/**
+ * The key of an idempotency key's entry in the marks map: `k:<idempotency key>`. An idempotency key
+ * may be any string, and the AWS SDK's `marshall` and `unmarshall` build maps by assignment: an
+ * entry named `__proto__` would be dropped on the way in and taken for the object's prototype on
+ * the way out (its event could then be applied twice). With the prefix no entry has such a name.
+ */
+export function markKey(idempotencyKey: string): string {
+  return `k:${idempotencyKey}`;
+}
+
+/** The marks map of a stored item (an empty object when it has none), by entry key ({@link markKey}). */
 export function marksOf(item: Readonly<Item> | undefined, attribute: string): Readonly<Record<string, StoredMark>> {
   const marks = item?.[attribute];
-  return marks !== null && typeof marks === 'object' && !Array.isArray(marks) && !(marks instanceof Uint8Array)
+  return marks !== null && typeof marks === 'object' && !Array.isArray(marks) && !(marks instanceof Uint8Array) && !(marks instanceof Set)
     ? (marks as Record<string, StoredMark>)
     : {};
 }
@@ -75,8 +85,9 @@ export function hasMarks(item: Readonly<Item> | undefined, attribute: string): b
 /** The inbox record a home item holds for `idempotencyKey`, in an inbox row's shape; `undefined` when none. */
 export function markRow(item: Readonly<Item> | undefined, attribute: string, idempotencyKey: string): InboxRow | undefined {
   const marks = marksOf(item, attribute);
-  if (!Object.hasOwn(marks, idempotencyKey)) return undefined;
-  const mark = marks[idempotencyKey]!;
+  const entry = markKey(idempotencyKey);
+  if (!Object.hasOwn(marks, entry)) return undefined;
+  const mark = marks[entry]!;
   if (typeof mark !== 'object' || mark === null || typeof mark.h !== 'string') return undefined;
   const deadLettered = mark.s === InboxStatus.DeadLettered;
   return {
@@ -115,7 +126,7 @@ export function deadLetterMark(options: {
   };
 }
 
-/** The keys of the marks past their expiry at `nowSeconds`, at most {@link MAX_PRUNED_PER_WRITE}. */
+/** The entry keys of the marks past their expiry at `nowSeconds`, at most {@link MAX_PRUNED_PER_WRITE}. */
 export function expiredMarks(item: Readonly<Item> | undefined, attribute: string, nowSeconds: number): string[] {
   const expired: string[] = [];
   for (const [key, mark] of Object.entries(marksOf(item, attribute))) {
@@ -143,8 +154,8 @@ export function homeView(item: Item | undefined, home: HomeSettings | undefined)
 }
 
 /**
- * The marks map after a write: `base`'s marks without the expired ones, with `added` (an added
- * mark replaces a dead-letter mark of its key: a redrive).
+ * The marks map after a write: `base`'s marks without the expired ones, with `added` (by entry
+ * key; an added mark replaces a dead-letter mark of its key: a redrive).
  */
 export function mergedMarks(
   base: Readonly<Item> | undefined,

@@ -5,7 +5,7 @@ import type { RuntimeConfig } from '../config/runtimeConfig.js';
 import { newVersion, unchangedCondition } from '../engine/conditions.js';
 import type { ResolvedKey } from '../engine/itemKeys.js';
 import type { AttributeValue, Item } from '../types.js';
-import { deadLetterMark, type HomeSettings, hasMarks, markRow } from './homeMarks.js';
+import { deadLetterMark, type HomeSettings, hasMarks, markKey, markRow } from './homeMarks.js';
 import { deadLetteredRowPut, expiresAt, type InboxRow, InboxStatus, toInboxRow } from './inboxItems.js';
 
 /** Under `inboxHome`: the home item a dead-letter marker is also written on. */
@@ -115,7 +115,7 @@ async function writeWithHomeMark(
               Item: {
                 ...home.key.key,
                 [versionAttribute]: version,
-                [settings.attribute]: { [marker.idempotencyKey]: mark } as unknown as AttributeValue,
+                [settings.attribute]: { [markKey(marker.idempotencyKey)]: mark } as unknown as AttributeValue,
                 [settings.stubAttribute]: true,
               },
               ...condition,
@@ -133,14 +133,14 @@ async function writeWithHomeMark(
                 ...condition.ExpressionAttributeNames,
                 '#__ic_marks': settings.attribute,
                 '#__ic_v2': versionAttribute,
-                ...(hasMarks(item, settings.attribute) ? { '#__ic_key': marker.idempotencyKey } : {}),
+                ...(hasMarks(item, settings.attribute) ? { '#__ic_key': markKey(marker.idempotencyKey) } : {}),
               },
               ExpressionAttributeValues: {
                 ...(condition.ExpressionAttributeValues ?? {}),
                 ':__ic_next': version,
                 ...(hasMarks(item, settings.attribute)
                   ? { ':__ic_mark': mark as unknown as AttributeValue }
-                  : { ':__ic_map': { [marker.idempotencyKey]: mark } as unknown as AttributeValue }),
+                  : { ':__ic_map': { [markKey(marker.idempotencyKey)]: mark } as unknown as AttributeValue }),
               },
             },
           };
