@@ -6,7 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { attributeValueSize, itemSizeBytes, readUnits, usdPerMillionMessages, writeUnits } from '../../tools/bench/capacity.js';
-import { FlagError, parseFlags } from '../../tools/bench/flags.js';
+import { FlagError, parseFlags, USAGE } from '../../tools/bench/flags.js';
+import { formatReport } from '../../tools/bench/report.js';
+import { ON_DEMAND_PRICES } from '../../tools/bench/capacity.js';
+import { LAMBDA_PRICES } from '../../tools/bench/latencyModel.js';
 import { SimulatedQueue } from '../../tools/bench/SimulatedQueue.js';
 import { answerSimulatedDeletes } from '../../tools/bench/simulatedDeletes.js';
 import { DeleteMessageBatchCommand, DeleteMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -425,9 +428,35 @@ describe('the benchmark flags', () => {
       heap: { from: 1000, to: 10000 },
       coldStartRuns: 20,
       parking: false,
+      inboxHome: true,
       json: false,
     });
     expect(parseFlags(['--parking', 'on'])).toMatchObject({ parking: true });
+  });
+
+  it('takes --inbox-home on|off: on by default (the café’s consumer as it ships), off for an inbox row per event', () => {
+    expect(parseFlags(['--inbox-home', 'off'])).toMatchObject({ inboxHome: false, parking: false });
+    expect(parseFlags(['--inbox-home', 'on', '--parking', 'on'])).toMatchObject({ inboxHome: true, parking: true });
+    expect(USAGE).toContain('[--inbox-home on|off]');
+  });
+
+  it('names the engine’s inbox home (and parking) in the text report’s header', () => {
+    const report = (engineInboxHome: 'on' | 'off') =>
+      formatReport({
+        baseline: 'powertools-makeIdempotent',
+        engineParking: 'off',
+        engineInboxHome,
+        repetitions: 1,
+        messagesPerRun: 10,
+        pricing: ON_DEMAND_PRICES,
+        latencyModel: { assumedLatencyMs: ASSUMED_LATENCY_MS, lambda: LAMBDA_PRICES },
+        scenarios: [],
+        targets: [],
+        totalSeconds: 0,
+        ok: true,
+      });
+    expect(report('off')).toContain('Engine (parking off, inbox home off) vs baseline (powertools-makeIdempotent)');
+    expect(report('on')).toContain('Engine (parking off, inbox home on) vs baseline');
   });
 
   it('runs the scenarios in their order (fresh before duplicates) and reads the endpoints', () => {
@@ -458,6 +487,9 @@ describe('the benchmark flags', () => {
     [['--nope'], /Unknown option/],
     [['--contention-environments', '0'], /--contention-environments must be an integer from 1 to 100/],
     [['--parking', 'no'], /--parking must be on or off/],
+    [['--inbox-home', 'yes'], /--inbox-home must be on or off, not "yes"/],
+    [['--inbox-home', ''], /--inbox-home must be on or off/],
+    [['--inbox-home'], /--inbox-home/],
   ])('refuses %j with a clear message', (argv, message) => {
     expect(() => parseFlags(argv)).toThrow(FlagError);
     expect(() => parseFlags(argv)).toThrow(message);

@@ -27,6 +27,12 @@ export interface Flags {
    * work) or `--parking on` (the café's settings). The baseline never parks.
    */
   readonly parking: boolean;
+  /**
+   * Whether the engine keeps each event's inbox mark on its order (`inboxHome`, docs/inbox-home.md):
+   * `--inbox-home on` (the default: the café's consumer as it ships) or `--inbox-home off` (the
+   * café's consumer without `inboxHome`: an inbox row per event). The baseline is unaffected.
+   */
+  readonly inboxHome: boolean;
   readonly json: boolean;
 }
 
@@ -34,7 +40,7 @@ export const USAGE =
   'usage: npm run bench -- [--messages N] [--repetitions N] [--batch-sizes 1,10,100] [--scenarios fresh,duplicates,fresh-side-effect,mixed,poison,contention]\n' +
   '                        [--contention-messages N] [--contention-environments 1,4,16]\n' +
   '                        [--heap-messages 1000,10000 | 0] [--cold-start-runs N] [--sample FILE] [--dynamodb-endpoint URL --sqs-endpoint URL]\n' +
-  '                        [--parking on|off] [--json]';
+  '                        [--parking on|off] [--inbox-home on|off] [--json]';
 
 /** A flag that is unknown, malformed or out of range; its message says which and why. */
 export class FlagError extends Error {
@@ -83,6 +89,7 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
         'dynamodb-endpoint': { type: 'string' },
         'sqs-endpoint': { type: 'string' },
         parking: { type: 'string', default: 'off' },
+        'inbox-home': { type: 'string', default: 'on' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -120,6 +127,8 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
   }
   if (values.parking !== 'on' && values.parking !== 'off')
     throw new FlagError(`--parking must be on or off, not ${JSON.stringify(values.parking)}`);
+  if (values['inbox-home'] !== 'on' && values['inbox-home'] !== 'off')
+    throw new FlagError(`--inbox-home must be on or off, not ${JSON.stringify(values['inbox-home'])}`);
   return {
     messages: integer(values.messages, '--messages', 10, 1_000_000),
     repetitions: integer(values.repetitions, '--repetitions', 1, 100),
@@ -136,6 +145,7 @@ export function parseFlags(argv: readonly string[]): Flags | 'help' {
     sample: values.sample,
     endpoints: dynamoDb === undefined || sqs === undefined ? undefined : { dynamoDb, sqs },
     parking: values.parking === 'on',
+    inboxHome: values['inbox-home'] === 'on',
     json: values.json,
   };
 }

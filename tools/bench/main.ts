@@ -30,6 +30,7 @@
  *   --sample FILE          the mixed scenario's stream                            default examples/cafe/samples/orders.jsonl
  *   --dynamodb-endpoint URL --sqs-endpoint URL   use these instead of starting the embedded emulators
  *   --parking on|off       the engine parks out-of-order messages (the café's settings) or not (the library's default)   default off
+ *   --inbox-home on|off    the engine keeps each event's inbox mark on its order (the café's consumer) or writes an inbox row   default on
  *   --json                 the JSON summary as the last line of stdout
  *
  * Exit status: 0; 1 when a scenario's outcomes are not the expected ones (its figures would not
@@ -78,10 +79,10 @@ async function main(): Promise<number> {
 
   const emulators = flags.endpoints === undefined ? await startEmulators() : undefined;
   const endpoints = flags.endpoints ?? { dynamoDb: emulators!.dynamoDbEndpoint, sqs: emulators!.sqsEndpoint };
-  const sides = await createSides(endpoints, { parking: flags.parking });
+  const sides = await createSides(endpoints, { parking: flags.parking, inboxHome: flags.inboxHome });
   try {
     say(
-      `Benchmark: ${flags.repetitions} repetition(s) × batch sizes ${flags.batchSizes.join(', ')} × ${flags.scenarios.join(', ')}; ${flags.messages} messages per run (mixed: ${sample.length}); engine parking ${flags.parking ? 'on' : 'off'}.`,
+      `Benchmark: ${flags.repetitions} repetition(s) × batch sizes ${flags.batchSizes.join(', ')} × ${flags.scenarios.join(', ')}; ${flags.messages} messages per run (mixed: ${sample.length}); engine parking ${flags.parking ? 'on' : 'off'}, inbox home ${flags.inboxHome ? 'on' : 'off'}.`,
     );
     // Warm-up, not counted: the JITs of Node.js and DynamoDB Local, and what each side loads lazily.
     await warmUp(sides, sample);
@@ -103,6 +104,7 @@ async function main(): Promise<number> {
     const report: BenchmarkReport = {
       baseline: 'powertools-makeIdempotent',
       engineParking: flags.parking ? 'on' : 'off',
+      engineInboxHome: flags.inboxHome ? 'on' : 'off',
       repetitions: flags.repetitions,
       messagesPerRun: flags.messages,
       pricing: ON_DEMAND_PRICES,

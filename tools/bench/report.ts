@@ -26,6 +26,8 @@ export interface BenchmarkReport {
   readonly baseline: 'powertools-makeIdempotent';
   /** Whether the engine parked out-of-order messages (`--parking`; the café's settings: on). */
   readonly engineParking: 'on' | 'off';
+  /** Whether the engine kept each event's inbox mark on its order (`--inbox-home`, docs/inbox-home.md; the café's consumer: on). */
+  readonly engineInboxHome: 'on' | 'off';
   readonly repetitions: number;
   readonly messagesPerRun: number;
   readonly pricing: typeof ON_DEMAND_PRICES;
@@ -130,7 +132,7 @@ export function formatReport(report: BenchmarkReport): string {
   const lines: string[] = [];
   lines.push('');
   lines.push(
-    `Engine (parking ${report.engineParking}) vs baseline (${report.baseline}), ${report.repetitions} repetition(s), ${report.messagesPerRun} messages per run (mixed: the sample).`,
+    `Engine (parking ${report.engineParking}, inbox home ${report.engineInboxHome}) vs baseline (${report.baseline}), ${report.repetitions} repetition(s), ${report.messagesPerRun} messages per run (mixed: the sample).`,
   );
   lines.push('Per message: DynamoDB requests, capacity units (read + write, by AWS billing rules), US$ per million messages');
   lines.push(`(DynamoDB on demand, ${report.pricing.region}, ${report.pricing.source}), SQS requests; throughput; batch latency.`);

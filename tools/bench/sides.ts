@@ -107,6 +107,8 @@ export interface Sides {
   readonly queueArn: string;
   /** Whether the engine parks out-of-order messages (`retry.parkOutOfOrder`, docs/parking.md). */
   readonly parking: boolean;
+  /** Whether the engine keeps each event's inbox mark on its order (`inboxHome`, docs/inbox-home.md). */
+  readonly inboxHome: boolean;
   /** Deletes the tables and queues and destroys the clients. */
   dispose(): Promise<void>;
 }
@@ -129,9 +131,16 @@ export interface CreateSidesOptions {
   /**
    * Whether the engine parks out-of-order messages (`retry.parkOutOfOrder`): `true` runs it as the
    * café's settings ship it, `false` overrides them. The baseline never parks.
-   * @default true
+   * @default false
    */
   readonly parking?: boolean;
+  /**
+   * Whether the engine keeps each event's inbox mark on its order (`inboxHome`,
+   * docs/inbox-home.md): `true` runs the café's consumer as it ships, `false` without `inboxHome`
+   * (an inbox row per event). The baseline is unaffected.
+   * @default true
+   */
+  readonly inboxHome?: boolean;
 }
 
 /**
@@ -151,6 +160,7 @@ export async function createSides(
   options: CreateSidesOptions = {},
 ): Promise<Sides> {
   const parking = options.parking ?? false;
+  const inboxHome = options.inboxHome ?? true;
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const prefix = `bench-${randomUUID().slice(0, 8)}-`;
   const sizes = new ItemSizes();
@@ -235,8 +245,10 @@ export async function createSides(
     metrics: new Metrics({ namespace: 'Benchmark', serviceName: cafeSettings.consumerName }),
     observer: { onOutcome: (record: OutcomeRecord) => countEngineOutcome(side().counts, record) },
   });
+  // The café's consumer as it ships (each event's inbox mark on its order), or with an inbox row per event (`--inbox-home off`).
+  const engineOptions = inboxHome ? cafeConsumerOptions : { ...cafeConsumerOptions, inboxHome: undefined };
   const engineHandler = createIdempotentConsumer(
-    cafeConsumerOptions,
+    engineOptions,
     engineRuntime(() => engine),
   );
   const engine: Side = {
@@ -253,7 +265,7 @@ export async function createSides(
         await pause(ms);
       };
       return {
-        handler: createIdempotentConsumer(cafeConsumerOptions, { ...engineRuntime(() => engine, clients), sleep }).sqs,
+        handler: createIdempotentConsumer(engineOptions, { ...engineRuntime(() => engine, clients), sleep }).sqs,
         meter,
         waits,
       };
@@ -306,6 +318,7 @@ export async function createSides(
     baseline,
     queueArn,
     parking,
+    inboxHome,
     dispose: async () => {
       try {
         await Promise.allSettled([
