@@ -108,8 +108,8 @@ describe('inbox marks on home items (inboxHome)', () => {
     expect(await deliver(e1, 'm-2', { eventId: 'e-2', type: 'Deposit', accountId: 'A1', amount: 7 })).toEqual({ batchItemFailures: [] });
     const stored = (await account('A1')) as Item;
     expect(stored.balance).toBe(12);
-    expect(Object.keys(stored._inbox as object).sort()).toEqual(['k:e-1', 'k:e-2']);
-    expect((stored._inbox as Record<string, Item>)['k:e-1']).toMatchObject({ m: 'm-1', h: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(Object.keys(stored._inbox as object).sort()).toEqual(['accounts#e-1', 'accounts#e-2']);
+    expect((stored._inbox as Record<string, Item>)['accounts#e-1']).toMatchObject({ m: 'm-1', h: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(seen.get('e-2')).toEqual(['_version', 'balance', 'frozen', 'pk']);
     expect(await inboxRowOf(env, 'e-1')).toBeUndefined();
     expect(outcomeList(e1.outcomes)).toEqual(['m-1:applied', 'm-2:applied']);
@@ -135,7 +135,7 @@ describe('inbox marks on home items (inboxHome)', () => {
     const stub = (await account('A3')) as Item;
     expect(stub).toMatchObject({ pk: 'account#A3', _inboxStub: true });
     expect(stub.balance).toBeUndefined();
-    expect(Object.keys(stub._inbox as object).sort()).toEqual(['k:e-4', 'k:e-5']);
+    expect(Object.keys(stub._inbox as object).sort()).toEqual(['accounts#e-4', 'accounts#e-5']);
     // A new environment: the delete comes again (a duplicate), then a deposit on the absent account.
     const e2 = consumerEnvironment(env, options);
     await deliver(e2, 'm-5', { eventId: 'e-5', type: 'Close', accountId: 'A3' }, { receiveCount: 2 });
@@ -145,26 +145,26 @@ describe('inbox marks on home items (inboxHome)', () => {
     const recreated = (await account('A3')) as Item;
     expect(recreated.balance).toBe(10);
     expect(recreated._inboxStub).toBeUndefined();
-    expect(Object.keys(recreated._inbox as object).sort()).toEqual(['k:e-4', 'k:e-5', 'k:e-6']);
+    expect(Object.keys(recreated._inbox as object).sort()).toEqual(['accounts#e-4', 'accounts#e-5', 'accounts#e-6']);
     expect(outcomeList(e2.outcomes)).toEqual(['m-5:duplicate', 'm-4:duplicate', 'm-6:applied']);
   });
 
   it('an event that writes nothing leaves a stub with its mark; an Update carries its mark; a blind Put keeps the marks it finds', async () => {
     const e1 = consumerEnvironment(env, options);
     await deliver(e1, 'm-7', { eventId: 'e-7', type: 'Ping', accountId: 'A4' });
-    expect(await account('A4')).toMatchObject({ _inboxStub: true, _inbox: { 'k:e-7': { m: 'm-7' } } });
+    expect(await account('A4')).toMatchObject({ _inboxStub: true, _inbox: { 'accounts#e-7': { m: 'm-7' } } });
     await deliver(e1, 'm-8', { eventId: 'e-8', type: 'Bonus', accountId: 'A4', amount: 4 });
     const updated = (await account('A4')) as Item;
     expect(updated.balance).toBe(4);
     expect(updated._inboxStub).toBeUndefined();
-    expect(Object.keys(updated._inbox as object).sort()).toEqual(['k:e-7', 'k:e-8']);
+    expect(Object.keys(updated._inbox as object).sort()).toEqual(['accounts#e-7', 'accounts#e-8']);
     // Another environment resets A4 blindly (its own home is A5), then A4's events come again.
     const e2 = consumerEnvironment(env, options);
     await deliver(e2, 'm-9', { eventId: 'e-9', type: 'Reset', accountId: 'A5', target: 'A4' });
     await deliver(e2, 'm-10', { eventId: 'e-10', type: 'Audit', accountId: 'A5', note: 'checked' });
     const reset = (await account('A4')) as Item;
     expect(reset.balance).toBe(0);
-    expect(Object.keys(reset._inbox as object).sort()).toEqual(['k:e-7', 'k:e-8']);
+    expect(Object.keys(reset._inbox as object).sort()).toEqual(['accounts#e-7', 'accounts#e-8']);
     const e3 = consumerEnvironment(env, options);
     await deliver(e3, 'm-8', { eventId: 'e-8', type: 'Bonus', accountId: 'A4', amount: 4 }, { receiveCount: 2 });
     expect((await account('A4'))?.balance).toBe(0);
@@ -183,7 +183,7 @@ describe('inbox marks on home items (inboxHome)', () => {
     await deliver(e1, 'm-11', { eventId: 'e-11', type: 'Deposit', accountId: 'A6', amount: -1 });
     await deliver(e1, 'm-12', { eventId: 'e-12', type: 'Deposit', accountId: 'A6', amount: 2 });
     expect(await account('A6')).toMatchObject({ balance: -1, frozen: true });
-    expect((await account('A6'))?._inbox).toMatchObject({ 'k:e-12': { s: 'dead-lettered', r: 'Frozen', m: 'm-12' } });
+    expect((await account('A6'))?._inbox).toMatchObject({ 'accounts#e-12': { s: 'dead-lettered', r: 'Frozen', m: 'm-12' } });
     expect(await inboxRowOf(env, 'e-12')).toMatchObject({ status: 'dead-lettered', messageId: 'm-12' });
     // A producer's copy (another message id) in a new environment: a duplicate of the dead letter.
     const e2 = consumerEnvironment(env, options);
@@ -213,8 +213,8 @@ describe('inbox marks on home items (inboxHome)', () => {
     ]);
     const redriven = (await account('A6')) as Item;
     expect(redriven.balance).toBe(1);
-    expect((redriven._inbox as Record<string, Item>)['k:e-12']).toMatchObject({ m: 'm-12-redrive' });
-    expect((redriven._inbox as Record<string, Item>)['k:e-12']?.s).toBeUndefined();
+    expect((redriven._inbox as Record<string, Item>)['accounts#e-12']).toMatchObject({ m: 'm-12-redrive' });
+    expect((redriven._inbox as Record<string, Item>)['accounts#e-12']?.s).toBeUndefined();
     expect(await inboxRowOf(env, 'e-12')).toMatchObject({ status: 'applied', messageId: 'm-12-redrive' });
     // Over the whole file: the only inbox row is the redriven dead letter's; every other record is a mark.
     expect((await inboxRows(env)).map((row) => `${row.idempotencyKey}:${row.status}`)).toEqual(['e-12:applied']);

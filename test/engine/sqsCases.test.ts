@@ -860,7 +860,7 @@ describe('the inbox', () => {
     // The café keeps each event's inbox mark on its order (inboxHome): no inbox row of its own.
     const row = await env.documentClient.send(new GetCommand({ TableName: env.resources.inboxTable, Key: { pk: 'cafe-orders#key#e-2' } }));
     expect(row.Item).toBeUndefined();
-    const mark = (await orderState(env, 'O-2'))?._inbox?.['k:e-2'];
+    const mark = (await orderState(env, 'O-2'))?._inbox?.['cafe-orders#e-2'];
     expect(mark).toMatchObject({ m: 'm-2', h: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const expectedExpiry = Math.floor(Date.now() / 1000) + env.settings.idempotency.inboxTtlSeconds;
     expect(Math.abs(Number(mark?.x) - expectedExpiry)).toBeLessThan(60);
@@ -886,7 +886,7 @@ describe('the inbox', () => {
     // (The harness's DynamoDB client has the strict layer: a transaction with two actions on one
     // item is refused there, as AWS refuses it.)
     expect(requests).toEqual([{ command: 'TransactWriteItemsCommand', items: 1 }]);
-    expect(Object.keys((await orderState(env, 'F'))?._inbox ?? {}).sort()).toEqual(['k:f-1', 'k:f-2']);
+    expect(Object.keys((await orderState(env, 'F'))?._inbox ?? {}).sort()).toEqual(['cafe-orders#f-1', 'cafe-orders#f-2']);
     expect((await orderState(env, 'F'))?.history.map((h) => h.status)).toEqual(['Created', 'Cancelled']);
     expect((await inboxItems(env, 'outbox')).filter((item) => item.messageGroupId === 'F')).toEqual([]);
   });

@@ -460,7 +460,10 @@ describe.each(['sqs', 'kafka'] as const)('the bad-input corpus, %s handler', (so
         : (await readInboxRows(env.documentClient, env.resources.inboxTable, env.settings.consumerName, [key])).get(key);
     // The café keeps an applied event's inbox mark on its order (inboxHome); a redrive also writes a row.
     const orderId = orderIdOf(body);
-    const mark = key === undefined || orderId === undefined ? undefined : (await orderState(env, orderId))?._inbox?.[`k:${key}`];
+    const mark =
+      key === undefined || orderId === undefined
+        ? undefined
+        : (await orderState(env, orderId))?._inbox?.[`${env.settings.consumerName}#${key}`];
     const appliedByIt =
       (row?.status === 'applied' && row.messageId === inputId) || (mark !== undefined && mark.s === undefined && mark.m === inputId);
     const expected = input.expected;

@@ -58,7 +58,7 @@ export async function orderState(env: TestResources, orderId: string) {
         status: string;
         history: { status: string; eventId: string }[];
         pointsAwarded: number;
-        /** The inbox marks of the order's events (the café's `inboxHome`), by `k:<idempotency key>`. */
+        /** The inbox marks of the order's events (the café's `inboxHome`), by `<consumer>#<idempotency key>`. */
         _inbox?: Record<string, { h: string; m: string; x: number; s?: string; r?: string }>;
       }
     | undefined;

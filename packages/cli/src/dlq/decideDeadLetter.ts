@@ -176,7 +176,10 @@ export async function decideDeadLetter(message: DryRunMessage, consumer: DryRunC
   // Under inboxHome the key's record is its mark on the home item (its expiry as the row's TTL).
   const home = definition.home;
   const homeItem = home !== undefined && unit.home !== undefined ? read.found.get(unit.home.id) : undefined;
-  const mark = home !== undefined && unit.home !== undefined ? marksOf(homeItem, home.attribute)[markKey(idempotencyKey)] : undefined;
+  const mark =
+    home !== undefined && unit.home !== undefined
+      ? marksOf(homeItem, home.attribute)[markKey(consumer.consumerName, idempotencyKey)]
+      : undefined;
   const rowItem =
     home !== undefined && unit.home !== undefined
       ? mark === undefined
@@ -187,7 +190,10 @@ export async function decideDeadLetter(message: DryRunMessage, consumer: DryRunC
             [mark.s === undefined ? 'processedAt' : 'deadLetteredAt']: new Date((mark.x - consumer.inboxTtlSeconds) * 1000).toISOString(),
           }
       : read.found.get(inboxId(unit));
-  const row = home !== undefined && unit.home !== undefined ? markRow(homeItem, home.attribute, idempotencyKey) : toInboxRow(rowItem);
+  const row =
+    home !== undefined && unit.home !== undefined
+      ? markRow(homeItem, home.attribute, consumer.consumerName, idempotencyKey)
+      : toInboxRow(rowItem);
   if (row !== undefined) {
     const redriven = row.status === InboxStatus.DeadLettered && row.messageId === message.redriveOf;
     if (!redriven || row.payloadHash !== unit.payloadHash) {

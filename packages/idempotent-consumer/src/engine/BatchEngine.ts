@@ -318,8 +318,8 @@ export class BatchEngine<Event> {
       if (home === undefined || op.key.table !== home.table) return undefined;
       const marks = new Map<string, { mark: ReturnType<typeof appliedMark>; redriveOf?: string | undefined }>();
       for (const unit of [...op.authors, ...op.readers]) {
-        if (unit.home?.id !== op.key.id || marks.has(markKey(unit.idempotencyKey))) continue;
-        marks.set(markKey(unit.idempotencyKey), {
+        if (unit.home?.id !== op.key.id || marks.has(markKey(config.consumerName, unit.idempotencyKey))) continue;
+        marks.set(markKey(config.consumerName, unit.idempotencyKey), {
           mark: appliedMark(unit.payloadHash, unit.delivery.messageId, expiresAt(at, config.inboxTtlSeconds)),
           redriveOf: unit.delivery.redriveOf,
         });
@@ -353,9 +353,15 @@ export class BatchEngine<Event> {
         ...(home === undefined
           ? {}
           : {
-              settleFromHome: (unit: Unit) =>
-                unit.home !== undefined &&
-                this.#settleFromInboxRow(unit, markRow(believed(unit.home).item, home.attribute, unit.idempotencyKey)),
+              settleFromHome: (unit: Unit) => {
+                if (unit.home === undefined) return false;
+                const known = believed(unit.home);
+                const row = markRow(known.exists ? known.item : undefined, home.attribute, config.consumerName, unit.idempotencyKey);
+                // An applied mark stays until it expires: remembered, it is still true. A dead
+                // letter's mark is replaced by its redrive: trusted only as read in this batch.
+                if (row?.status === InboxStatus.DeadLettered && !known.verified) return false;
+                return this.#settleFromInboxRow(unit, row);
+              },
             }),
       });
       if (plan.verify.size > 0 || plan.plans.length === 0) return { plan, packing: undefined };
@@ -400,7 +406,7 @@ export class BatchEngine<Event> {
   #inboxRecordOf(unit: Unit, read: ReadResult): InboxRow | undefined {
     const home = this.#options.definition.home;
     if (home === undefined || unit.home === undefined) return toInboxRow(read.found.get(inboxId(unit)));
-    return markRow(read.found.get(unit.home.id), home.attribute, unit.idempotencyKey);
+    return markRow(read.found.get(unit.home.id), home.attribute, this.#options.config.consumerName, unit.idempotencyKey);
   }
 
   /**
@@ -706,7 +712,13 @@ export class BatchEngine<Event> {
   /** Reads a cancelled transaction's reasons and settles or re-queues its units. */
   #readCancellation(transaction: PackedTransaction, reasons: readonly CancellationReason[], view: Map<string, Known>): boolean {
     const { cache, definition, logger } = this.#options;
-    const reading = readCancellation(transaction.roles, reasons, definition.versionAttribute, definition.home);
+    const reading = readCancellation(
+      transaction.roles,
+      reasons,
+      definition.versionAttribute,
+      definition.home,
+      this.#options.config.consumerName,
+    );
     for (const { unit, row } of reading.inboxRows) this.#settleFromInboxRow(unit, row);
     for (const [id, known] of reading.observed) {
       view.set(id, known);

@@ -23,7 +23,7 @@ import type { ItemOp } from './Unit.js';
 /** What an item action of the home table writes beside the decisions: the marks of the units whose home it is. */
 export interface HomeMarking {
   readonly home: HomeSettings;
-  /** By entry key (`markKey(idempotency key)`): the mark, and the dead letter's message id when the unit redrives one. */
+  /** By entry key (`markKey(consumer name, idempotency key)`): the mark, and the dead letter's message id when the unit redrives one. */
   readonly marks: ReadonlyMap<string, { readonly mark: StoredMark; readonly redriveOf?: string | undefined }>;
   /** Now, epoch seconds: marks that expired before it are dropped. */
   readonly nowSeconds: number;
@@ -126,8 +126,8 @@ function addedMarks(marking: HomeMarking): Record<string, StoredMark> {
 
 /**
  * The action of an item of the home table (see the module comment): an item a unit read, or a
- * blind `Put` or `Delete` (a blind `Update` keeps the marks: it takes the usual action). Sets
- * `op.stored` to the item as the commit leaves it when that is known.
+ * blind `Put`, `Delete` or `Update` (which keeps the marks, and makes a stub a real item again).
+ * Sets `op.stored` to the item as the commit leaves it when that is known.
  */
 export function homeItemAction(
   op: ItemOp,
@@ -165,6 +165,21 @@ export function homeItemAction(
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
     };
   };
+  if (!op.inReadSet && op.kind === 'update') {
+    // A blind Update keeps the marks; on a stub it makes the item real again (what it adds counts).
+    const update = userWrite!.action;
+    const set = withVersionSet(withClauses(update.UpdateExpression ?? '', [], [STUB]), versionAttribute, op.version);
+    return {
+      Update: {
+        ...update,
+        TableName: tableName,
+        UpdateExpression: set.expression,
+        ExpressionAttributeNames: { ...(update.ExpressionAttributeNames ?? {}), ...set.names, [STUB]: home.stubAttribute },
+        ExpressionAttributeValues: { ...((update.ExpressionAttributeValues ?? {}) as Record<string, AttributeValue>), ...set.values },
+        ...(update.ConditionExpression !== undefined ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
+      },
+    } as TransactAction;
+  }
   const merged = mergedMarks(base, home.attribute, addedMarks(marking), marking.nowSeconds);
   const anyMarks = Object.keys(merged).length > 0;
 

@@ -59,6 +59,7 @@ export function readCancellation(
   reasons: readonly CancellationReason[],
   versionAttribute: string,
   home?: HomeSettings,
+  consumerName = '',
 ): CancellationReading {
   const inboxRows: { unit: Unit; row: InboxRow }[] = [];
   const observed = new Map<string, Known>();
@@ -82,7 +83,9 @@ export function readCancellation(
       if (role.role === 'inbox') {
         // Under inboxHome, the check of a unit's mark on its home item (before its side effects).
         const row =
-          home !== undefined && role.unit.home !== undefined ? markRow(old, home.attribute, role.unit.idempotencyKey) : toInboxRow(old);
+          home !== undefined && role.unit.home !== undefined
+            ? markRow(old, home.attribute, consumerName, role.unit.idempotencyKey)
+            : toInboxRow(old);
         if (row !== undefined) inboxRows.push({ unit: role.unit, row });
         else if (role.op !== undefined) readItemFailure(role.op, old, versionAttribute, { observed, stale, conditionFailures }, home);
         return;
@@ -119,7 +122,10 @@ function readItemFailure(
   if (!op.inReadSet && home !== undefined && op.key.table === home.table && (op.kind === 'put' || op.kind === 'delete')) {
     // A blind Put or Delete of the home table, guarded so as not to erase inbox marks: the item
     // holds marks (or, believed marked, changed): decided again on the item as it is.
-    if (hasMarks(old, home.attribute) || (hasMarks(op.base.item, home.attribute) && !sameIncarnation(actual, op.base, versionAttribute))) {
+    // Believed marked, it was conditioned on the incarnation believed: a change fails it. Believed
+    // unmarked, on holding no marks: marks fail it. Otherwise the user's own condition failed.
+    const believedMarked = hasMarks(op.base.exists ? op.base.item : undefined, home.attribute);
+    if (believedMarked ? !sameIncarnation(actual, op.base, versionAttribute) : hasMarks(old, home.attribute)) {
       out.observed.set(op.key.id, actual);
       for (const unit of op.authors) out.stale.add(unit);
       return;

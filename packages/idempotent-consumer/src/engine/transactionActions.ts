@@ -99,7 +99,7 @@ export function itemAction(
   definition: Pick<ConsumerDefinition<unknown>, 'tables' | 'versionAttribute'>,
   marking?: HomeMarking,
 ): TransactAction | undefined {
-  if (marking !== undefined && (op.inReadSet || op.kind === 'put' || op.kind === 'delete')) return homeItemAction(op, definition, marking);
+  if (marking !== undefined && (op.inReadSet || op.kind !== 'check')) return homeItemAction(op, definition, marking);
   const tableName = op.key.tableName;
   const versionAttribute = definition.versionAttribute;
   if (!op.inReadSet) {
@@ -221,7 +221,9 @@ export function preflightActions(
   if (home !== undefined && unit.home !== undefined) {
     const marks = marksAbsentCondition({
       home,
-      marks: new Map([[markKey(unit.idempotencyKey), { mark: { h: '', m: '', x: 0 }, redriveOf: unit.delivery.redriveOf }]]),
+      marks: new Map([
+        [markKey(config.consumerName, unit.idempotencyKey), { mark: { h: '', m: '', x: 0 }, redriveOf: unit.delivery.redriveOf }],
+      ]),
     })!;
     const onHome = checked.find((c) => c.op.key.id === unit.home!.id);
     actions.push(check(unit.home.tableName, unit.home.key, onHome === undefined ? marks : and(onHome.condition, marks)));

@@ -3,7 +3,7 @@
  * record is an entry of a map attribute on an item of the user's table that the consumer names
  * for the event (its home item), written in the transaction that applies the event.
  *
- * - The map, `<attribute>`, holds one entry per idempotency key, `k:<idempotency key>` ({@link markKey}): {@link StoredMark}.
+ * - The map, `<attribute>`, holds one entry per idempotency key, `<consumer>#<idempotency key>` ({@link markKey}): {@link StoredMark}.
  * - A home item that holds nothing but its key, its version and marks is a **stub**, flagged by
  *   `<attribute>Stub = true`: written where an applied event leaves its home absent (a decision
  *   that deletes it, or never creates it). `decide` sees a stub as absent, and never sees the
@@ -59,13 +59,15 @@ export function stubAttributeOf(attribute: string): string {
 }
 
 /**
- * The key of an idempotency key's entry in the marks map: `k:<idempotency key>`. An idempotency key
- * may be any string, and the AWS SDK's `marshall` and `unmarshall` build maps by assignment: an
- * entry named `__proto__` would be dropped on the way in and taken for the object's prototype on
- * the way out (its event could then be applied twice). With the prefix no entry has such a name.
+ * The key of an idempotency key's entry in the marks map: `<consumer name>#<idempotency key>`, as
+ * an inbox row's is `<consumer>#key#<idempotency key>`: two consumers that share a home table keep
+ * apart marks, so neither takes the other's event for its own. The prefix also keeps any entry
+ * from being named `__proto__` (an idempotency key may be any string, and the AWS SDK's `marshall`
+ * and `unmarshall` build maps by assignment: such an entry would be dropped on the way in and
+ * taken for the object's prototype on the way out).
  */
-export function markKey(idempotencyKey: string): string {
-  return `k:${idempotencyKey}`;
+export function markKey(consumerName: string, idempotencyKey: string): string {
+  return `${consumerName}#${idempotencyKey}`;
 }
 
 /** The marks map of a stored item (an empty object when it has none), by entry key ({@link markKey}). */
@@ -83,9 +85,14 @@ export function hasMarks(item: Readonly<Item> | undefined, attribute: string): b
 }
 
 /** The inbox record a home item holds for `idempotencyKey`, in an inbox row's shape; `undefined` when none. */
-export function markRow(item: Readonly<Item> | undefined, attribute: string, idempotencyKey: string): InboxRow | undefined {
+export function markRow(
+  item: Readonly<Item> | undefined,
+  attribute: string,
+  consumerName: string,
+  idempotencyKey: string,
+): InboxRow | undefined {
   const marks = marksOf(item, attribute);
-  const entry = markKey(idempotencyKey);
+  const entry = markKey(consumerName, idempotencyKey);
   if (!Object.hasOwn(marks, entry)) return undefined;
   const mark = marks[entry]!;
   if (typeof mark !== 'object' || mark === null || typeof mark.h !== 'string') return undefined;
@@ -154,7 +161,8 @@ export function homeView(item: Item | undefined, home: HomeSettings | undefined)
 }
 
 /**
- * The marks map after a write: `base`'s marks without the expired ones, with `added` (by entry
+ * The marks map after a write: `base`'s marks without the expired ones a write removes
+ * ({@link expiredMarks}), with `added` (by entry
  * key; an added mark replaces a dead-letter mark of its key: a redrive).
  */
 export function mergedMarks(
@@ -163,9 +171,12 @@ export function mergedMarks(
   added: Readonly<Record<string, StoredMark>>,
   nowSeconds: number,
 ): Record<string, StoredMark> {
+  // The same expired marks as an update removes (at most MAX_PRUNED_PER_WRITE), so that what the
+  // environment remembers of the item is what is stored.
+  const expired = new Set(expiredMarks(base, attribute, nowSeconds));
   const merged: Record<string, StoredMark> = {};
   for (const [key, mark] of Object.entries(marksOf(base, attribute))) {
-    if (typeof mark?.x === 'number' && mark.x < nowSeconds) continue;
+    if (expired.has(key)) continue;
     merged[key] = mark;
   }
   for (const [key, mark] of Object.entries(added)) merged[key] = mark;

@@ -78,9 +78,26 @@ export async function writeDeadLetterMarker(
   }
 }
 
+async function writeRowOnly(
+  client: DynamoDBDocumentClient,
+  rowPut: ReturnType<typeof deadLetteredRowPut>,
+): Promise<{ readonly kind: 'marked' } | { readonly kind: 'applied'; readonly row: InboxRow }> {
+  try {
+    await client.send(new PutCommand(rowPut));
+    return { kind: 'marked' };
+  } catch (error) {
+    const item = (error as { Item?: Record<string, unknown> }).Item;
+    if (error instanceof Error && error.name === 'ConditionalCheckFailedException' && item !== undefined) {
+      const row = toInboxRow(unmarshall(item as never) as Record<string, unknown>);
+      if (row !== undefined && row.status === InboxStatus.Applied) return { kind: 'applied', row };
+    }
+    throw error;
+  }
+}
+
 async function writeWithHomeMark(
   client: DynamoDBDocumentClient,
-  config: Pick<RuntimeConfig, 'inboxTtlSeconds'>,
+  config: Pick<RuntimeConfig, 'inboxTtlSeconds' | 'consumerName'>,
   marker: DeadLetterMarker,
   now: Date,
   home: HomeTarget,
@@ -98,7 +115,7 @@ async function writeWithHomeMark(
   for (let attempt = 0; attempt < HOME_MARK_TRIES; attempt += 1) {
     const read = await client.send(new GetCommand({ TableName: home.key.tableName, Key: home.key.key, ConsistentRead: true }));
     const item = read.Item as Item | undefined;
-    const existing = markRow(item, settings.attribute, marker.idempotencyKey);
+    const existing = markRow(item, settings.attribute, config.consumerName, marker.idempotencyKey);
     if (existing?.status === InboxStatus.Applied) return { kind: 'applied', row: existing };
     const unchanged = unchangedCondition({ exists: item !== undefined, item }, home.partitionKey, versionAttribute);
     const version = newVersion();
@@ -115,7 +132,7 @@ async function writeWithHomeMark(
               Item: {
                 ...home.key.key,
                 [versionAttribute]: version,
-                [settings.attribute]: { [markKey(marker.idempotencyKey)]: mark } as unknown as AttributeValue,
+                [settings.attribute]: { [markKey(config.consumerName, marker.idempotencyKey)]: mark } as unknown as AttributeValue,
                 [settings.stubAttribute]: true,
               },
               ...condition,
@@ -133,14 +150,14 @@ async function writeWithHomeMark(
                 ...condition.ExpressionAttributeNames,
                 '#__ic_marks': settings.attribute,
                 '#__ic_v2': versionAttribute,
-                ...(hasMarks(item, settings.attribute) ? { '#__ic_key': markKey(marker.idempotencyKey) } : {}),
+                ...(hasMarks(item, settings.attribute) ? { '#__ic_key': markKey(config.consumerName, marker.idempotencyKey) } : {}),
               },
               ExpressionAttributeValues: {
                 ...(condition.ExpressionAttributeValues ?? {}),
                 ':__ic_next': version,
                 ...(hasMarks(item, settings.attribute)
                   ? { ':__ic_mark': mark as unknown as AttributeValue }
-                  : { ':__ic_map': { [markKey(marker.idempotencyKey)]: mark } as unknown as AttributeValue }),
+                  : { ':__ic_map': { [markKey(config.consumerName, marker.idempotencyKey)]: mark } as unknown as AttributeValue }),
               },
             },
           };
@@ -148,6 +165,11 @@ async function writeWithHomeMark(
       await client.send(new TransactWriteCommand({ TransactItems: [{ Put: rowPut }, homeAction] }));
       return { kind: 'marked' };
     } catch (error) {
+      if (error instanceof Error && error.name === 'ValidationException') {
+        // The home item cannot take one more mark (400 KB): the row alone marks the dead letter, so
+        // that it is sent with its reason rather than retried for ever (docs/inbox-home.md).
+        return writeRowOnly(client, rowPut);
+      }
       if (!(error instanceof Error && error.name === 'TransactionCanceledException')) throw error;
       const reasons = (error as { CancellationReasons?: { Code?: string; Item?: Record<string, unknown> }[] }).CancellationReasons ?? [];
       const rowReason = reasons[0];
@@ -155,8 +177,11 @@ async function writeWithHomeMark(
         const row = toInboxRow(unmarshall(rowReason.Item as never) as Record<string, unknown>);
         if (row !== undefined && row.status === InboxStatus.Applied) return { kind: 'applied', row };
       }
-      if (reasons[1]?.Code !== 'ConditionalCheckFailed') throw error;
-      // The home item changed between the read and the write: read it again.
+      if (reasons[1]?.Code === 'ValidationError') return writeRowOnly(client, rowPut);
+      if (reasons[1]?.Code !== 'ConditionalCheckFailed' && reasons[1]?.Code !== 'TransactionConflict') throw error;
+      // The home item changed between the read and the write, or another marker of the same home
+      // was being written (two dead letters of one home in one batch): read it again.
+      await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 40 * (attempt + 1)));
     }
   }
   throw new Error(`the home item of ${marker.idempotencyKey.slice(0, 64)} kept changing; its dead-letter marker could not be written`);
