@@ -30,7 +30,8 @@ export const check: LocalCheck = async ({ documentClient, tables, inboxTable }) 
         add(ledger, orderId);
         add(ledgerPoints, orderId, Number(item.points));
       } else if (sk.startsWith(NOTIFICATION_SK_PREFIX)) add(notifications, orderId);
-      else if (sk === ORDER_SK) awarded.set(orderId, Number(item.pointsAwarded));
+      // A stub holds only the inbox marks of an order that does not exist (docs/inbox-home.md): no order.
+      else if (sk === ORDER_SK && item._inboxStub !== true) awarded.set(orderId, Number(item.pointsAwarded));
     }
   }
   const payments = new Map<string, number>();
