@@ -18,6 +18,7 @@ import { cafeTables } from '@idempotent-consumer/example-cafe/settings';
 import type { CafePath, CafeWorkloadSpec, PoisonKind } from './schedule.js';
 import {
   eventTime,
+  inboxHomeOfOptions,
   inOrderParts,
   type InputMessage,
   itemId,
@@ -25,6 +26,7 @@ import {
   type StoreClients,
   type StoredBusinessState,
   type Workload,
+  withoutMarks,
   withoutVersion,
 } from './workload.js';
 
@@ -125,6 +127,8 @@ export function cafeWorkload(spec: CafeWorkloadSpec, prefix: string): Workload {
   };
   const options = { ...cafeConsumerOptions, sideEffects: { [NOTIFY_CUSTOMER]: counted } };
   const versionAttribute = options.versionAttribute ?? '_version';
+  // Each event's inbox mark is on its order (`inboxHome`): the checks read the marks there.
+  const inboxHome = inboxHomeOfOptions(options as never, cafeTables, messages);
 
   return {
     consumer: 'cafe',
@@ -132,6 +136,7 @@ export function cafeWorkload(spec: CafeWorkloadSpec, prefix: string): Workload {
     tables: cafeTables,
     messages,
     ...inOrderParts(options as never, messages),
+    ...(inboxHome === undefined ? {} : { inboxHome }),
     effectRuns,
     async readStored({ document: client }: StoreClients, tableNames: Readonly<Record<string, string>>): Promise<StoredBusinessState> {
       const items = new Map<string, Item>();
@@ -154,7 +159,9 @@ export function cafeWorkload(spec: CafeWorkloadSpec, prefix: string): Workload {
               const effectKey = sk.slice(NOTIFICATION_SK_PREFIX.length);
               effectRecords.set(effectKey, (effectRecords.get(effectKey) ?? 0) + 1);
             } else {
-              items.set(itemId(cafeTables, 'orders', item), withoutVersion(item, versionAttribute));
+              // An order without its inbox marks; a stub (an order that holds only marks) is absent.
+              const business = inboxHome === undefined ? item : withoutMarks(item, inboxHome.attribute);
+              if (business !== undefined) items.set(itemId(cafeTables, 'orders', item), withoutVersion(business, versionAttribute));
             }
           }
           startKey = output.LastEvaluatedKey;

@@ -31,7 +31,9 @@ export const KillPoint = {
   sideEffectRelease: 'side-effect release',
   /** Powertools idempotency `GetItem`: an existing record read back. */
   sideEffectRecordRead: 'side-effect record read',
-  /** `PutItem` of the inbox's dead-letter marker. */
+  /** Under `inboxHome`: the strongly consistent `GetItem` of the home item a dead-letter marker's mark goes on. */
+  deadLetterHomeRead: 'dead-letter home read',
+  /** `PutItem` of the inbox's dead-letter marker; under `inboxHome`, the `TransactWriteItems` of its row and its home item's mark. */
   deadLetterMarker: 'dead-letter marker',
   /** `SendMessage(Batch)` to the dead-letter queue. */
   deadLetterSend: 'dead-letter send',
@@ -80,7 +82,8 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
   const table = typeof input.TableName === 'string' ? input.TableName : undefined;
   if (clientName.startsWith('DynamoDB')) {
     if (operation === 'TransactGetItems') return KillPoint.snapshot;
-    if (operation === 'TransactWriteItems') return KillPoint.commit;
+    if (operation === 'TransactWriteItems')
+      return deadLetterMarkerTransaction(input, targets) ? KillPoint.deadLetterMarker : KillPoint.commit;
     if (table === targets.idempotencyTable) {
       if (operation === 'PutItem') return KillPoint.sideEffectLock;
       if (operation === 'UpdateItem') return KillPoint.sideEffectCompletion;
@@ -106,6 +109,8 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
       if (inboxKeys.some((key) => partitionKeyOf(key).includes('#park#'))) return KillPoint.parkRead;
       if (tables.includes(targets.inboxTable) || tables.some((name) => targets.businessTables.has(name))) return KillPoint.verify;
     }
+    // Under inboxHome, the dead-letter marker reads its home item first: not the side effect's call.
+    if (operation === 'GetItem' && table !== undefined && targets.businessTables.has(table)) return KillPoint.deadLetterHomeRead;
     if (table !== undefined && targets.businessTables.has(table)) return KillPoint.sideEffect;
     return `${operation} (other)`;
   }
@@ -119,6 +124,19 @@ export function nameCall(clientName: string, commandName: string, input: Readonl
   }
   if (clientName.startsWith('S3') && operation === 'PutObject') return KillPoint.deadLetterOffload;
   return `${operation} (other)`;
+}
+
+/**
+ * Whether a `TransactWriteItems` is a dead-letter marker under `inboxHome`: it puts a dead-lettered
+ * inbox row (with its home item's mark), where a commit puts applied rows only.
+ */
+function deadLetterMarkerTransaction(input: Readonly<Record<string, unknown>>, targets: CallTargets): boolean {
+  const items = (input.TransactItems as { Put?: { TableName?: unknown; Item?: Record<string, unknown> } }[] | undefined) ?? [];
+  return items.some((item) => {
+    const status = item.Put?.Item?.status;
+    const text = typeof status === 'string' ? status : (status as { S?: unknown } | undefined)?.S;
+    return item.Put?.TableName === targets.inboxTable && text === 'dead-lettered';
+  });
 }
 
 /** An inbox key's `pk`, marshalled (`{ S: … }`) or not. */

@@ -440,7 +440,7 @@ export function formatReport(report: ProveReport): string {
     );
   if (t.homeSchedules > 0)
     lines.push(
-      `  Inbox home (inboxHome, generated consumers): ${t.homeSchedules} schedules, ${t.homeMarks} applied marks on home items, ${t.homeDeadLetterMarks} dead-lettered marks, ${t.homeStubs} stubs; applied keys with an inbox row: ${t.homeAppliedRows} never redriven, ${t.homeRedriveRows} redriven.`,
+      `  Inbox home (inboxHome: the café, generated consumers): ${t.homeSchedules} schedules, ${t.homeMarks} applied marks on home items, ${t.homeDeadLetterMarks} dead-lettered marks, ${t.homeStubs} stubs; applied keys with an inbox row: ${t.homeAppliedRows} never redriven, ${t.homeRedriveRows} redriven.`,
     );
   lines.push(`Violations: ${report.violations} (${report.failingSchedules} failing schedules)`);
   for (const name of invariants) lines.push(`  ${report.byInvariant[name] === 0 ? '✓' : '✗'} ${name}: ${report.byInvariant[name]}`);

@@ -386,6 +386,7 @@ class ScheduleRun {
             home.homes.map((item) => ({ id: item.id, tableName: resources.tables[item.table]!, key: item.key })),
             home.attribute,
             home.versionAttribute,
+            this.#consumerName,
           );
     const read = async () => ({
       inbox: await readInboxRows(this.#env.documentClient, resources.inboxTable, this.#consumerName, keys),

@@ -12,6 +12,7 @@ import { canonicalJson, inboxKey } from 'idempotent-consumer/internal';
 import { outboxMessageId } from 'idempotent-consumer/outbox';
 import { tableKeys } from 'idempotent-consumer/settings';
 import { readDeadLetterAttributes } from 'idempotent-consumer/dlq';
+import { stubAttributeOf } from './workload.js';
 
 /** An inbox row as stored. */
 export interface StoredInboxRow {
@@ -87,9 +88,18 @@ export async function readInboxRows(
 }
 
 /**
- * An inbox mark on a home item (`inboxHome`), as stored: the map entry `<attribute>.<idempotency
- * key>` = `{ h: payload hash, m: message id, x: expiry (epoch seconds) }`, and for a dead letter
- * `s` (its status) and `r` (its reason).
+ * The prefix of a consumer's mark entry names in a marks map: `<consumer name>#<idempotency key>`
+ * (the engine's `markKey`: consumers that share a home table keep their marks apart, and no entry
+ * is named `__proto__`).
+ */
+export function markEntryPrefix(consumerName: string): string {
+  return `${consumerName}#`;
+}
+
+/**
+ * An inbox mark on a home item (`inboxHome`), as stored: the map entry `<attribute>.<consumer
+ * name>#<idempotency key>` = `{ h: payload hash, m: message id, x: expiry (epoch seconds) }`, and
+ * for a dead letter `s` (its status), `r` (its reason), `t` and `e` (its error type and message).
  */
 export interface StoredMark {
   /** `applied` (no `s`), or the entry's `s` (`dead-lettered`). */
@@ -157,23 +167,20 @@ function markOf(value: AttributeValue): StoredMark {
   };
 }
 
-/** The stub flag of a home item whose marks are in `attribute` (`true` on a stub). */
-export function stubAttributeOf(attribute: string): string {
-  return `${attribute}Stub`;
-}
-
 /**
  * Reads the inbox marks of home items (`inboxHome`) with the plain client (key values the
  * document client cannot read back), consistently, one `GetItem` each.
  *
  * @param attribute - the marks' map attribute
  * @param versionAttribute - the engine's version attribute (a stub holds it)
+ * @param consumerName - the consumer whose marks these are (the prefix of their entry names)
  */
 export async function readHomeMarks(
   dynamoDb: DynamoDBClient,
   homes: readonly HomeItemRead[],
   attribute: string,
   versionAttribute: string,
+  consumerName: string,
 ): Promise<HomeMarks> {
   const byHome = new Map<string, Map<string, StoredMark>>();
   const stubs = new Set<string>();
@@ -204,7 +211,11 @@ export async function readHomeMarks(
       problems.set(home.id, `its ${attribute} is not a map: ${Object.keys(map).join('')}`);
       continue;
     }
-    for (const [key, value] of Object.entries(map.M)) marks.set(key, markOf(value));
+    const prefix = markEntryPrefix(consumerName);
+    for (const [name, value] of Object.entries(map.M)) {
+      if (name.startsWith(prefix)) marks.set(name.slice(prefix.length), markOf(value));
+      else marks.set(name, { ...markOf(value), malformed: `its entry name ${JSON.stringify(name)} lacks the consumer's prefix ${prefix}` });
+    }
   }
   return { byHome, stubs, problems };
 }

@@ -17,6 +17,7 @@ import {
   type SideEffectRequest,
   type TableDefinition,
 } from 'idempotent-consumer';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { classify } from 'idempotent-consumer/internal';
 import { canonicalJson } from 'idempotent-consumer/internal';
 import type { ProveConsumer, ProveSource } from './schedule.js';
@@ -103,6 +104,53 @@ export interface WorkloadInboxHome {
   readonly homes: readonly WorkloadHomeItem[];
   /** The home item of an idempotency key's events. */
   homeOf(key: string): WorkloadHomeItem | undefined;
+}
+
+import { DEFAULT_HOME_ATTRIBUTE } from './generated/spec.js';
+
+export { DEFAULT_HOME_ATTRIBUTE };
+
+/** The stub flag of a home item whose marks are in `attribute` (`true` on a stub: an item absent to `decide`). */
+export function stubAttributeOf(attribute: string): string {
+  return `${attribute}Stub`;
+}
+
+/**
+ * Where a consumer with an inbox home (`options.inboxHome`) keeps the marks of these messages'
+ * events: each idempotency key's home item, from its event (`undefined` without `inboxHome`).
+ */
+export function inboxHomeOfOptions(
+  options: IdempotentConsumerOptions<never>,
+  tables: Readonly<Record<string, TableDefinition>>,
+  messages: readonly InputMessage[],
+): WorkloadInboxHome | undefined {
+  const home = options.inboxHome as { table: string; key: (event: unknown) => Readonly<Item>; attribute?: string } | undefined;
+  if (home === undefined) return undefined;
+  const homes = new Map<string, WorkloadHomeItem>();
+  const byKey = new Map<string, WorkloadHomeItem>();
+  for (const message of messages) {
+    if (message.key === undefined || message.role === MessageRole.Poison || byKey.has(message.key)) continue;
+    const key = home.key(parseEvent(options, message.body));
+    const id = itemId(tables, home.table, key);
+    const ref = homes.get(id) ?? { id, table: home.table, key: marshall(key) as Record<string, AttributeValue> };
+    homes.set(id, ref);
+    byKey.set(message.key, ref);
+  }
+  return {
+    attribute: home.attribute ?? DEFAULT_HOME_ATTRIBUTE,
+    versionAttribute: options.versionAttribute ?? '_version',
+    homes: [...homes.values()],
+    homeOf: (key) => byKey.get(key),
+  };
+}
+
+/**
+ * A stored item of a consumer with an inbox home as `decide` and the model see it: without the
+ * marks and the stub flag; a stub is absent (`undefined`).
+ */
+export function withoutMarks(item: Readonly<Item>, attribute: string): Item | undefined {
+  const { [attribute]: _marks, [stubAttributeOf(attribute)]: stub, ...rest } = item;
+  return stub === true ? undefined : rest;
 }
 
 /** Which consumer a workload drives: an example, or one drawn from the grammar. */

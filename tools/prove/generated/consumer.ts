@@ -33,7 +33,16 @@ import { z } from 'zod';
 import { addNumbers } from './decimal.js';
 import { classifierFor, makeError } from './errors.js';
 import { Placeholders, renderCondition, renderUpdate } from './expressions.js';
-import type { ConditionSpec, GeneratedWorkloadSpec, KeyValueSpec, StepSpec, UpdateAction, ValueExpr, WriteSpec } from './spec.js';
+import {
+  type ConditionSpec,
+  DEFAULT_HOME_ATTRIBUTE,
+  type GeneratedWorkloadSpec,
+  type KeyValueSpec,
+  type StepSpec,
+  type UpdateAction,
+  type ValueExpr,
+  type WriteSpec,
+} from './spec.js';
 import { marshallItem, nativeNumber, numberText, own, printAv, toNative } from './values.js';
 
 /** A generated consumer's event (its body, validated). */
@@ -99,9 +108,6 @@ export interface GeneratedConsumer {
   /** The marks' map attribute (`inboxHome.attribute`, or its default); `undefined` without `inboxHome`. */
   readonly homeAttribute: string | undefined;
 }
-
-/** The default map attribute of inbox marks on a home item (`InboxHome.attribute`). */
-export const DEFAULT_HOME_ATTRIBUTE = '_inbox';
 
 /** A side effect's own retryable failure (its first run for each effect key, when `flaky`). */
 export class DownstreamBusy extends RetryableError {}

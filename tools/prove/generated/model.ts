@@ -14,9 +14,9 @@
  *   body with `NaN`, an infinity or a `BigInt`, fails the unit alone, retryably
  *   (`ConsumerDefinitionError`, so `RetriesExhausted`); an item over 400 KB, a unit needing more
  *   than 100 transaction actions (1 inbox row + outbox items + one action per item written or
- *   read; with an inbox home, its home item instead of the inbox row), or an update DynamoDB
- *   refuses, dead-letters it at once (`InvalidWrite`); a user
- *   condition that fails on the consistent view dead-letters it (`ConditionalWriteFailed`).
+ *   read; with an inbox home, its home item too), or an update DynamoDB refuses, dead-letters it
+ *   at once (`InvalidWrite`); a user condition that fails on the consistent view dead-letters it
+ *   (`ConditionalWriteFailed`).
  *
  * Every write's effect is the in-memory side of the same spec the consumer renders as an
  * expression (`expressions.ts`). Items are kept in canonical form, without the version attribute.
@@ -44,12 +44,14 @@ import { type AvItem, itemSize, marshallItem, MAX_ITEM_BYTES, toNativeItem } fro
 export const MAX_TRANSACTION_ACTIONS = 100;
 
 /**
- * The transaction actions of a commit besides its outbox messages, given the items it reads or
- * writes: one per item, and its inbox row — or, with an inbox home (`inboxHome`), its home item:
- * one more action unless the decision already reads or writes it.
+ * The transaction actions a commit is allowed for besides its outbox messages, given the items it
+ * reads or writes: one per item, and one for its inbox row. With an inbox home (`inboxHome`) the
+ * home item is one of its items (the engine reads it with the event's), and the engine still
+ * counts a row's action: a redrive writes its row beside its mark, so an event fits one
+ * transaction on its first delivery exactly when it fits on a redrive.
  */
 export function inboxActions(touched: ReadonlySet<number>, home: number | undefined): number {
-  return home === undefined ? touched.size + 1 : touched.size + (touched.has(home) ? 0 : 1);
+  return 1 + touched.size + (home === undefined || touched.has(home) ? 0 : 1);
 }
 
 /** Why a decision failed, for the design pass and for the attempts a message may own. */
@@ -167,7 +169,7 @@ export function decideStep(consumer: GeneratedConsumer, state: ModelState, event
     }
   }
 
-  // The unit's transaction actions: its inbox row (or its home item), its outbox items, one per item written or read.
+  // The unit's transaction actions: its inbox row, its outbox items, one per item written or read (its home item too).
   const touched = new Set([...readSet, ...effects.map((effect) => effect.item)]);
   const actions = inboxActions(touched, consumer.homeItem(event.k)) + (decision.outbox?.length ?? 0);
   if (actions > MAX_TRANSACTION_ACTIONS) {

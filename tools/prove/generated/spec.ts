@@ -260,3 +260,6 @@ export interface GeneratedWorkloadSpec {
   /** Inbox marks on home items instead of inbox rows (`inboxHome`); absent: an inbox row per event. */
   readonly inboxHome?: InboxHomeSpec;
 }
+
+/** The default map attribute of inbox marks on a home item (`InboxHome.attribute`). */
+export const DEFAULT_HOME_ATTRIBUTE = '_inbox';

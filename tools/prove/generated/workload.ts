@@ -9,7 +9,6 @@ import { type AttributeValue, BatchGetItemCommand } from '@aws-sdk/client-dynamo
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { FailureReason, type Item } from 'idempotent-consumer';
 import type { PoisonKind } from '../poisonKinds.js';
-import { stubAttributeOf } from '../storedState.js';
 import type { ProveSource } from '../proveSources.js';
 import {
   ATTRIBUTABLE_ERRORS,
@@ -18,6 +17,7 @@ import {
   type ModelResult,
   type StoreClients,
   type StoredBusinessState,
+  stubAttributeOf,
   type Workload,
   type WorkloadHomeItem,
   type WorkloadInboxHome,
