@@ -64,20 +64,10 @@ export async function writeDeadLetterMarker(
     now,
     ttlSeconds: config.inboxTtlSeconds,
   });
-  if (home !== undefined) return writeWithHomeMark(client, config, marker, now, home, rowPut);
-  try {
-    await client.send(new PutCommand(rowPut));
-    return { kind: 'marked' };
-  } catch (error) {
-    const item = (error as { Item?: Record<string, unknown> }).Item;
-    if (error instanceof Error && error.name === 'ConditionalCheckFailedException' && item !== undefined) {
-      const row = toInboxRow(unmarshall(item as never) as Record<string, unknown>);
-      if (row !== undefined && row.status === InboxStatus.Applied) return { kind: 'applied', row };
-    }
-    throw error;
-  }
+  return home === undefined ? writeRowOnly(client, rowPut) : writeWithHomeMark(client, config, marker, now, home, rowPut);
 }
 
+/** The marker's row alone: conditional on no applied row (one stops it: `applied`). */
 async function writeRowOnly(
   client: DynamoDBDocumentClient,
   rowPut: ReturnType<typeof deadLetteredRowPut>,
