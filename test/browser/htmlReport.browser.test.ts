@@ -141,7 +141,7 @@ afterAll(async () => {
 });
 
 // Skipped, with the reason printed, when /usr/bin/chromium is missing (CI sets IC_REQUIRE_BROWSER=1, which fails instead).
-/* skipped when /usr/bin/chromium is missing: the reason is printed (CI fails instead) */ describe.skipIf(noChromium !== undefined)(
+/* skipped: when /usr/bin/chromium is missing (the reason is printed; CI fails instead) */ describe.skipIf(noChromium !== undefined)(
   noChromium === undefined ? 'the HTML report in Chromium' : `the HTML report in Chromium (skipped: ${noChromium})`,
   () => {
     it('says the verdict first, in words', async () => {
@@ -393,7 +393,7 @@ afterAll(async () => {
 );
 
 // Skipped, with the reason printed, when /usr/bin/chromium is missing (CI sets IC_REQUIRE_BROWSER=1, which fails instead).
-/* skipped when /usr/bin/chromium is missing: the reason is printed (CI fails instead) */ describe.skipIf(noChromium !== undefined)(
+/* skipped: when /usr/bin/chromium is missing (the reason is printed; CI fails instead) */ describe.skipIf(noChromium !== undefined)(
   noChromium === undefined ? 'writeHtmlReport with a screenshot' : `writeHtmlReport with a screenshot (skipped: ${noChromium})`,
   () => {
     it('writes a PNG of the whole page, 1280 pixels wide (kept at $REPORT_SCREENSHOT when set)', async () => {
