@@ -165,6 +165,17 @@ const markOf = (item: Item | undefined, key: string, attribute = '_inbox', consu
   (item?.[attribute] as Record<string, Item> | undefined)?.[markKey(consumer, key)];
 const reasonOf = (message: Message | undefined) => message?.MessageAttributes?.['ic.failureReason']?.StringValue;
 
+/** What each describe sends and reads, on its own resources (`envOf`: its `env`, set in its `beforeAll`). */
+function helpersOf(envOf: () => TestResources) {
+  return {
+    rec: (messageId: string, body: Record<string, unknown>, extra: Parameters<typeof sourceRecord>[3] = {}): SQSRecord =>
+      sourceRecord(envOf(), messageId, body, extra),
+    deliver: async (environment: ExecutionEnvironment, ...records: SQSRecord[]) =>
+      (await environment.handler(sqsEvent(...records), lambdaContext())) as SQSBatchResponse,
+    account: (accountId: string) => storedItem(envOf(), 'accounts', accountKey(accountId)),
+  };
+}
+
 describe('inboxHome under attack: standard queue', () => {
   let env: TestResources;
   const dlq: Message[] = [];
@@ -178,11 +189,7 @@ describe('inboxHome under attack: standard queue', () => {
   });
   afterAll(() => env.dispose());
 
-  const rec = (messageId: string, body: Record<string, unknown>, extra: Parameters<typeof sourceRecord>[3] = {}): SQSRecord =>
-    sourceRecord(env, messageId, body, extra);
-  const deliver = async (environment: ExecutionEnvironment, ...records: SQSRecord[]) =>
-    (await environment.handler(sqsEvent(...records), lambdaContext())) as SQSBatchResponse;
-  const account = (accountId: string) => storedItem(env, 'accounts', accountKey(accountId));
+  const { rec, deliver, account } = helpersOf(() => env);
 
   it('one batch puts, updates, deletes and re-puts one home (one ordering key): each applied once; redelivered in a new environment, all duplicates', async () => {
     const events = [
@@ -604,11 +611,7 @@ describe('inboxHome under attack: side effects, expired marks, other key shapes,
     env = await testResources('home-more', accountTables, { consumerName: 'accounts' });
   });
   afterAll(() => env.dispose());
-  const rec = (messageId: string, body: Record<string, unknown>, extra: Parameters<typeof sourceRecord>[3] = {}): SQSRecord =>
-    sourceRecord(env, messageId, body, extra);
-  const deliver = async (environment: ExecutionEnvironment, ...records: SQSRecord[]) =>
-    (await environment.handler(sqsEvent(...records), lambdaContext())) as SQSBatchResponse;
-  const account = (accountId: string) => storedItem(env, 'accounts', accountKey(accountId));
+  const { rec, deliver, account } = helpersOf(() => env);
 
   it('a side effect behind a user condition on the home: run once across a redelivery and a racing duplicate; never for a refused commit on a stub', async () => {
     const e1 = consumerEnvironment(env, rewardConsumer);
