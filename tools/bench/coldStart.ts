@@ -1,11 +1,22 @@
 /**
  * Cold start: the café handler (`examples/cafe/handler.ts`) and the baseline
  * (`tools/bench/baselineLambda.ts`) bundled exactly as the stack bundles a consumer
- * (`lib/IdempotentConsumer.ts`: esbuild, ESM, `target: node22`, `platform: node`, minified, with
- * a source map and no sources content, main fields `module,main`, the AWS SDK bundled, the
- * `createRequire` banner), plus the `@idempotent-consumer/source` condition so the in-repo
- * package resolves to its sources (and esbuild's default `module` condition, kept); then each imported in fresh Node.js processes, interleaved
- * (engine, baseline, …), with `--enable-source-maps` as the stack's `NODE_OPTIONS` sets it.
+ * (`lib/IdempotentConsumer.ts`: esbuild, ESM, `target` the default runtime's (`node24` for
+ * `nodejs24.x`), `platform: node`, minified, with a source map and no sources content, main fields
+ * `module,main`, the AWS SDK bundled, the `createRequire` banner), plus the
+ * `@idempotent-consumer/source` condition so the in-repo package resolves to its sources (and
+ * esbuild's default `module` condition, kept); then each imported in fresh Node.js processes,
+ * interleaved (engine, baseline, …), with `--enable-source-maps` as the stack's `NODE_OPTIONS` sets it.
+ *
+ * **Where.** The imports run on the Node.js of the default Lambda runtime when its binary is
+ * installed (`tools/node-versions`, as `npm run test:node24` installs it), else on the Node.js
+ * running the benchmark; the report says which (`node`, `nodeIsRuntimes`).
+ *
+ * **Tracing, like with like.** Both handlers load Powertools' Tracer under the same condition (on
+ * Lambda unless `POWERTOOLS_TRACE_ENABLED=false`), so both are measured twice: as deployed with the
+ * construct's default, active tracing (the headline figures: `initMs`, `baselineInitMs`, …), and
+ * with tracing off (`tracingOff`). Each pass of the loop imports the four in turn.
+ *
  * The pairs alternate which side goes first (engine then baseline, then baseline then engine), so
  * neither always runs right after the other's process; the ratio of each pair (engine ÷ baseline)
  * is reported beside the medians, since a drift of the machine's load touches both of a pair.
@@ -17,12 +28,14 @@
  *
  * @module
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
+import { defaultSettings } from 'idempotent-consumer/settings';
 import { judgeLoad, type MachineLoad, sampleLoad } from './machineLoad.js';
 
 /** The median (the mean of the middle two of an even count). */
@@ -33,12 +46,15 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
+/** The Node.js major version of the default Lambda runtime (`nodejs24.x` → `24`). */
+const RUNTIME_MAJOR = defaultSettings.function.runtime.replace(/^nodejs(\d+)\.x$/, '$1');
+
 /** The bundling options of the constructs (`packages/cdk/src/bundling.ts`), in esbuild's terms. */
 const STACK_BUNDLING = {
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node22',
+  target: `node${RUNTIME_MAJOR}`,
   minify: true,
   sourcemap: true,
   sourcesContent: false,
@@ -61,13 +77,10 @@ export interface BundlePart {
   readonly bytes: number;
 }
 
-/** What {@link measureColdStart} reports. */
-export interface ColdStart {
-  /** The café handler's bundle (`index.mjs`, without its source map), in bytes. */
-  readonly bundleBytes: number;
-  /** Median wall time to import it in a fresh process, in milliseconds. */
+/** One configuration's import times, engine and baseline. */
+export interface ImportFigures {
+  /** Median wall time to import the engine's bundle in a fresh process, in milliseconds. */
   readonly initMs: number;
-  readonly baselineBundleBytes: number;
   readonly baselineInitMs: number;
   /** Median CPU time (user + system) of the import, in milliseconds: steadier than wall time on a busy machine. */
   readonly initCpuMs: number;
@@ -75,11 +88,26 @@ export interface ColdStart {
   /** Median of the pairs' ratios, engine ÷ baseline, of wall time and of CPU time. */
   readonly pairedWallRatio: number;
   readonly pairedCpuRatio: number;
-  /** Imports per side. */
+}
+
+/** What {@link measureColdStart} reports: {@link ImportFigures} with the construct's default, active tracing, and more. */
+export interface ColdStart extends ImportFigures {
+  /** The Node.js version the imports ran on (`v24.…`). */
+  readonly node: string;
+  /** Whether that is the default Lambda runtime's Node.js major version (else: the benchmark's own Node.js). */
+  readonly nodeIsRuntimes: boolean;
+  /** The Lambda runtime whose Node.js and esbuild target the figures are for. */
+  readonly runtime: string;
+  /** The same imports with tracing off on both sides (`POWERTOOLS_TRACE_ENABLED=false`): neither loads its Tracer. */
+  readonly tracingOff: ImportFigures;
+  /** The café handler's bundle (`index.mjs`, without its source map), in bytes. */
+  readonly bundleBytes: number;
+  readonly baselineBundleBytes: number;
+  /** Imports per side and configuration. */
   readonly runs: number;
   /** The load of the machine before and after the imports, and whether it was quiet. */
   readonly machine: MachineLoad;
-  /** Fastest and slowest wall times. */
+  /** Fastest and slowest wall times, with active tracing. */
   readonly initMsRange: readonly [number, number];
   readonly baselineInitMsRange: readonly [number, number];
   /** The source maps' sizes, in bytes (Node.js reads them at import with `--enable-source-maps`). */
@@ -96,6 +124,11 @@ export interface ColdStartOptions {
   readonly runs: number;
   /** The repository's root. @default process.cwd() */
   readonly root?: string;
+  /**
+   * The Node.js binary the imports run on.
+   * @default the default Lambda runtime's, `tools/node-versions/node_modules/node-<major>/bin/node`, when installed; else `process.execPath`
+   */
+  readonly node?: string;
   readonly log?: (line: string) => void;
 }
 
@@ -157,10 +190,10 @@ interface ImportTime {
   readonly cpuMs: number;
 }
 
-function importOnce(timer: string, bundle: string): Promise<ImportTime> {
+function importOnce(node: string, timer: string, bundle: string, tracing: boolean): Promise<ImportTime> {
   return new Promise((resolvePromise, reject) => {
     execFile(
-      process.execPath,
+      node,
       ['--enable-source-maps', timer, pathToFileURL(bundle).href],
       {
         // What a Lambda environment has at init; the handlers read nothing else at import. The AWS
@@ -173,6 +206,8 @@ function importOnce(timer: string, bundle: string): Promise<ImportTime> {
           TABLE_NAME_ORDERS: 'orders',
           IDEMPOTENCY_TABLE_NAME: 'idempotency',
           AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+          // What the construct sets for `Tracing.DISABLED`; unset, both handlers load their Tracer.
+          ...(tracing ? {} : { POWERTOOLS_TRACE_ENABLED: 'false' }),
           NODE_OPTIONS: '',
         },
         timeout: 60_000,
@@ -192,13 +227,41 @@ function importOnce(timer: string, bundle: string): Promise<ImportTime> {
   });
 }
 
+/** The default Lambda runtime's Node.js binary when `tools/node-versions` has it, else the benchmark's own. */
+export function runtimeNode(root: string): { node: string; version: string; isRuntimes: boolean } {
+  const installed = join(root, 'tools', 'node-versions', 'node_modules', `node-${RUNTIME_MAJOR}`, 'bin', 'node');
+  const node = existsSync(installed) ? installed : process.execPath;
+  const version = node === process.execPath ? process.version : execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  return { node, version, isRuntimes: version.startsWith(`v${RUNTIME_MAJOR}.`) };
+}
+
+/** The medians and paired ratios of one configuration's imports. */
+function figuresOf(engine: readonly ImportTime[], baseline: readonly ImportTime[]): ImportFigures {
+  const ratio = (of: (t: ImportTime) => number) => Number(median(engine.map((t, i) => of(t) / of(baseline[i]!))).toFixed(3));
+  const ms = (of: (t: ImportTime) => number, times: readonly ImportTime[]) => Number(median(times.map(of)).toFixed(1));
+  const wall = (t: ImportTime) => t.wallMs;
+  const cpu = (t: ImportTime) => t.cpuMs;
+  return {
+    initMs: ms(wall, engine),
+    baselineInitMs: ms(wall, baseline),
+    initCpuMs: ms(cpu, engine),
+    baselineInitCpuMs: ms(cpu, baseline),
+    pairedWallRatio: ratio(wall),
+    pairedCpuRatio: ratio(cpu),
+  };
+}
+
 /**
- * Bundles both handlers and imports each `runs` times in fresh processes, interleaved.
+ * Bundles both handlers and imports each `runs` times in fresh processes, interleaved, with
+ * active tracing and with tracing off.
  *
  * @throws Error when a bundle cannot be built or imported
  */
 export async function measureColdStart(options: ColdStartOptions): Promise<ColdStart> {
   const root = options.root ?? process.cwd();
+  const runtime = runtimeNode(root);
+  const node = options.node ?? runtime.node;
+  const version = options.node === undefined ? runtime.version : execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
   const dir = await mkdtemp(join(tmpdir(), 'bench-cold-start-'));
   try {
     const engineDir = join(dir, 'engine');
@@ -209,40 +272,46 @@ export async function measureColdStart(options: ColdStartOptions): Promise<ColdS
     ]);
     const timer = join(dir, 'timer.mjs');
     await writeFile(timer, TIMER);
-    options.log?.(`Cold start: engine bundle ${engine.bytes} B, baseline ${baseline.bytes} B; ${options.runs} imports each, interleaved…`);
+    options.log?.(
+      `Cold start on Node.js ${version}: engine bundle ${engine.bytes} B, baseline ${baseline.bytes} B; ` +
+        `${options.runs} imports each, tracing on and off, interleaved…`,
+    );
+    const importOf = (bundle: string, tracing: boolean) => importOnce(node, timer, bundle, tracing);
     // One import each first, not counted: the operating system's file cache.
-    await importOnce(timer, engine.file);
-    await importOnce(timer, baseline.file);
+    await importOf(engine.file, true);
+    await importOf(baseline.file, true);
     const before = sampleLoad();
-    const engineTimes: ImportTime[] = [];
-    const baselineTimes: ImportTime[] = [];
+    const traced = { engine: [] as ImportTime[], baseline: [] as ImportTime[] };
+    const untraced = { engine: [] as ImportTime[], baseline: [] as ImportTime[] };
     for (let i = 0; i < options.runs; i += 1) {
-      if (i % 2 === 0) {
-        engineTimes.push(await importOnce(timer, engine.file));
-        baselineTimes.push(await importOnce(timer, baseline.file));
-      } else {
-        baselineTimes.push(await importOnce(timer, baseline.file));
-        engineTimes.push(await importOnce(timer, engine.file));
+      for (const [times, tracing] of [
+        [traced, true],
+        [untraced, false],
+      ] as const) {
+        if (i % 2 === 0) {
+          times.engine.push(await importOf(engine.file, tracing));
+          times.baseline.push(await importOf(baseline.file, tracing));
+        } else {
+          times.baseline.push(await importOf(baseline.file, tracing));
+          times.engine.push(await importOf(engine.file, tracing));
+        }
       }
     }
     const machine = judgeLoad(before, sampleLoad());
-    const ratio = (of: (t: ImportTime) => number) => Number(median(engineTimes.map((t, i) => of(t) / of(baselineTimes[i]!))).toFixed(3));
     const ms = (n: number) => Number(n.toFixed(1));
     const wall = (times: ImportTime[]) => times.map((t) => t.wallMs);
-    const cpu = (times: ImportTime[]) => times.map((t) => t.cpuMs);
     return {
+      node: version,
+      nodeIsRuntimes: version.startsWith(`v${RUNTIME_MAJOR}.`),
+      runtime: defaultSettings.function.runtime,
+      ...figuresOf(traced.engine, traced.baseline),
+      tracingOff: figuresOf(untraced.engine, untraced.baseline),
       bundleBytes: engine.bytes,
-      initMs: ms(median(wall(engineTimes))),
       baselineBundleBytes: baseline.bytes,
-      baselineInitMs: ms(median(wall(baselineTimes))),
-      initCpuMs: ms(median(cpu(engineTimes))),
-      baselineInitCpuMs: ms(median(cpu(baselineTimes))),
-      pairedWallRatio: ratio((t) => t.wallMs),
-      pairedCpuRatio: ratio((t) => t.cpuMs),
       runs: options.runs,
       machine,
-      initMsRange: [ms(Math.min(...wall(engineTimes))), ms(Math.max(...wall(engineTimes)))],
-      baselineInitMsRange: [ms(Math.min(...wall(baselineTimes))), ms(Math.max(...wall(baselineTimes)))],
+      initMsRange: [ms(Math.min(...wall(traced.engine))), ms(Math.max(...wall(traced.engine)))],
+      baselineInitMsRange: [ms(Math.min(...wall(traced.baseline))), ms(Math.max(...wall(traced.baseline)))],
       sourceMapBytes: (await stat(`${engine.file}.map`)).size,
       baselineSourceMapBytes: (await stat(`${baseline.file}.map`)).size,
       largestInputs: engine.parts.slice(0, 15),

@@ -209,9 +209,14 @@ export function formatReport(report: BenchmarkReport): string {
     const c = report.coldStart;
     lines.push('');
     lines.push(
-      `Cold start (${c.runs} fresh processes each, interleaved, node --enable-source-maps), median import: ` +
+      `Cold start (${c.runs} fresh processes each, interleaved, Node.js ${c.node}${c.nodeIsRuntimes ? `, ${c.runtime}'s` : `, NOT ${c.runtime}'s`}, ` +
+        `--enable-source-maps), median import with active tracing (both load their Tracer): ` +
         `engine ${(c.bundleBytes / 1024).toFixed(0)} KiB (map ${(c.sourceMapBytes / 1024).toFixed(0)} KiB), ${c.initMs} ms wall, ${c.initCpuMs} ms CPU; ` +
         `baseline ${(c.baselineBundleBytes / 1024).toFixed(0)} KiB (map ${(c.baselineSourceMapBytes / 1024).toFixed(0)} KiB), ${c.baselineInitMs} ms wall, ${c.baselineInitCpuMs} ms CPU.`,
+    );
+    lines.push(
+      `  tracing off: engine ${c.tracingOff.initMs} ms wall, ${c.tracingOff.initCpuMs} ms CPU; baseline ${c.tracingOff.baselineInitMs} ms wall, ` +
+        `${c.tracingOff.baselineInitCpuMs} ms CPU; pairs ${c.tracingOff.pairedWallRatio}× wall, ${c.tracingOff.pairedCpuRatio}× CPU.`,
     );
     lines.push(
       `  pairs (engine ÷ baseline, median): wall ${c.pairedWallRatio}×, CPU ${c.pairedCpuRatio}×. Machine ${c.machine.quiet ? 'quiet' : 'NOT quiet'}: ` +
