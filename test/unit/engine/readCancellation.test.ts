@@ -41,6 +41,65 @@ describe('readCancellation: the reasons name the culprits', () => {
     expect(reading.consistentView).toBe(true);
   });
 
+  it('reads a refused outbox item as the key applied when nothing else of its unit failed: its payload hash decides (a duplicate, or an IdempotencyConflict)', () => {
+    const u = unit({});
+    const outboxItem = (extra: Record<string, unknown>) => ({
+      pk: 'c#outbox#id',
+      kind: 'outbox',
+      idempotencyKey: u.idempotencyKey,
+      messageId: 'out-1',
+      position: 0,
+      ...extra,
+    });
+    const withHash = readCancellation([{ role: 'outbox', unit: u }], [failed(outboxItem({ sourcePayloadHash: 'h-earlier' }))], '_version');
+    expect(withHash.inboxRows).toEqual([
+      { unit: u, row: { status: 'applied', idempotencyKey: u.idempotencyKey, payloadHash: 'h-earlier', messageId: 'out-1' } },
+    ]);
+    expect(withHash.unexplained.size).toBe(0);
+    // Written before items carried the hash: never taken for this event's (no event dropped on a guess).
+    const without = readCancellation([{ role: 'outbox', unit: u }], [failed(outboxItem({}))], '_version');
+    expect(without.inboxRows[0]?.row.payloadHash).not.toBe(u.payloadHash);
+    // The unit's own inbox row, when it failed too, is the record read; the outbox item adds nothing.
+    const both = readCancellation(
+      [
+        { role: 'inbox', unit: u },
+        { role: 'outbox', unit: u },
+      ],
+      [
+        failed({ pk: 'c#key#k', payloadHash: 'h-row', messageId: 'm-0', status: 'applied', idempotencyKey: u.idempotencyKey }),
+        failed(outboxItem({ sourcePayloadHash: 'h-earlier' })),
+      ],
+      '_version',
+    );
+    expect(both.inboxRows.map(({ row }) => row.payloadHash)).toEqual(['h-row']);
+  });
+
+  it('counts a failed condition that nothing explains (no item returned) as unexplained, never as settled', () => {
+    const u = unit({});
+    const other = unit({});
+    const reading = readCancellation(
+      [
+        { role: 'outbox', unit: u },
+        { role: 'inbox', unit: other },
+      ],
+      [failed(), { Code: 'None' }],
+      '_version',
+    );
+    expect([...reading.unexplained]).toEqual([u]);
+    expect(reading.inboxRows).toEqual([]);
+  });
+
+  it('reads an inbox row under inboxHome as a row, and a mark check on the home (mark) as the mark', () => {
+    const u = { ...unit({}), home: accountKey('A') };
+    const home = { table: 'accounts', attribute: '_inbox' } as never;
+    const row = { pk: 'c#key#k', payloadHash: 'h-row', messageId: 'm-0', status: 'applied', idempotencyKey: u.idempotencyKey };
+    const asRow = readCancellation([{ role: 'inbox', unit: u }], [failed(row)], '_version', home, 'c');
+    expect(asRow.inboxRows.map(({ row: found }) => found.payloadHash)).toEqual(['h-row']);
+    const marked = { id: 'A', _inbox: { [`c#${u.idempotencyKey}`]: { h: 'h-mark', m: 'm-1', x: 9_999_999_999 } } };
+    const asMark = readCancellation([{ role: 'inbox', unit: u, mark: true }], [failed(marked)], '_version', home, 'c');
+    expect(asMark.inboxRows.map(({ row: found }) => found.payloadHash)).toEqual(['h-mark']);
+  });
+
   it('decides again the units of an item that changed (another incarnation), with the item as it is', () => {
     const author = unit({});
     const reader = unit({});

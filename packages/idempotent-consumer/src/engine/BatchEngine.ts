@@ -739,6 +739,7 @@ export class BatchEngine<Event> {
       }
     }
     for (const unit of reading.contended) this.#lose(unit, 'its commit kept losing to concurrent transactions or throttling');
+    for (const unit of reading.unexplained) this.#lose(unit, 'a condition of its commit kept failing for a reason DynamoDB did not give');
     logger?.debug('transaction cancelled', {
       reasons: reasons.map((r) => r.Code ?? 'None'),
       inboxRows: reading.inboxRows.length,

@@ -140,7 +140,10 @@ export interface RoundPlan {
 
 /** What one action of a transaction is, to read its cancellation reason. */
 export type ActionRole =
-  /** Its inbox row; under `inboxHome`, a check of its mark on its home item (`op`: the home's action, when its condition is in the check too). */
-  | { readonly role: 'inbox'; readonly unit: Unit; readonly op?: ItemOp }
+  /**
+   * Its inbox row; or, with `mark`, under `inboxHome`, a check of its mark on its home item (`op`:
+   * the home's action, when its condition is in the check too).
+   */
+  | { readonly role: 'inbox'; readonly unit: Unit; readonly mark?: true; readonly op?: ItemOp }
   | { readonly role: 'outbox'; readonly unit: Unit }
   | { readonly role: 'item'; readonly op: ItemOp };

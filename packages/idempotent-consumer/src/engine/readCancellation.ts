@@ -9,7 +9,8 @@
  */
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type HomeSettings, hasMarks, markRow } from '../inbox/homeMarks.js';
-import { type InboxRow, toInboxRow } from '../inbox/inboxItems.js';
+import { type InboxRow, InboxStatus, toInboxRow } from '../inbox/inboxItems.js';
+import { OUTBOX_KIND } from '../outbox/outboxItems.js';
 import type { Item } from '../types.js';
 import { sameIncarnation } from './conditions.js';
 import { hasUserCondition } from './foldDecision.js';
@@ -37,6 +38,12 @@ export interface CancellationReading {
   readonly refused: readonly { readonly units: readonly Unit[]; readonly message: string }[];
   /** Units with an action that lost to contention (`TransactionConflict`, throttling). */
   readonly contended: ReadonlySet<Unit>;
+  /**
+   * Units with a failed condition that nothing above explains (an outbox item refused without the
+   * item it found): counted as a lost commit, so that a unit that would fail the same way in every
+   * round is retried, its attempt counted, instead of spinning through the batch's rounds.
+   */
+  readonly unexplained: ReadonlySet<Unit>;
   /**
    * Every condition of the transaction was evaluated at one instant and nothing else failed: the
    * units' inbox rows and items are known as they were then, a consistent view.
@@ -67,6 +74,8 @@ export function readCancellation(
   const conditionFailures: { unit: Unit; message: string }[] = [];
   const refused: { units: Unit[]; message: string }[] = [];
   const contended = new Set<Unit>();
+  const outboxRows: { unit: Unit; row: InboxRow }[] = [];
+  const unexplained = new Set<Unit>();
   const unitsOf = (role: ActionRole): Unit[] => (role.role === 'item' ? [...role.op.authors, ...role.op.readers] : [role.unit]);
   let onlyConditions = reasons.length === roles.length;
 
@@ -81,16 +90,26 @@ export function readCancellation(
     if (code === 'ConditionalCheckFailed') {
       const old = reason?.Item === undefined ? undefined : (unmarshall(reason.Item as never, UNMARSHALL_OPTIONS) as Item);
       if (role.role === 'inbox') {
-        // Under inboxHome, the check of a unit's mark on its home item (before its side effects).
+        // Its inbox row (also written under inboxHome for a redrive and with provenance), or, under
+        // inboxHome, the check of its mark on its home item (before its side effects).
         const row =
-          home !== undefined && role.unit.home !== undefined
+          role.mark === true && home !== undefined
             ? markRow(old, home.attribute, consumerName, role.unit.idempotencyKey)
             : toInboxRow(old);
         if (row !== undefined) inboxRows.push({ unit: role.unit, row });
         else if (role.op !== undefined) readItemFailure(role.op, old, versionAttribute, { observed, stale, conditionFailures }, home);
+        else unexplained.add(role.unit);
         return;
       }
-      if (role.role === 'outbox') return; // its unit's inbox row tells why
+      if (role.role === 'outbox') {
+        // Its unit's inbox record usually tells why (its row or mark failed too). Where it does not
+        // (under inboxHome, a late copy whose mark has expired and been removed, or a key reused on
+        // another home), the outbox item is the record that the key was applied.
+        const row = outboxRecord(old, role.unit.idempotencyKey);
+        if (row !== undefined) outboxRows.push({ unit: role.unit, row });
+        else unexplained.add(role.unit);
+        return;
+      }
       readItemFailure(role.op, old, versionAttribute, { observed, stale, conditionFailures }, home);
       return;
     }
@@ -107,7 +126,34 @@ export function readCancellation(
     // An unknown reason: treated as contention of the action's units.
     for (const unit of unitsOf(role)) contended.add(unit);
   });
-  return { inboxRows, observed, stale, conditionFailures, refused, contended, consistentView: onlyConditions };
+  for (const entry of outboxRows) {
+    if (!inboxRows.some(({ unit }) => unit === entry.unit)) inboxRows.push(entry);
+  }
+  const explained = new Set<Unit>([
+    ...inboxRows.map(({ unit }) => unit),
+    ...stale,
+    ...conditionFailures.map(({ unit }) => unit),
+    ...refused.flatMap(({ units }) => units),
+    ...contended,
+  ]);
+  for (const unit of explained) unexplained.delete(unit);
+  return { inboxRows, observed, stale, conditionFailures, refused, contended, unexplained, consistentView: onlyConditions };
+}
+
+/**
+ * An outbox item found in the way of a unit's: the key was applied by the event that wrote it. Its
+ * `sourcePayloadHash` says whether that was this event (a duplicate) or another (an
+ * `IdempotencyConflict`); an item written without one is taken as another event's, never as a
+ * duplicate, so that no event is dropped on a guess.
+ */
+function outboxRecord(old: Item | undefined, idempotencyKey: string): InboxRow | undefined {
+  if (old === undefined || old.kind !== OUTBOX_KIND || old.idempotencyKey !== idempotencyKey) return undefined;
+  return {
+    status: InboxStatus.Applied,
+    idempotencyKey,
+    payloadHash: typeof old.sourcePayloadHash === 'string' ? old.sourcePayloadHash : 'unknown (an outbox item written without it)',
+    messageId: String(old.messageId),
+  };
 }
 
 /** A failed condition on an item: it changed (its units decide again), or the user's own condition failed on it as believed. */

@@ -62,7 +62,11 @@ export function writtenKeys(plan: Pick<UnitPlan, 'unit' | 'ids'>, ops: ReadonlyM
   return keys;
 }
 
-/** The unit's outbox items, one per outgoing message, ids stable per key and position, with its delivery's trace header. */
+/**
+ * The unit's outbox items, one per outgoing message, ids stable per key and position, with its
+ * delivery's trace header and its payload hash; a refused one returns the item it found (`ALL_OLD`),
+ * which `readCancellation` reads as the key's record when nothing else of the unit failed.
+ */
 export function outboxActions(
   unit: Unit,
   outbox: readonly OutgoingMessage[],
@@ -70,17 +74,21 @@ export function outboxActions(
   at: Date,
 ): TransactAction[] {
   return outbox.map((message, position) => ({
-    Put: outboxPut({
-      tableName: config.inboxTable,
-      consumerName: config.consumerName,
-      idempotencyKey: unit.idempotencyKey,
-      orderingKey: unit.orderingKey,
-      position,
-      message,
-      now: at,
-      ttlSeconds: config.inboxTtlSeconds,
-      traceHeader: unit.delivery.traceHeader,
-    }),
+    Put: {
+      ...outboxPut({
+        tableName: config.inboxTable,
+        consumerName: config.consumerName,
+        idempotencyKey: unit.idempotencyKey,
+        orderingKey: unit.orderingKey,
+        position,
+        message,
+        now: at,
+        ttlSeconds: config.inboxTtlSeconds,
+        traceHeader: unit.delivery.traceHeader,
+        sourcePayloadHash: unit.payloadHash,
+      }),
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
   }));
 }
 
@@ -227,7 +235,7 @@ export function preflightActions(
     })!;
     const onHome = checked.find((c) => c.op.key.id === unit.home!.id);
     actions.push(check(unit.home.tableName, unit.home.key, onHome === undefined ? marks : and(onHome.condition, marks)));
-    roles.push({ role: 'inbox', unit, ...(onHome === undefined ? {} : { op: onHome.op }) });
+    roles.push({ role: 'inbox', unit, mark: true, ...(onHome === undefined ? {} : { op: onHome.op }) });
   } else {
     const inbox = inboxAction(unit, config, new Date(0)).Put!;
     actions.push(

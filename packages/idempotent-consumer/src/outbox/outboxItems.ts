@@ -32,8 +32,16 @@ export function outboxPut(options: {
   readonly now: Date;
   readonly ttlSeconds: number;
   readonly traceHeader?: string | undefined;
+  /**
+   * The payload hash of the event that emits the message (SHA-256, hex, of its body's canonical
+   * JSON), stored as `sourcePayloadHash`: a later event with the same idempotency key whose outbox
+   * item is refused tells from it whether it is that event again (a duplicate) or another one (an
+   * `IdempotencyConflict`). Items written without it have none.
+   */
+  readonly sourcePayloadHash?: string | undefined;
 }) {
-  const { tableName, consumerName, idempotencyKey, orderingKey, position, message, now, ttlSeconds, traceHeader } = options;
+  const { tableName, consumerName, idempotencyKey, orderingKey, position, message, now, ttlSeconds, traceHeader, sourcePayloadHash } =
+    options;
   const messageId = outboxMessageId(consumerName, idempotencyKey, position);
   const body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
   return {
@@ -52,6 +60,7 @@ export function outboxPut(options: {
         ? {}
         : { attributes: { ...message.attributes } }),
       ...(isTraceHeader(traceHeader) ? { traceHeader } : {}),
+      ...(sourcePayloadHash === undefined ? {} : { sourcePayloadHash }),
       createdAt: now.toISOString(),
       [tableKeys.inbox.ttlAttribute]: expiresAt(now, ttlSeconds),
     },
