@@ -436,7 +436,12 @@ describe('inboxHome under attack (2): FIFO group stops, a dead letter, and the D
     expect(outcomeList(e2.outcomes).slice(3)).toEqual(['g1-m2-redrive:applied']);
     expect((await account('G1'))?.balance).toBe(106);
     expect(markOf(await account('G1'), 'g1-2')).toMatchObject({ m: 'g1-m2-redrive' });
-    expect(await decideDeadLetter(message, dryRun(), new Date())).toMatchObject({ outcome: 'duplicate', reason: 'already applied' });
+    const applied = await decideDeadLetter(message, dryRun(), new Date());
+    expect(applied).toMatchObject({ outcome: 'duplicate', reason: 'already applied' });
+    // The record is the mark on the home: the dry run names it, and its expiry's removal, as a mark's.
+    expect(applied.detail).toContain('its inbox mark keeps the key until');
+    const later = new Date(Date.now() + 40 * 86_400_000);
+    expect((await decideDeadLetter(message, dryRun(), later)).detail).toContain('the next write of its home item removes it');
   });
 });
 

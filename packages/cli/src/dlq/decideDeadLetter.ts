@@ -201,7 +201,7 @@ export async function decideDeadLetter(message: DryRunMessage, consumer: DryRunC
         const conflict = new IdempotencyConflict(idempotencyKey, row.payloadHash, unit.payloadHash);
         return failed(toFailure(classify(conflict, definition.classifyError)), idempotencyKey);
       }
-      return duplicate(row, rowItem ?? {}, idempotencyKey, now);
+      return duplicate(row, rowItem ?? {}, idempotencyKey, now, mark === undefined ? 'row' : 'mark');
     }
   }
 
@@ -311,6 +311,7 @@ function duplicate(
   item: Readonly<Record<string, unknown>>,
   idempotencyKey: string,
   now: Date,
+  record: 'row' | 'mark' = 'row',
 ): DryRunVerdict {
   const at =
     typeof item.processedAt === 'string' ? item.processedAt : typeof item.deadLetteredAt === 'string' ? item.deadLetteredAt : undefined;
@@ -321,8 +322,10 @@ function duplicate(
     expiresAt === undefined
       ? ''
       : expires * 1000 <= now.getTime()
-        ? `; its inbox row expired at ${expiresAt}: DynamoDB's TTL deletes it within days, after which it would apply again`
-        : `; its inbox row keeps the key until ${expiresAt}`;
+        ? record === 'mark'
+          ? `; its inbox mark expired at ${expiresAt}: the next write of its home item removes it, after which it would apply again`
+          : `; its inbox row expired at ${expiresAt}: DynamoDB's TTL deletes it within days, after which it would apply again`
+        : `; its inbox ${record} keeps the key until ${expiresAt}`;
   const applied = row.status === InboxStatus.Applied;
   return {
     outcome: DryRunOutcome.Duplicate,
