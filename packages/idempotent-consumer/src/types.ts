@@ -500,4 +500,18 @@ export interface InboxHome<TableName extends string = string, Event = unknown> {
    * @default '_inbox'
    */
   readonly attribute?: string;
+  /**
+   * Until this instant (a `Date`, or an ISO 8601 string with its offset), each event's inbox
+   * **row** is also written (conditionally, as without `inboxHome`) and read, beside its mark: a
+   * redelivery of an event applied before `inboxHome` was turned on has a row and no mark, and must
+   * still be a duplicate. Set it when you turn `inboxHome` on for a consumer that already applied
+   * events, to the deploy's time plus the inbox window (`idempotency.inboxTtlSeconds`, 30 days by
+   * default); past it, rows are no longer written. To turn `inboxHome` off, first deploy with it
+   * set beyond the day you will remove `inboxHome`, at least one inbox window ahead, so that every
+   * event of the window has a row. See docs/inbox-home.md, "Turning it on or off".
+   *
+   * @throws ConsumerDefinitionError (from `createIdempotentConsumer`) when it is not a valid date
+   * @default undefined (no rows but for dead letters, redrives and provenance)
+   */
+  readonly rowsUntil?: Date | string;
 }

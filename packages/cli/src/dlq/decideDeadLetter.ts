@@ -153,6 +153,8 @@ export async function decideDeadLetter(message: DryRunMessage, consumer: DryRunC
     solo: false,
     verdict: undefined,
     settledAt: undefined,
+    // As the engine: before inboxHome.rowsUntil, the key's inbox row counts beside its mark.
+    ...(parsed.home !== undefined && now.getTime() < (definition.home?.rowsUntilMs ?? Number.NEGATIVE_INFINITY) ? { checkRow: true } : {}),
   };
   const { idempotencyKey } = unit;
 
@@ -183,7 +185,9 @@ export async function decideDeadLetter(message: DryRunMessage, consumer: DryRunC
   const rowItem =
     home !== undefined && unit.home !== undefined
       ? mark === undefined
-        ? undefined
+        ? unit.checkRow === true
+          ? read.found.get(inboxId(unit))
+          : undefined
         : {
             [tableKeys.inbox.ttlAttribute]: mark.x,
             // A mark holds no time of its own: it was written one inbox window before its expiry.
@@ -191,7 +195,7 @@ export async function decideDeadLetter(message: DryRunMessage, consumer: DryRunC
           }
       : read.found.get(inboxId(unit));
   const row =
-    home !== undefined && unit.home !== undefined
+    home !== undefined && unit.home !== undefined && mark !== undefined
       ? markRow(homeItem, home.attribute, consumer.consumerName, idempotencyKey)
       : toInboxRow(rowItem);
   if (row !== undefined) {

@@ -154,6 +154,10 @@ export class BatchEngine<Event> {
     stops: ReadonlyMap<string, number> = new Map(),
     deadLetter?: DeadLetterNow,
   ): Promise<void> {
+    const rowsUntilMs = this.#options.definition.home?.rowsUntilMs;
+    if (rowsUntilMs !== undefined && this.#options.now().getTime() < rowsUntilMs) {
+      for (const unit of units) if (unit.home !== undefined) unit.checkRow = true;
+    }
     const effects: CompletedEffects = { keys: new Set(), byUnit: new Map() };
     const contention: ContentionState = { separate: this.#separateBatchesLeft > 0, seen: false };
     try {
@@ -313,7 +317,11 @@ export class BatchEngine<Event> {
     // Under inboxHome the mark on the home item is the inbox record; a row is still written for a
     // redrive (over its dead letter's row, which the DLQ tooling reads) and under provenance.
     const withRow = (unit: Unit) =>
-      home === undefined || unit.home === undefined || unit.delivery.redriveOf !== undefined || config.provenance === true;
+      home === undefined ||
+      unit.home === undefined ||
+      unit.checkRow === true ||
+      unit.delivery.redriveOf !== undefined ||
+      config.provenance === true;
     const marking = (op: ItemOp): HomeMarking | undefined => {
       if (home === undefined || op.key.table !== home.table) return undefined;
       const marks = new Map<string, { mark: ReturnType<typeof appliedMark>; redriveOf?: string | undefined }>();
@@ -406,7 +414,9 @@ export class BatchEngine<Event> {
   #inboxRecordOf(unit: Unit, read: ReadResult): InboxRow | undefined {
     const home = this.#options.definition.home;
     if (home === undefined || unit.home === undefined) return toInboxRow(read.found.get(inboxId(unit)));
-    return markRow(read.found.get(unit.home.id), home.attribute, this.#options.config.consumerName, unit.idempotencyKey);
+    const mark = markRow(read.found.get(unit.home.id), home.attribute, this.#options.config.consumerName, unit.idempotencyKey);
+    // Before rowsUntil, a key applied before inboxHome was on has its row only.
+    return mark ?? (unit.checkRow === true ? toInboxRow(read.found.get(inboxId(unit))) : undefined);
   }
 
   /**

@@ -40,7 +40,13 @@ export interface ConsumerDefinition<Event = unknown> {
   readonly classifyError: ((error: unknown) => ErrorClassification | undefined) | undefined;
   readonly versionAttribute: string;
   /** Where inbox marks live when not in inbox rows (`inboxHome`); `undefined`: inbox rows. */
-  readonly home: (HomeSettings & { keyOf(event: Event): Readonly<ItemKey['key']> }) | undefined;
+  readonly home:
+    | (HomeSettings & {
+        keyOf(event: Event): Readonly<ItemKey['key']>;
+        /** `inboxHome.rowsUntil` in epoch milliseconds: until then, inbox rows are written and read beside the marks. */
+        readonly rowsUntilMs?: number;
+      })
+    | undefined;
 }
 
 /**
@@ -84,11 +90,25 @@ export function defineConsumer<Event>(options: AnyConsumerOptions<Event>): Consu
     const reserved = [versionAttribute, ...(table === undefined ? [] : [table.partitionKey, table.sortKey])];
     if (reserved.includes(attribute) || reserved.includes(stubAttributeOf(attribute)))
       problems.push(`inboxHome.attribute ${JSON.stringify(attribute)} must not be the version attribute or a key attribute of the table`);
+    const rowsUntil = inboxHome.rowsUntil;
+    const rowsUntilMs =
+      rowsUntil === undefined
+        ? undefined
+        : rowsUntil instanceof Date
+          ? rowsUntil.getTime()
+          : typeof rowsUntil === 'string' && /^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:\d{2})$/.test(rowsUntil)
+            ? Date.parse(rowsUntil)
+            : Number.NaN;
+    if (rowsUntilMs !== undefined && !Number.isFinite(rowsUntilMs))
+      problems.push(
+        `inboxHome.rowsUntil ${JSON.stringify(rowsUntil)} must be a valid Date or an ISO 8601 date-time with its offset (2027-01-31T00:00:00Z)`,
+      );
     home = {
       table: inboxHome.table,
       attribute,
       stubAttribute: stubAttributeOf(attribute),
       keyOf: inboxHome.key as (event: Event) => Readonly<ItemKey['key']>,
+      ...(rowsUntilMs === undefined ? {} : { rowsUntilMs }),
     };
   }
   const keyField = typeof options.idempotencyKey === 'string' ? options.idempotencyKey : undefined;

@@ -61,6 +61,11 @@ export interface Unit<Event = unknown> extends ParsedDelivery<Event> {
    * dead letter it redrives): a verdict that dead-letters it now needs only the snapshot.
    */
   inboxRead?: boolean;
+  /**
+   * Under `inboxHome`, before `inboxHome.rowsUntil`: its inbox row is read and written beside its
+   * mark (a redelivery of an event applied before `inboxHome` was on has a row and no mark).
+   */
+  checkRow?: boolean;
   /** Commits it lost in this batch on its own items (a conflict, throttling, an item changed by another writer). */
   losses: number;
   /** Commit it in a transaction of its own (after a shared transaction failed as a whole). */

@@ -57,14 +57,15 @@ export function inboxRecordId(unit: Unit): string {
 
 /**
  * The keys of the units' inbox rows and reads (but those of `inboxOnly`), by id. A unit with a
- * home item (`inboxHome`) has no row to read: its mark is on its home item, one of its reads.
+ * home item (`inboxHome`) has no row to read (but before `inboxHome.rowsUntil`: `checkRow`): its
+ * mark is on its home item, one of its reads.
  */
 function wantedKeys(units: readonly Unit[], config: StateReadDeps['config'], inboxOnly?: ReadonlySet<Unit>): Map<string, Wanted> {
   const wanted = new Map<string, Wanted>();
   for (const unit of units) {
-    if (unit.home === undefined)
+    if (unit.home === undefined || unit.checkRow === true)
       wanted.set(inboxId(unit), { tableName: config.inboxTable, key: inboxKey(config.consumerName, unit.idempotencyKey) });
-    else wanted.set(unit.home.id, { tableName: unit.home.tableName, key: unit.home.key });
+    if (unit.home !== undefined) wanted.set(unit.home.id, { tableName: unit.home.tableName, key: unit.home.key });
     if (inboxOnly?.has(unit) === true) continue;
     for (const read of unit.reads) wanted.set(read.id, { tableName: read.tableName, key: read.key });
   }
@@ -145,6 +146,7 @@ export async function readConsistently(
   for (const unit of units) {
     const error =
       failed.get(inboxRecordId(unit)) ??
+      (unit.checkRow === true ? failed.get(inboxId(unit)) : undefined) ??
       (options.inboxOnly?.has(unit) === true ? undefined : unit.reads.map((read) => failed.get(read.id)).find((e) => e !== undefined));
     if (error !== undefined) unread.set(unit, error);
   }

@@ -187,7 +187,7 @@ export function usedPlaceholders(
  * The conditions of a unit's commit as `ConditionCheck`s, to learn before its side effects run
  * whether the commit can succeed: its inbox row's (absent, or the dead letter it redrives) — under
  * `inboxHome`, its mark's on its home item, with the user's condition on that item when it has
- * one —, and each condition of the user's own on an item it writes (with the engine's: the item
+ * one, and its row's too before `inboxHome.rowsUntil` —, and each condition of the user's own on an item it writes (with the engine's: the item
  * still the incarnation believed). Nothing is written. `roles`: what each action is, in order;
  * `ops`: the items whose user condition is checked (none: nothing to learn before the effects).
  */
@@ -236,7 +236,8 @@ export function preflightActions(
     const onHome = checked.find((c) => c.op.key.id === unit.home!.id);
     actions.push(check(unit.home.tableName, unit.home.key, onHome === undefined ? marks : and(onHome.condition, marks)));
     roles.push({ role: 'inbox', unit, mark: true, ...(onHome === undefined ? {} : { op: onHome.op }) });
-  } else {
+  }
+  if (home === undefined || unit.home === undefined || unit.checkRow === true) {
     const inbox = inboxAction(unit, config, new Date(0)).Put!;
     actions.push(
       check(config.inboxTable, inboxKey(config.consumerName, unit.idempotencyKey), {
