@@ -93,9 +93,7 @@ export function readCancellation(
         // Its inbox row (also written under inboxHome for a redrive and with provenance), or, under
         // inboxHome, the check of its mark on its home item (before its side effects).
         const row =
-          role.mark === true && home !== undefined
-            ? markRow(old, home.attribute, consumerName, role.unit.idempotencyKey)
-            : toInboxRow(old);
+          role.mark === true && home !== undefined ? markRow(old, home.attribute, consumerName, role.unit.idempotencyKey) : toInboxRow(old);
         if (row !== undefined) inboxRows.push({ unit: role.unit, row });
         else if (role.op !== undefined) readItemFailure(role.op, old, versionAttribute, { observed, stale, conditionFailures }, home);
         else unexplained.add(role.unit);
