@@ -8,9 +8,9 @@
  * esbuild's default `module` condition, kept); then each imported in fresh Node.js processes,
  * interleaved (engine, baseline, …), with `--enable-source-maps` as the stack's `NODE_OPTIONS` sets it.
  *
- * **Where.** The imports run on the Node.js of the default Lambda runtime when its binary is
- * installed (`tools/node-versions`, as `npm run test:node24` installs it), else on the Node.js
- * running the benchmark; the report says which (`node`, `nodeIsRuntimes`).
+ * **Where.** The imports run on the Node.js of the default Lambda runtime (`tools/node-versions`,
+ * installed on first use as `npm run test:node24` does), else, where it cannot be installed, on
+ * the Node.js running the benchmark; the report says which (`node`, `nodeIsRuntimes`).
  *
  * **Tracing, like with like.** Both handlers load Powertools' Tracer under the same condition (on
  * Lambda unless `POWERTOOLS_TRACE_ENABLED=false`), so both are measured twice: as deployed with the
@@ -28,7 +28,7 @@
  *
  * @module
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -227,9 +227,19 @@ function importOnce(node: string, timer: string, bundle: string, tracing: boolea
   });
 }
 
-/** The default Lambda runtime's Node.js binary when `tools/node-versions` has it, else the benchmark's own. */
-export function runtimeNode(root: string): { node: string; version: string; isRuntimes: boolean } {
-  const installed = join(root, 'tools', 'node-versions', 'node_modules', `node-${RUNTIME_MAJOR}`, 'bin', 'node');
+/**
+ * The default Lambda runtime's Node.js binary from `tools/node-versions`, installed there on first
+ * use as `npm run test:node24` does (`npm ci --prefix tools/node-versions`: the binaries pinned in
+ * its lock file, from the npm registry, Linux x64 only); else, when it cannot be installed, the
+ * benchmark's own Node.js (the report says so).
+ */
+export function runtimeNode(root: string, log?: (line: string) => void): { node: string; version: string; isRuntimes: boolean } {
+  const folder = join(root, 'tools', 'node-versions');
+  const installed = join(folder, 'node_modules', `node-${RUNTIME_MAJOR}`, 'bin', 'node');
+  if (!existsSync(installed) && process.platform === 'linux' && process.arch === 'x64' && existsSync(join(folder, 'package-lock.json'))) {
+    log?.(`Installing the Lambda runtime's Node.js ${RUNTIME_MAJOR} into tools/node-versions (npm ci) for the cold start…`);
+    spawnSync('npm', ['ci', '--prefix', folder, '--no-audit', '--no-fund', '--silent'], { stdio: 'ignore', timeout: 300_000 });
+  }
   const node = existsSync(installed) ? installed : process.execPath;
   const version = node === process.execPath ? process.version : execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
   return { node, version, isRuntimes: version.startsWith(`v${RUNTIME_MAJOR}.`) };
@@ -259,7 +269,7 @@ function figuresOf(engine: readonly ImportTime[], baseline: readonly ImportTime[
  */
 export async function measureColdStart(options: ColdStartOptions): Promise<ColdStart> {
   const root = options.root ?? process.cwd();
-  const runtime = runtimeNode(root);
+  const runtime = runtimeNode(root, options.log);
   const node = options.node ?? runtime.node;
   const version = options.node === undefined ? runtime.version : execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
   const dir = await mkdtemp(join(tmpdir(), 'bench-cold-start-'));
