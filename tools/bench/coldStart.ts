@@ -29,7 +29,7 @@
  * @module
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -238,7 +238,23 @@ export function runtimeNode(root: string, log?: (line: string) => void): { node:
   const installed = join(folder, 'node_modules', `node-${RUNTIME_MAJOR}`, 'bin', 'node');
   if (!existsSync(installed) && process.platform === 'linux' && process.arch === 'x64' && existsSync(join(folder, 'package-lock.json'))) {
     log?.(`Installing the Lambda runtime's Node.js ${RUNTIME_MAJOR} into tools/node-versions (npm ci) for the cold start…`);
-    spawnSync('npm', ['ci', '--prefix', folder, '--no-audit', '--no-fund', '--silent'], { stdio: 'ignore', timeout: 300_000 });
+    // Into a folder of its own, then renamed into place at once: a test that runs the binaries
+    // meanwhile (they are used when present) never meets a half-written one.
+    const staging = join(folder, `.install-${process.pid}`);
+    try {
+      mkdirSync(staging, { recursive: true });
+      for (const file of ['package.json', 'package-lock.json']) copyFileSync(join(folder, file), join(staging, file));
+      const npm = spawnSync('npm', ['ci', '--prefix', staging, '--no-audit', '--no-fund', '--silent'], {
+        stdio: 'ignore',
+        timeout: 300_000,
+      });
+      if (npm.status === 0 && !existsSync(join(folder, 'node_modules')))
+        renameSync(join(staging, 'node_modules'), join(folder, 'node_modules'));
+    } catch {
+      // Left to the fallback below: the benchmark's own Node.js, which the report names.
+    } finally {
+      rmSync(staging, { recursive: true, force: true });
+    }
   }
   const node = existsSync(installed) ? installed : process.execPath;
   const version = node === process.execPath ? process.version : execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
