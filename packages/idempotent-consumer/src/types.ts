@@ -506,12 +506,23 @@ export interface InboxHome<TableName extends string = string, Event = unknown> {
    * redelivery of an event applied before `inboxHome` was turned on has a row and no mark, and must
    * still be a duplicate. Set it when you turn `inboxHome` on for a consumer that already applied
    * events, to the deploy's time plus the inbox window (`idempotency.inboxTtlSeconds`, 30 days by
-   * default); past it, rows are no longer written. To turn `inboxHome` off, first deploy with it
-   * set beyond the day you will remove `inboxHome`, at least one inbox window ahead, so that every
-   * event of the window has a row. See docs/inbox-home.md, "Turning it on or off".
+   * default); past it, rows are no longer written. To turn `inboxHome` off, deploy with it one
+   * inbox window ahead or more, then, after that window, `marks: false` (see it).
+   * See docs/inbox-home.md, "Turning it on or off".
    *
    * @throws ConsumerDefinitionError (from `createIdempotentConsumer`) when it is not a valid date
    * @default undefined (no rows but for dead letters, redrives and provenance)
    */
   readonly rowsUntil?: Date | string;
+  /**
+   * `false`: write no more marks (nor stubs): each event's inbox row is written and read as
+   * without `inboxHome`, while the marks and stubs already on home items are still read (a key
+   * marked before is a duplicate) and hidden from `decide` (a stub is absent). The way to turn
+   * `inboxHome` off: deploy with `rowsUntil` ahead, and one inbox window later (every key of the
+   * window then has its row) deploy `marks: false`, keeping `inboxHome` declared so that the stubs
+   * and marks left on your items stay invisible. Removing `inboxHome` altogether shows them to
+   * `decide` as attributes and items.
+   * @default true
+   */
+  readonly marks?: boolean;
 }

@@ -178,10 +178,14 @@ export async function decideDeadLetter(message: DryRunMessage, consumer: DryRunC
   // Under inboxHome the key's record is its mark on the home item (its expiry as the row's TTL).
   const home = definition.home;
   const homeItem = home !== undefined && unit.home !== undefined ? read.found.get(unit.home.id) : undefined;
-  const mark =
+  const marked =
     home !== undefined && unit.home !== undefined
       ? marksOf(homeItem, home.attribute)[markKey(consumer.consumerName, idempotencyKey)]
       : undefined;
+  // As the engine, before rowsUntil: an applied row wins over a dead letter's mark (redriven by a
+  // consumer with rows only).
+  const appliedRow = unit.checkRow === true ? toInboxRow(read.found.get(inboxId(unit))) : undefined;
+  const mark = marked?.s !== undefined && appliedRow?.status === InboxStatus.Applied ? undefined : marked;
   const rowItem =
     home !== undefined && unit.home !== undefined
       ? mark === undefined

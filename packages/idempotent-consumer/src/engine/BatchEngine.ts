@@ -22,6 +22,7 @@ import { type CancellationReason, readCancellation } from './readCancellation.js
 import { inboxId, type ReadResult, readConsistently, readSnapshot, type StateReadDeps } from './stateReads.js';
 import { inboxAction, itemAction, outboxActions, preflightActions, type TransactAction, writtenKeys } from './transactionActions.js';
 import type { ActionRole, InvocationClock, ItemOp, Known, RoundPlan, SideEffectExecutor, Unit, UnitVerdict, VerifyLevel } from './Unit.js';
+import { MAX_TRANSACTION_ACTIONS } from './foldDecision.js';
 
 export type { InvocationClock, SideEffectExecutor, Unit, UnitVerdict } from './Unit.js';
 export { describeError } from './describeError.js';
@@ -154,8 +155,9 @@ export class BatchEngine<Event> {
     stops: ReadonlyMap<string, number> = new Map(),
     deadLetter?: DeadLetterNow,
   ): Promise<void> {
-    const rowsUntilMs = this.#options.definition.home?.rowsUntilMs;
-    if (rowsUntilMs !== undefined && this.#options.now().getTime() < rowsUntilMs) {
+    const home = this.#options.definition.home;
+    const rowsUntilMs = home?.rowsUntilMs;
+    if (home?.writeMarks === false || (rowsUntilMs !== undefined && this.#options.now().getTime() < rowsUntilMs)) {
       for (const unit of units) if (unit.home !== undefined) unit.checkRow = true;
     }
     const effects: CompletedEffects = { keys: new Set(), byUnit: new Map() };
@@ -323,7 +325,7 @@ export class BatchEngine<Event> {
       unit.delivery.redriveOf !== undefined ||
       config.provenance === true;
     const marking = (op: ItemOp): HomeMarking | undefined => {
-      if (home === undefined || op.key.table !== home.table) return undefined;
+      if (home === undefined || home.writeMarks === false || op.key.table !== home.table) return undefined;
       const marks = new Map<string, { mark: ReturnType<typeof appliedMark>; redriveOf?: string | undefined }>();
       for (const unit of [...op.authors, ...op.readers]) {
         if (unit.home?.id !== op.key.id || marks.has(markKey(config.consumerName, unit.idempotencyKey))) continue;
@@ -368,6 +370,9 @@ export class BatchEngine<Event> {
                 // An applied mark stays until it expires: remembered, it is still true. A dead
                 // letter's mark is replaced by its redrive: trusted only as read in this batch.
                 if (row?.status === InboxStatus.DeadLettered && !known.verified) return false;
+                // Before rowsUntil, a dead letter's mark may have been redriven by a consumer with
+                // rows only (an applied row, the mark left): the rows are read before it counts.
+                if (row?.status === InboxStatus.DeadLettered && unit.checkRow === true) return false;
                 return this.#settleFromInboxRow(unit, row);
               },
             }),
@@ -415,8 +420,11 @@ export class BatchEngine<Event> {
     const home = this.#options.definition.home;
     if (home === undefined || unit.home === undefined) return toInboxRow(read.found.get(inboxId(unit)));
     const mark = markRow(read.found.get(unit.home.id), home.attribute, this.#options.config.consumerName, unit.idempotencyKey);
-    // Before rowsUntil, a key applied before inboxHome was on has its row only.
-    return mark ?? (unit.checkRow === true ? toInboxRow(read.found.get(inboxId(unit))) : undefined);
+    if (unit.checkRow !== true) return mark;
+    // Before rowsUntil, a key applied by a consumer with rows only has its row alone, or its row
+    // applied over a dead letter's mark (a redrive with rows): an applied row wins.
+    const row = toInboxRow(read.found.get(inboxId(unit)));
+    return mark === undefined || (mark.status === InboxStatus.DeadLettered && row?.status === InboxStatus.Applied) ? row : mark;
   }
 
   /**
@@ -519,9 +527,9 @@ export class BatchEngine<Event> {
    */
   async #preflight(plan: RoundPlan, view: Map<string, Known>, done: ReadonlySet<string>): Promise<boolean> {
     const { client, config, definition, logger } = this.#options;
-    const actions: TransactAction[] = [];
-    const roles: ActionRole[] = [];
-    const units: Unit[] = [];
+    // Every unit that runs effects this round is checked: the checks go in transactions of at
+    // most 100 actions (DynamoDB's limit), sent together, a unit's checks never split.
+    const checks: { actions: TransactAction[]; roles: ActionRole[]; units: Unit[] }[] = [];
     for (const { unit, sideEffects } of plan.plans) {
       if (
         sideEffects.length === 0 ||
@@ -529,32 +537,42 @@ export class BatchEngine<Event> {
       )
         continue;
       const preflight = preflightActions(unit, plan.ops.values(), config, definition);
-      if (preflight.ops.length === 0 || actions.length + preflight.actions.length > 100) continue;
-      actions.push(...preflight.actions);
-      roles.push(...preflight.roles);
-      units.push(unit);
-    }
-    if (units.length === 0) return true;
-    try {
-      await client.send(new TransactWriteCommand({ TransactItems: actions }));
-      return true;
-    } catch (error) {
-      if (error instanceof Error && error.name === 'TransactionCanceledException') {
-        this.#readCancellation(
-          { actions, roles, units, bytes: 0 },
-          (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [],
-          view,
-        );
-        return false;
+      if (preflight.ops.length === 0) continue;
+      let last = checks.at(-1);
+      if (last === undefined || last.actions.length + preflight.actions.length > MAX_TRANSACTION_ACTIONS) {
+        last = { actions: [], roles: [], units: [] };
+        checks.push(last);
       }
-      logger?.warn('could not check the conditions of a commit before its side effects; its messages will be retried', {
-        error: describeError(error),
-        messages: units.length,
-      });
-      if (units.length > 1) for (const unit of units) unit.solo = true;
-      else this.#fail(units[0]!, error);
-      return false;
+      last.actions.push(...preflight.actions);
+      last.roles.push(...preflight.roles);
+      last.units.push(unit);
     }
+    if (checks.length === 0) return true;
+    const results = await Promise.all(
+      checks.map(async (check): Promise<boolean> => {
+        try {
+          await client.send(new TransactWriteCommand({ TransactItems: check.actions }));
+          return true;
+        } catch (error) {
+          if (error instanceof Error && error.name === 'TransactionCanceledException') {
+            this.#readCancellation(
+              { ...check, bytes: 0 },
+              (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [],
+              view,
+            );
+            return false;
+          }
+          logger?.warn('could not check the conditions of a commit before its side effects; its messages will be retried', {
+            error: describeError(error),
+            messages: check.units.length,
+          });
+          if (check.units.length > 1) for (const unit of check.units) unit.solo = true;
+          else this.#fail(check.units[0]!, error);
+          return false;
+        }
+      }),
+    );
+    return results.every(Boolean);
   }
 
   /**

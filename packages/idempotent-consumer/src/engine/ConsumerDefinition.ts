@@ -99,6 +99,7 @@ export function defineConsumer<Event>(options: AnyConsumerOptions<Event>): Consu
           : typeof rowsUntil === 'string' && /^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:\d{2})$/.test(rowsUntil)
             ? Date.parse(rowsUntil)
             : Number.NaN;
+    if (inboxHome.marks !== undefined && typeof inboxHome.marks !== 'boolean') problems.push('inboxHome.marks must be a boolean');
     if (rowsUntilMs !== undefined && !Number.isFinite(rowsUntilMs))
       problems.push(
         `inboxHome.rowsUntil ${JSON.stringify(rowsUntil)} must be a valid Date or an ISO 8601 date-time with its offset (2027-01-31T00:00:00Z)`,
@@ -107,8 +108,13 @@ export function defineConsumer<Event>(options: AnyConsumerOptions<Event>): Consu
       table: inboxHome.table,
       attribute,
       stubAttribute: stubAttributeOf(attribute),
+      stubAttributes: [
+        versionAttribute,
+        ...(table === undefined ? [] : [table.partitionKey, ...(table.sortKey === undefined ? [] : [table.sortKey])]),
+      ],
       keyOf: inboxHome.key as (event: Event) => Readonly<ItemKey['key']>,
       ...(rowsUntilMs === undefined ? {} : { rowsUntilMs }),
+      ...(inboxHome.marks === false ? { writeMarks: false } : {}),
     };
   }
   const keyField = typeof options.idempotencyKey === 'string' ? options.idempotencyKey : undefined;

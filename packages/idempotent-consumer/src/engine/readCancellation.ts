@@ -163,7 +163,13 @@ function readItemFailure(
   home?: HomeSettings,
 ): void {
   const actual: Known = { exists: old !== undefined, item: old, verified: true };
-  if (!op.inReadSet && home !== undefined && op.key.table === home.table && (op.kind === 'put' || op.kind === 'delete')) {
+  if (
+    !op.inReadSet &&
+    home !== undefined &&
+    home.writeMarks !== false &&
+    op.key.table === home.table &&
+    (op.kind === 'put' || op.kind === 'delete')
+  ) {
     // A blind Put or Delete of the home table, guarded so as not to erase inbox marks: the item
     // holds marks (or, believed marked, changed): decided again on the item as it is.
     // Believed marked, it was conditioned on the incarnation believed: a change fails it. Believed

@@ -35,6 +35,18 @@ export interface HomeSettings {
   readonly attribute: string;
   /** The stub flag attribute: `<attribute>Stub`. */
   readonly stubAttribute: string;
+  /**
+   * The attributes a stub holds beside its marks and flag: the table's key attributes and the
+   * engine's version attribute. Given, an item that holds any other attribute is no stub, whatever
+   * its flag says (another writer's `UpdateItem` on a stub made it an item).
+   */
+  readonly stubAttributes?: readonly string[];
+  /**
+   * `false` (`inboxHome.marks: false`): no mark and no stub is written any more; inbox rows are, and
+   * the marks and stubs already stored are still read (and hidden from `decide`).
+   * @default true
+   */
+  readonly writeMarks?: boolean;
 }
 
 /** One mark as stored: an applied event (`s` absent), or a dead-lettered one. */
@@ -143,9 +155,17 @@ export function expiredMarks(item: Readonly<Item> | undefined, attribute: string
   return expired;
 }
 
-/** Whether a stored item is a stub (it holds only marks). */
+/**
+ * Whether a stored item is a stub: flagged, and (when `home.stubAttributes` is given) holding
+ * nothing but its key, its version, its marks and its flag. An `UpdateItem` of another writer (or
+ * of a consumer without `inboxHome`) that adds attributes to a stub keeps the flag: the item is
+ * then what it holds, not absent.
+ */
 export function isStub(item: Readonly<Item> | undefined, home: HomeSettings): boolean {
-  return item?.[home.stubAttribute] === true;
+  if (item?.[home.stubAttribute] !== true) return false;
+  const own = home.stubAttributes;
+  if (own === undefined) return true;
+  return Object.keys(item).every((name) => name === home.attribute || name === home.stubAttribute || own.includes(name));
 }
 
 /**

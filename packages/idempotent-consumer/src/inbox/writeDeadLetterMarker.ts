@@ -103,7 +103,15 @@ async function writeWithHomeMark(
     errorMessage: marker.failure.errorMessage,
   });
   for (let attempt = 0; attempt < HOME_MARK_TRIES; attempt += 1) {
-    const read = await client.send(new GetCommand({ TableName: home.key.tableName, Key: home.key.key, ConsistentRead: true }));
+    let read: { Item?: Record<string, unknown> };
+    try {
+      read = await client.send(new GetCommand({ TableName: home.key.tableName, Key: home.key.key, ConsistentRead: true }));
+    } catch (error) {
+      // DynamoDB refuses the home's key itself (a key value of the wrong type: the same refusal
+      // that dead-letters the message): no mark can go there; the row alone keeps its reason.
+      if (error instanceof Error && error.name === 'ValidationException') return writeRowOnly(client, rowPut);
+      throw error;
+    }
     const item = read.Item as Item | undefined;
     const existing = markRow(item, settings.attribute, config.consumerName, marker.idempotencyKey);
     if (existing?.status === InboxStatus.Applied) return { kind: 'applied', row: existing };
@@ -189,7 +197,8 @@ export function homeTargetOf(
   key: ResolvedKey | undefined,
 ): HomeTarget | undefined {
   const settings = definition?.home;
-  if (settings === undefined || key === undefined) return undefined;
+  // With inboxHome.marks false, a dead letter writes its row alone, as without inboxHome.
+  if (settings === undefined || settings.writeMarks === false || key === undefined) return undefined;
   return {
     key,
     settings: { table: settings.table, attribute: settings.attribute, stubAttribute: settings.stubAttribute },
