@@ -108,6 +108,8 @@ export interface InvocationRecords {
 /** One execution environment. */
 export interface ExecutionEnvironment {
   readonly handler: IdempotentConsumerHandler;
+  /** The deploy whose options it runs: 0 before any {@link EnvironmentPool.deploy}, then 1, 2, … */
+  readonly generation: number;
   busy: boolean;
   readonly records: InvocationRecords;
   destroy(): void;
@@ -130,9 +132,39 @@ export class EnvironmentPool {
   readonly #retired: ExecutionEnvironment[] = [];
   /** Environments created (cold starts). */
   created = 0;
+  /** The options of the environments created from now on, and their generation. */
+  #consumer: IdempotentConsumerOptions<never>;
+  #generation = 0;
 
   constructor(options: EnvironmentPoolOptions) {
     this.#options = options;
+    this.#consumer = options.consumer;
+  }
+
+  /** The generation of the latest deploy (0: none yet). */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /**
+   * A deploy: the environments created from now on run `consumer`; those that exist keep their
+   * options until {@link retire} (or until they are replaced), as Lambda keeps them for a while.
+   */
+  deploy(consumer: IdempotentConsumerOptions<never>): void {
+    this.#consumer = consumer;
+    this.#generation += 1;
+  }
+
+  /** Retires every environment of an earlier generation (one in flight finishes its invocation); returns how many. */
+  retire(): number {
+    let retired = 0;
+    this.#environments.forEach((environment, index) => {
+      if (environment !== undefined && environment.generation < this.#generation) {
+        this.replace(index);
+        retired += 1;
+      }
+    });
+    return retired;
   }
 
   /** The environment at `index`, or another idle one when it is busy (Lambda scales out). */
@@ -149,8 +181,10 @@ export class EnvironmentPool {
   }
 
   /** Replaces the environment at `index` (after a timeout or crash); its clients live until {@link destroy}. */
-  replace(index: number): void {
+  replace(index: number, environment?: ExecutionEnvironment): void {
     const old = this.#environments[index];
+    // Already replaced (retired by a deploy while it ran): the environment in its place stays.
+    if (environment !== undefined && old !== environment) return;
     if (old !== undefined) this.#retired.push(old);
     this.#environments[index] = undefined;
   }
@@ -178,7 +212,8 @@ export class EnvironmentPool {
     }
     this.created += 1;
     const records: InvocationRecords = { outcomes: [], metrics: [] };
-    const handler = createIdempotentConsumer(this.#options.consumer, {
+    const generation = this.#generation;
+    const handler = createIdempotentConsumer(this.#consumer, {
       environment: this.#options.environment,
       clients: { dynamoDb, sqs, s3 },
       logger: silentLogger,
@@ -189,6 +224,7 @@ export class EnvironmentPool {
     });
     return {
       handler,
+      generation,
       busy: false,
       records,
       destroy: () => {

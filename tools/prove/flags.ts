@@ -8,6 +8,8 @@ import { parseArgs } from 'node:util';
 import { parseSeedFlag } from '@idempotent-consumer/local/internal';
 import { type InboxHomeMode, inboxHomeModes } from './generated/spec.js';
 import {
+  type HomeSwitchMode,
+  homeSwitchModes,
   type ProveConsumer,
   proveConsumers,
   type ProveSource,
@@ -39,6 +41,8 @@ export interface ProveFlags {
   readonly parkOutOfOrder: boolean | undefined;
   /** Generated consumers that keep their inbox marks on home items (`inboxHome`): all, none, or about half (drawn per consumer). */
   readonly inboxHome: InboxHomeMode;
+  /** Deploys that switch `inboxHome` mid-schedule (generated consumers with an inbox home). */
+  readonly homeSwitch: HomeSwitchMode;
   readonly endpoints: { readonly dynamoDbEndpoint: string; readonly sqsEndpoint: string } | undefined;
 }
 
@@ -47,6 +51,7 @@ export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--sour
                         [--consumer cafe|inventory|all] [--json]
                         [--replay FILE_OR_JSON] [--shrink-seconds N] [--replay-dir DIR] [--tables-every N] [--no-cover]
                         [--park drawn|always|never] [--home mixed|always|never]
+                        [--switch none|on|off|mixed|off-removed|on-without-rows-until]
                         [--dynamodb-endpoint URL --sqs-endpoint URL]
 
   --schedules N        fault schedules in all, shared out among the sources          default 100
@@ -62,6 +67,11 @@ export const USAGE = `usage: npm run prove -- [--schedules N] [--seed S] [--sour
   --no-cover           no targeted schedules for await points never killed at
   --park               standard-queue (sqs) schedules with retry.parkOutOfOrder: half, drawn per schedule; all; none   default drawn
   --home               generated consumers with inboxHome (inbox marks on home items): half, drawn per consumer; all; none   default mixed
+  --switch             a deploy that switches inboxHome mid-schedule, old and new execution environments overlapping
+                       (generated consumers with inboxHome; --home then defaults to always): none; on (rows → inboxHome
+                       with rowsUntil); off (inboxHome with rowsUntil → inboxHome with marks: false); mixed (on or off,
+                       drawn per schedule); off-removed (inboxHome with rowsUntil → no inboxHome);
+                       on-without-rows-until (a negative control: its violations are expected)   default none
   --dynamodb-endpoint, --sqs-endpoint   use running emulators instead of starting the embedded ones
 
 Exit status: 0 when no invariant was violated; 1 when one was (or the run failed); 2 for a bad flag or replay.`;
@@ -118,7 +128,8 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
         'tables-every': { type: 'string', default: '200' },
         'no-cover': { type: 'boolean', default: false },
         park: { type: 'string', default: 'drawn' },
-        home: { type: 'string', default: 'mixed' },
+        home: { type: 'string' },
+        switch: { type: 'string', default: 'none' },
         'dynamodb-endpoint': { type: 'string' },
         'sqs-endpoint': { type: 'string' },
         help: { type: 'boolean', default: false },
@@ -140,8 +151,16 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
   }
   if (!['drawn', 'always', 'never'].includes(values.park))
     throw new ProveFlagError(`--park must be one of drawn, always, never, not ${JSON.stringify(values.park)}`);
-  if (!(inboxHomeModes as readonly string[]).includes(values.home))
-    throw new ProveFlagError(`--home must be one of ${inboxHomeModes.join(', ')}, not ${JSON.stringify(values.home)}`);
+  if (!(homeSwitchModes as readonly string[]).includes(values.switch))
+    throw new ProveFlagError(`--switch must be one of ${homeSwitchModes.join(', ')}, not ${JSON.stringify(values.switch)}`);
+  // A switch needs consumers with an inbox home: every generated consumer has one unless --home says otherwise.
+  const home = values.home ?? (values.switch === 'none' ? 'mixed' : 'always');
+  if (!(inboxHomeModes as readonly string[]).includes(home))
+    throw new ProveFlagError(`--home must be one of ${inboxHomeModes.join(', ')}, not ${JSON.stringify(home)}`);
+  if (home === 'never' && values.switch !== 'none')
+    throw new ProveFlagError('--switch needs consumers with inboxHome: not with --home never');
+  if (values.switch !== 'none' && values.workload === 'examples')
+    throw new ProveFlagError('--switch switches generated consumers: give --workload generated or all');
   const dynamoDbEndpoint = values['dynamodb-endpoint'];
   const sqsEndpoint = values['sqs-endpoint'];
   if ((dynamoDbEndpoint === undefined) !== (sqsEndpoint === undefined))
@@ -166,7 +185,8 @@ export async function parseProveFlags(argv: readonly string[]): Promise<ProveFla
     rotateEvery: integer(values['tables-every'], '--tables-every', 1, 1_000_000),
     cover: !values['no-cover'],
     parkOutOfOrder: values.park === 'drawn' ? undefined : values.park === 'always',
-    inboxHome: values.home as InboxHomeMode,
+    inboxHome: home as InboxHomeMode,
+    homeSwitch: values.switch as HomeSwitchMode,
     endpoints: dynamoDbEndpoint !== undefined && sqsEndpoint !== undefined ? { dynamoDbEndpoint, sqsEndpoint } : undefined,
   };
 }

@@ -88,7 +88,21 @@ export interface MarkEvidence extends HomeMarks {
   readonly nowMs: number;
   /** The consumer's inbox window (`idempotency.inboxTtlSeconds`). */
   readonly inboxTtlSeconds: number;
+  /**
+   * A deploy switched `inboxHome` during the schedule: the records an applied key may have, by
+   * the options it may have been applied under (see {@link RecordShape}).
+   */
+  readonly switched?: {
+    /** The shapes the key's records may take, and the options (for the message) they come from. */
+    allowed(key: string): { readonly shapes: ReadonlySet<RecordShape>; readonly under: string };
+  };
 }
+
+/**
+ * The records of an applied key: an applied inbox row alone (inbox rows), an applied mark alone
+ * (`inboxHome`), or both, agreeing (`inboxHome` before `rowsUntil`; and a redrive's row beside its mark).
+ */
+export type RecordShape = 'row' | 'mark' | 'both';
 
 /**
  * The inbox record of each idempotency key: its inbox row, or its mark on its home item
@@ -379,6 +393,7 @@ function checkMarks(
         );
       const row = rows.get(key);
       if (mark.status === InboxStatus.Applied) {
+        if (marks.switched !== undefined) continue; // checkSwitchedRecords
         if (
           row?.status === InboxStatus.Applied &&
           !(redriven.has(key) && row.messageId === mark.messageId && row.payloadHash === mark.payloadHash)
@@ -391,6 +406,45 @@ function checkMarks(
         if (row === undefined) problems.push(`${what} is dead-lettered, but the key has no inbox row (the dead-letter tooling reads it)`);
       } else problems.push(`${what} has status ${JSON.stringify(mark.status)}`);
     }
+  }
+  if (marks.switched !== undefined) problems.push(...checkSwitchedRecords(marks, marks.switched, rows, redriven));
+  return problems;
+}
+
+/**
+ * Under a deploy that switched `inboxHome`: each applied key's records take a shape the options
+ * it was applied under write (a row; a mark; both before `rowsUntil`), and a row and a mark that
+ * both say applied agree (one message, one payload): two that disagree are two applications.
+ */
+function checkSwitchedRecords(
+  marks: MarkEvidence,
+  switched: NonNullable<MarkEvidence['switched']>,
+  rows: ReadonlyMap<string, StoredInboxRow>,
+  redriven: ReadonlySet<string>,
+): string[] {
+  const problems: string[] = [];
+  const applied = new Map<string, { messageId: string; payloadHash: string }>();
+  for (const [home, entries] of marks.byHome)
+    for (const [key, mark] of entries) if (marks.homeOf(key) === home && mark.status === InboxStatus.Applied) applied.set(key, mark);
+  for (const key of new Set([
+    ...applied.keys(),
+    ...[...rows].filter(([, row]) => row.status === InboxStatus.Applied).map(([key]) => key),
+  ])) {
+    const mark = applied.get(key);
+    const row = rows.get(key)?.status === InboxStatus.Applied ? rows.get(key) : undefined;
+    const shape: RecordShape = mark !== undefined && row !== undefined ? 'both' : row !== undefined ? 'row' : 'mark';
+    if (mark !== undefined && row !== undefined && (row.messageId !== mark.messageId || row.payloadHash !== mark.payloadHash)) {
+      problems.push(
+        `${key} has two records of being applied that disagree: a mark (by ${mark.messageId}) and an inbox row (by ${row.messageId})`,
+      );
+      continue;
+    }
+    const { shapes, under } = switched.allowed(key);
+    // A redrive writes its row beside its mark.
+    if (shapes.has(shape) || (shape === 'both' && shapes.has('mark') && redriven.has(key))) continue;
+    problems.push(
+      `${key} (applied under ${under}) has ${shape === 'both' ? 'an applied row and mark' : shape === 'row' ? 'an applied row and no applied mark' : 'an applied mark and no applied row'}; those options write ${[...shapes].join(' or ')}`,
+    );
   }
   return problems;
 }

@@ -67,6 +67,7 @@ async function main(): Promise<number> {
               coverKillPoints: flags.cover,
               ...(flags.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: flags.parkOutOfOrder }),
               inboxHome: flags.inboxHome,
+              homeSwitch: flags.homeSwitch,
               shrinkSeconds: flags.shrinkSeconds,
               rotateEvery: flags.rotateEvery,
               ...(flags.replayDirectory === undefined ? {} : { replayDirectory: flags.replayDirectory }),

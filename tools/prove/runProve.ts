@@ -21,7 +21,14 @@ import { type KillPoint, killPoints } from './killPoints.js';
 import { ProveResources } from './ProveResources.js';
 import { emptyStats, type ProveEnvironment, runSchedule, type ScheduleResult, type ScheduleStats } from './runSchedule.js';
 import type { InboxHomeMode } from './generated/spec.js';
-import { type ProveConsumer, type ProveSource, type ProveWorkload, type Schedule, scheduleArbitrary } from './schedule.js';
+import {
+  type HomeSwitchMode,
+  type ProveConsumer,
+  type ProveSource,
+  type ProveWorkload,
+  type Schedule,
+  scheduleArbitrary,
+} from './schedule.js';
 import { installVirtualClock } from './virtualClock.js';
 
 /** Options of {@link runProve}. */
@@ -45,6 +52,8 @@ export interface ProveOptions {
    * about half (drawn per consumer, recorded in its spec). @default 'mixed'
    */
   readonly inboxHome?: InboxHomeMode;
+  /** Deploys that switch `inboxHome` mid-schedule (generated consumers with an inbox home). @default 'none' */
+  readonly homeSwitch?: HomeSwitchMode;
   /** After the random schedules, run targeted ones for every await point met but never killed at. @default true */
   readonly coverKillPoints?: boolean;
   /** Time to shrink each failing schedule, in seconds; 0 prints the schedule unshrunk. @default 300 */
@@ -222,6 +231,7 @@ export async function runProve(session: ProveSession, options: ProveOptions): Pr
       ...(workload === undefined ? {} : { workload }),
       ...(options.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: options.parkOutOfOrder }),
       ...(options.inboxHome === undefined ? {} : { inboxHome: options.inboxHome }),
+      ...(options.homeSwitch === undefined ? {} : { homeSwitch: options.homeSwitch }),
     });
     let run = 0;
     let lastLog = performance.now();
@@ -385,6 +395,7 @@ async function shrink(
         ...(workload === undefined ? {} : { workload }),
         ...(options.parkOutOfOrder === undefined ? {} : { parkOutOfOrder: options.parkOutOfOrder }),
         ...(options.inboxHome === undefined ? {} : { inboxHome: options.inboxHome }),
+        ...(options.homeSwitch === undefined ? {} : { homeSwitch: options.homeSwitch }),
       }),
       async (schedule) => {
         if (performance.now() > deadline) return true;
@@ -441,6 +452,10 @@ export function formatReport(report: ProveReport): string {
   if (t.homeSchedules > 0)
     lines.push(
       `  Inbox home (inboxHome: the café, generated consumers): ${t.homeSchedules} schedules, ${t.homeMarks} applied marks on home items, ${t.homeDeadLetterMarks} dead-lettered marks, ${t.homeStubs} stubs; applied keys with an inbox row: ${t.homeAppliedRows} never redriven, ${t.homeRedriveRows} redriven.`,
+    );
+  if (t.switchedSchedules + t.switchBlocked > 0)
+    lines.push(
+      `  Inbox home switched by a deploy (--switch): ${t.switchedSchedules} schedules switched (${t.switchedSchedules - t.switchedOff} on, ${t.switchedOff} off; ${t.switchBlocked} more drawn with a switch kept their options: their model depends on inboxHome), ${t.switchOldInvocations} invocations of old environments after the deploy; redeliveries of keys applied under the old options to the new ones: ${t.switchCrossings} before the replay, ${t.switchReplayCrossings} in the replay; ${t.switchStaleStubs} stub flags left on items a consumer without inboxHome (or with marks: false) wrote.`,
     );
   lines.push(`Violations: ${report.violations} (${report.failingSchedules} failing schedules)`);
   for (const name of invariants) lines.push(`  ${report.byInvariant[name] === 0 ? '✓' : '✗'} ${name}: ${report.byInvariant[name]}`);

@@ -24,7 +24,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { FailureReason, type OutcomeRecord } from 'idempotent-consumer';
+import { FailureReason, type IdempotentConsumerOptions, type OutcomeRecord } from 'idempotent-consumer';
 import { canonicalJson } from 'idempotent-consumer/internal';
 import { kafkaRetryAttempts, lambdaEnvironment, maxReceiveCount, RECEIVE_ALLOWANCE, withOverrides } from 'idempotent-consumer/settings';
 import type { KafkaEvent } from 'idempotent-consumer/kafka';
@@ -36,11 +36,19 @@ import { cafeWorkload } from './cafeWorkload.js';
 import { type CallInterceptor, controlInvocation, EnvironmentPool, type InvocationControl } from './executionEnvironments.js';
 import { generatedWorkload } from './generated/workload.js';
 import { inventoryWorkload } from './inventoryWorkload.js';
-import { checkInvariants, Invariant, inboxRecords, type MarkEvidence, type SentMessage, type Violation } from './invariants.js';
+import {
+  checkInvariants,
+  Invariant,
+  inboxRecords,
+  type MarkEvidence,
+  type RecordShape,
+  type SentMessage,
+  type Violation,
+} from './invariants.js';
 import { checkInvocation } from './invocationChecks.js';
 import { KillPoint } from './killPoints.js';
 import type { ProveResources } from './ProveResources.js';
-import type { InvocationPlan, Overlap, Schedule } from './schedule.js';
+import type { HomeSwitch, InvocationPlan, Overlap, Schedule } from './schedule.js';
 import { SimulatedKafkaTopic, type KafkaBatch } from './SimulatedKafkaTopic.js';
 import { dynamoDbImageOf, SimulatedStreamShards, type StreamBatch, streamResponseProblem } from './SimulatedStreamShards.js';
 import { SimulatedSqsQueue } from './SimulatedSqsQueue.js';
@@ -117,6 +125,20 @@ export interface ScheduleStats {
   homeRedriveRows: number;
   /** Home items that are stubs at the checks (only their key, the version attribute and the marks). */
   homeStubs: number;
+  /** Schedules with a deploy that switched `inboxHome` (`--switch`): 1 or 0 per schedule. */
+  switchedSchedules: number;
+  /** Of those, the schedules that turned it off (`off`, `off-removed`; the others turned it on). */
+  switchedOff: number;
+  /** Schedules drawn with a switch that did not switch: the in-order model depends on `inboxHome` (an event at a transaction's limit). */
+  switchBlocked: number;
+  /** Invocations that old execution environments ran after the deploy (the overlap). */
+  switchOldInvocations: number;
+  /** Before the replay: deliveries to environments of the new options of keys applied under the old ones. */
+  switchCrossings: number;
+  /** In the replay: deliveries, to the new options, of keys applied under the old ones. */
+  switchReplayCrossings: number;
+  /** Home items flagged as stubs that a consumer without inboxHome gave attributes (taken as items, not absent). */
+  switchStaleStubs: number;
 }
 
 /** Counts all at zero. */
@@ -145,6 +167,13 @@ export function emptyStats(): ScheduleStats {
     homeAppliedRows: 0,
     homeRedriveRows: 0,
     homeStubs: 0,
+    switchedSchedules: 0,
+    switchedOff: 0,
+    switchBlocked: 0,
+    switchOldInvocations: 0,
+    switchCrossings: 0,
+    switchReplayCrossings: 0,
+    switchStaleStubs: 0,
   };
 }
 
@@ -174,6 +203,68 @@ export const REDRIVE_MARK = 'ic.redrive';
 const BETWEEN_INVOCATIONS_MS = 20;
 
 const clean = (environment: number): InvocationPlan => ({ environment, remainingMs: 30_000, callCostMs: 0, faults: [] });
+
+/** A deploy that switches `inboxHome` in a running schedule (see `HomeSwitch`). */
+interface SwitchRun {
+  readonly plan: HomeSwitch;
+  /** The options before the deploy (generation 0) and after it (generation 1). */
+  readonly options: readonly [IdempotentConsumerOptions<never>, IdempotentConsumerOptions<never>];
+  /** The records each generation's options write for an applied key. */
+  readonly shapes: readonly [RecordShape, RecordShape];
+  readonly names: readonly [string, string];
+  deployed: boolean;
+  retired: boolean;
+  /** Invocations since the deploy. */
+  sinceDeploy: number;
+  /** Keys applied under the old options: stored at the deploy, or reported applied by an old environment. */
+  readonly appliedOld: Set<string>;
+  /** By key: the generations whose environments reported applying it. */
+  readonly appliedBy: Map<string, Set<number>>;
+}
+
+/** The options of both sides of a deploy that switches `inboxHome` (the workload's options have it). */
+function switchRun(plan: HomeSwitch, options: IdempotentConsumerOptions<never>, inboxTtlSeconds: number, nowMs: number): SwitchRun {
+  const { inboxHome, ...rows } = options as IdempotentConsumerOptions<never> & { inboxHome: object };
+  const window = inboxTtlSeconds * 1000;
+  const marks = (rowsUntilMs: number | undefined, more: object = {}) =>
+    ({
+      ...rows,
+      inboxHome: { ...inboxHome, ...(rowsUntilMs === undefined ? {} : { rowsUntil: new Date(rowsUntilMs) }), ...more },
+    }) as never;
+  const common = { plan, deployed: false, retired: false, sinceDeploy: 0, appliedOld: new Set<string>(), appliedBy: new Map() };
+  switch (plan.direction) {
+    case 'on':
+      // Turning it on: rowsUntil one inbox window after the deploy.
+      return {
+        ...common,
+        options: [rows as never, marks(nowMs + window)],
+        shapes: ['row', 'both'],
+        names: ['inbox rows', 'inboxHome with rowsUntil'],
+      };
+    case 'off':
+      // Turning it off: rowsUntil at least one inbox window ahead, then marks: false (inboxHome kept, to hide its stubs and marks).
+      return {
+        ...common,
+        options: [marks(nowMs + 2 * window), marks(undefined, { marks: false })],
+        shapes: ['both', 'row'],
+        names: ['inboxHome with rowsUntil', 'inboxHome with marks: false'],
+      };
+    case 'off-removed':
+      return {
+        ...common,
+        options: [marks(nowMs + 2 * window), rows as never],
+        shapes: ['both', 'row'],
+        names: ['inboxHome with rowsUntil', 'inbox rows'],
+      };
+    case 'on-without-rows-until':
+      return {
+        ...common,
+        options: [rows as never, marks(undefined)],
+        shapes: ['row', 'mark'],
+        names: ['inbox rows', 'inboxHome without rowsUntil'],
+      };
+  }
+}
 
 /** Runs `schedule`; never throws for a violation (it is in the result). */
 export async function runSchedule(schedule: Schedule, env: ProveEnvironment): Promise<ScheduleResult> {
@@ -253,6 +344,8 @@ class ScheduleRun {
   readonly #kafkaSkips = new Map<string, number>();
   #maxAttempts = 0;
   #resources!: Awaited<ReturnType<ProveResources['get']>>;
+  /** The deploy that switches `inboxHome`, when this schedule has one that runs. */
+  #switch: SwitchRun | undefined;
 
   constructor(schedule: Schedule, env: ProveEnvironment, workload: Workload, consumerName: string) {
     this.#schedule = schedule;
@@ -288,6 +381,17 @@ class ScheduleRun {
     });
     if (schedule.parkOutOfOrder === true) this.#stats.parkingSchedules = 1;
     if (workload.inboxHome !== undefined) this.#stats.homeSchedules = 1;
+    if (schedule.homeSwitch !== undefined && workload.inboxHome !== undefined && workload.homeSwitchBlocker !== undefined) {
+      const blocker = workload.homeSwitchBlocker(schedule.source);
+      if (blocker === undefined) {
+        this.#switch = switchRun(schedule.homeSwitch, workload.options, settings.idempotency.inboxTtlSeconds, this.#env.clock.now());
+        this.#stats.switchedSchedules = 1;
+        if (schedule.homeSwitch.direction.startsWith('off')) this.#stats.switchedOff = 1;
+      } else {
+        this.#stats.switchBlocked = 1;
+        this.#env.trace?.(`no inboxHome switch: the in-order model depends on inboxHome (${blocker})`);
+      }
+    }
     this.#env.trace?.(
       `schedule ${this.#consumerName}: ${schedule.source}, ${schedule.workload.kind} workload, batch size ${schedule.batchSize}, ` +
         `${schedule.environments} environment(s), ${schedule.invocations.length} chaos invocation(s)` +
@@ -308,7 +412,7 @@ class ScheduleRun {
     this.#pool = new EnvironmentPool({
       dynamoDbEndpoint: this.#env.dynamoDbEndpoint,
       sqsEndpoint: this.#env.sqsEndpoint,
-      consumer: workload.options,
+      consumer: this.#switch?.options[0] ?? workload.options,
       environment: lambdaEnvironment(settings, resources),
       targets: {
         inboxTable: resources.inboxTable,
@@ -325,10 +429,12 @@ class ScheduleRun {
     await this.#heal();
     // 2. Chaos.
     for (const message of this.#sendOrder(workload.messages.filter((m) => m.role !== MessageRole.Setup))) this.#send(message, message.id);
-    while (this.#chaos.length > 0) {
+    for (let i = 0; this.#chaos.length > 0; i += 1) {
+      if (i === this.#switch?.plan.at) await this.#deploy();
       const plan = this.#chaos.shift()!;
       if (!(await this.#invoke(plan, false))) break;
     }
+    if (this.#switch !== undefined && !this.#switch.deployed) await this.#deploy();
     // 3. Heal.
     await this.#heal();
     let deadLetters = await this.#drainDeadLetters();
@@ -395,6 +501,14 @@ class ScheduleRun {
       business: await workload.readStored({ document: this.#env.documentClient, dynamoDb: this.#env.dynamoDb }, resources.tables),
     });
     const stored = await read();
+    // A consumer without inboxHome, or with `marks: false` (one side of the switch), updates a stub as any
+    // item: the item keeps its flag and holds attributes; the engine takes it for the item it is (not absent).
+    if (stored.marks !== undefined && this.#switch?.names.some((name) => name === 'inbox rows' || name.endsWith('marks: false')) === true)
+      for (const [id, problem] of stored.marks.problems)
+        if (problem.startsWith('it is flagged a stub (absent to decide) but holds attributes of its own')) {
+          (stored.marks.problems as Map<string, string>).delete(id);
+          this.#stats.switchStaleStubs += 1;
+        }
     const marks: MarkEvidence | undefined =
       stored.marks === undefined
         ? undefined
@@ -403,6 +517,7 @@ class ScheduleRun {
             homeOf: (key) => home?.homeOf(key)?.id,
             nowMs: this.#env.clock.now(),
             inboxTtlSeconds: settings.idempotency.inboxTtlSeconds,
+            ...(this.#switch === undefined ? {} : { switched: { allowed: (key: string) => this.#allowedShapes(key) } }),
           };
     const records = inboxRecords(stored.inbox, marks);
     if (marks !== undefined) this.#countHomeRecords(marks, stored.inbox, records);
@@ -435,6 +550,11 @@ class ScheduleRun {
     const applied = keys.filter((key) => records.get(key)?.status === 'applied');
     if (applied.length > 0 && this.#source.drained) {
       this.#replaying = true;
+      // The deploy is over: only environments of the new options remain.
+      if (this.#switch !== undefined && !this.#switch.retired) {
+        this.#pool.retire();
+        this.#switch.retired = true;
+      }
       const before = snapshot(stored);
       for (const key of applied) {
         const message = workload.messages.find((m) => m.key === key && m.role !== MessageRole.Poison)!;
@@ -488,11 +608,49 @@ class ScheduleRun {
     }
     this.#stats.homeStubs = marks.stubs.size;
     const redriven = new Set(this.#sent.flatMap((s) => (s.redriven && s.input.key !== undefined ? [s.input.key] : [])));
+    // Under a switch, rows beside marks are what rowsUntil writes: not counted here.
+    if (this.#switch !== undefined) return;
     for (const [key, record] of records) {
       if (record.status !== 'applied' || rows.get(key)?.status !== 'applied') continue;
       if (redriven.has(key)) this.#stats.homeRedriveRows += 1;
       else this.#stats.homeAppliedRows += 1;
     }
+  }
+
+  /**
+   * The deploy: environments created from now on run the new options; the keys applied so far
+   * (read from the inbox rows and marks) were applied under the old ones.
+   */
+  async #deploy(): Promise<void> {
+    const run = this.#switch!;
+    const keys = [...new Set(this.#workload.messages.flatMap((m) => (m.key === undefined ? [] : [m.key])))];
+    const home = this.#workload.inboxHome!;
+    const rows = await readInboxRows(this.#env.documentClient, this.#resources.inboxTable, this.#consumerName, keys);
+    const marks = await readHomeMarks(
+      this.#env.dynamoDb,
+      home.homes.map((item) => ({ id: item.id, tableName: this.#resources.tables[item.table]!, key: item.key })),
+      home.attribute,
+      home.versionAttribute,
+      this.#consumerName,
+    );
+    for (const [key, row] of rows) if (row.status === 'applied') run.appliedOld.add(key);
+    for (const [homeId, entries] of marks.byHome)
+      for (const [key, mark] of entries) if (mark.status === 'applied' && home.homeOf(key)?.id === homeId) run.appliedOld.add(key);
+    this.#pool.deploy(run.options[1]);
+    run.deployed = true;
+    this.#env.trace?.(
+      `deploy: ${run.names[0]} → ${run.names[1]} (old environments run ${run.plan.overlap} more invocation(s)); ${run.appliedOld.size} key(s) applied before it`,
+    );
+  }
+
+  /** The record shapes an applied key may have under a switch, by the options it was (or may have been) applied under. */
+  #allowedShapes(key: string): { shapes: ReadonlySet<RecordShape>; under: string } {
+    const run = this.#switch!;
+    const generations = run.appliedBy.get(key) ?? (run.appliedOld.has(key) ? new Set([0]) : new Set([0, 1]));
+    return {
+      shapes: new Set([...generations].map((g) => run.shapes[g]!)),
+      under: [...generations].map((g) => run.names[g]).join(' or '),
+    };
   }
 
   #violate(invariant: Invariant, detail: string): void {
@@ -577,7 +735,17 @@ class ScheduleRun {
     if (batch === undefined) return false;
     const clock = this.#env.clock;
     const environments = Math.max(1, this.#schedule.environments);
+    const switched = this.#switch;
+    if (switched?.deployed === true && !switched.retired && switched.sinceDeploy >= switched.plan.overlap) {
+      this.#pool.retire();
+      switched.retired = true;
+      this.#env.trace?.('deploy done: the old environments are retired');
+    }
     const { index, environment } = this.#pool.acquire(plan.environment % environments);
+    if (switched?.deployed === true) {
+      switched.sinceDeploy += 1;
+      if (environment.generation === 0) this.#stats.switchOldInvocations += 1;
+    }
     environment.busy = true;
     this.#stats.invocations += 1;
     const deadline = clock.now() + plan.remainingMs;
@@ -611,6 +779,18 @@ class ScheduleRun {
       outcome = { kind: 'threw', error };
     }
     environment.busy = false;
+    for (const record of switched === undefined ? [] : environment.records.outcomes) {
+      const key = this.#sent.find((s) => s.sourceId === record.messageId)?.input.key;
+      if (key === undefined) continue;
+      const generation = environment.generation;
+      if (switched!.deployed && generation >= 1 && switched!.appliedOld.has(key)) {
+        if (this.#replaying) this.#stats.switchReplayCrossings += 1;
+        else this.#stats.switchCrossings += 1;
+      }
+      if (record.outcome !== 'applied') continue;
+      switched!.appliedBy.set(key, (switched!.appliedBy.get(key) ?? new Set()).add(generation));
+      if (generation === 0) switched!.appliedOld.add(key);
+    }
     for (const record of environment.records.outcomes) {
       if (record.parked === true) this.#stats.parked += 1;
       if (record.fromPark === true) this.#stats.decidedFromPark += 1;
@@ -633,13 +813,13 @@ class ScheduleRun {
       );
     }
     this.#env.trace?.(
-      `${this.#replaying ? 'replay ' : ''}invocation ${this.#stats.invocations} env ${index}${nested ? ' (concurrent)' : ''} t=${clock.now() - deadline + plan.remainingMs}ms ` +
+      `${this.#replaying ? 'replay ' : ''}invocation ${this.#stats.invocations} env ${index}${switched === undefined ? '' : ` (${switched.names[environment.generation]})`}${nested ? ' (concurrent)' : ''} t=${clock.now() - deadline + plan.remainingMs}ms ` +
         `[${batch.ids.join(' ')}] plan ${JSON.stringify(plan)} → ${stopped ? `stopped at ${String(control.stoppedAt)}` : responseLost ? 'response lost' : outcome.kind === 'returned' ? JSON.stringify(outcome.response) : 'threw'}; met ${control.seen.join(', ')}${parkTrace(environment.records.outcomes)}`,
     );
     let reported: ReadonlySet<string> = new Set();
     if (stopped || responseLost || outcome.kind === 'threw') {
       this.#stats.stopped += 1;
-      this.#pool.replace(index);
+      this.#pool.replace(index, environment);
       this.#source.settle(batch, { kind: 'failed' }, false);
     } else {
       if (plan.acknowledgementLost === true) this.#stats.acknowledgementsLost += 1;

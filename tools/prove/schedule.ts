@@ -161,6 +161,39 @@ export interface Schedule {
    * a message of its ordering key. Standard queues (`source: 'sqs'`) only. @default false
    */
   readonly parkOutOfOrder?: boolean;
+  /**
+   * A deploy that switches `inboxHome` mid-schedule (generated consumers with an inbox home only;
+   * ignored otherwise). Absent: the consumer's options never change.
+   */
+  readonly homeSwitch?: HomeSwitch;
+}
+
+/**
+ * The directions of a deploy that switches `inboxHome`: `on` (inbox rows, then `inboxHome` with
+ * `rowsUntil` an inbox window ahead), `off` (`inboxHome` with `rowsUntil` ahead, then `inboxHome`
+ * with `marks: false`, the documented way off), `off-removed` (`inboxHome` with `rowsUntil` ahead,
+ * then no `inboxHome` at all: its stubs and marks become visible to `decide`), and the negative
+ * control `on-without-rows-until` (rows, then `inboxHome` alone: a redelivery of an event applied
+ * before the switch is applied again). `--switch mixed` draws `on` and `off` only.
+ */
+export const homeSwitchDirections = ['on', 'off', 'off-removed', 'on-without-rows-until'] as const;
+export type HomeSwitchDirection = (typeof homeSwitchDirections)[number];
+/** `--switch`: no switch, one direction in every switched schedule, or `on`/`off` drawn per schedule. */
+export const homeSwitchModes = ['none', 'on', 'off', 'mixed', 'off-removed', 'on-without-rows-until'] as const;
+export type HomeSwitchMode = (typeof homeSwitchModes)[number];
+
+/**
+ * A deploy of new consumer options, with the overlap a real deploy has: the execution
+ * environments created before it keep running the old options until `overlap` more invocations
+ * have run (or until they are replaced: killed, timed out); every environment created after it
+ * runs the new options. By the replay of the applied events (the last step) every old one is gone.
+ */
+export interface HomeSwitch {
+  readonly direction: HomeSwitchDirection;
+  /** The chaos invocation (index) before which the deploy happens; past the last: before the heal. */
+  readonly at: number;
+  /** Invocations (of any phase) after the deploy during which the old environments still run. */
+  readonly overlap: number;
 }
 
 /** Options of {@link scheduleArbitrary}. */
@@ -185,6 +218,17 @@ export interface ScheduleArbitraryOptions {
    * generated workload as `inboxHome`): all, none, or about half. @default 'mixed'
    */
   readonly inboxHome?: InboxHomeMode;
+  /** Deploys that switch `inboxHome` (generated consumers with an inbox home): none, one direction, or `on`/`off` drawn. @default 'none' */
+  readonly homeSwitch?: HomeSwitchMode;
+}
+
+/** The switch of a schedule under `mode` (`undefined`: none). */
+function homeSwitchArbitrary(mode: HomeSwitchMode): fc.Arbitrary<HomeSwitch> {
+  return fc.record({
+    direction: mode === 'mixed' ? fc.constantFrom('on' as const, 'off' as const) : fc.constant(mode as HomeSwitchDirection),
+    at: fc.integer({ min: 0, max: 12 }),
+    overlap: fc.integer({ min: 0, max: 10 }),
+  });
 }
 
 /** `arbitrary`'s value with probability `p`, else `undefined` (shrinks toward `undefined`). */
@@ -366,6 +410,10 @@ export function scheduleArbitrary(options: ScheduleArbitraryOptions): fc.Arbitra
               : fc.boolean(),
         }
       : {}),
+    // After everything else: without a switch, a run draws what it drew before switches existed.
+    ...(options.homeSwitch !== undefined && options.homeSwitch !== 'none' && options.target === undefined
+      ? { homeSwitch: homeSwitchArbitrary(options.homeSwitch) }
+      : {}),
   });
 }
 
@@ -456,6 +504,12 @@ export function parseSchedule(value: unknown): Schedule {
   if (s.parkOutOfOrder !== undefined && typeof s.parkOutOfOrder !== 'boolean') fail('parkOutOfOrder', 'true or false (or absent)');
   if (s.parkOutOfOrder === true && s.source !== 'sqs')
     fail('parkOutOfOrder', 'false or absent unless source is "sqs" (the park is for standard queues)');
+  if (s.homeSwitch !== undefined) {
+    const homeSwitch = object(s.homeSwitch, 'homeSwitch');
+    oneOf(homeSwitch.direction, 'homeSwitch.direction', homeSwitchDirections);
+    int(homeSwitch.at, 'homeSwitch.at', 0, 10_000);
+    int(homeSwitch.overlap, 'homeSwitch.overlap', 0, 10_000);
+  }
   list(s.invocations, 'invocations').forEach((p, i) => {
     const plan = object(p, `invocations[${i}]`);
     const at = `invocations[${i}]`;

@@ -204,6 +204,12 @@ export interface Workload {
    * applied event's record is then a mark on its home item, not an inbox row. Absent: inbox rows.
    */
   readonly inboxHome?: WorkloadInboxHome;
+  /**
+   * Why a deploy that switches `inboxHome` cannot run on this workload (its in-order model gives
+   * other verdicts or items without `inboxHome`: an event at the limit of a transaction's actions
+   * with its home item), or `undefined` when it can. Absent: no switch.
+   */
+  homeSwitchBlocker?(source: ProveSource): string | undefined;
 }
 
 /** Error types that are always some message's own doing. */

@@ -183,6 +183,32 @@ export function generatedWorkload(
     readStored: (clients, tableNames) => readGeneratedItems(clients, tableNames, spec, consumer),
     appliedTwice: (stored, appliedKeys) => appliedTwice(spec, consumer, stored, appliedKeys),
     ...(spec.inboxHome === undefined ? {} : { inboxHome: inboxHomeOf(spec, consumer, keyOf) }),
+    ...(spec.inboxHome === undefined
+      ? {}
+      : {
+          homeSwitchBlocker: (source: ProveSource) => {
+            // The model's verdicts and items without inboxHome: a deploy that switches it must not change them.
+            const { inboxHome: _home, ...withoutHome } = spec;
+            const rows = runGeneratedModel(withoutHome, buildGeneratedConsumer(withoutHome, prefix, salt), source);
+            const marks = runGeneratedModel(spec, consumer, source);
+            for (const [key, verdict] of marks.verdicts) {
+              const other = rows.verdicts.get(key);
+              if (
+                other?.kind !== verdict.kind ||
+                (other.kind === 'dead-lettered' && verdict.kind === 'dead-lettered' && other.reason !== verdict.reason)
+              )
+                return `key ${key}: ${verdict.kind} with inboxHome, ${other?.kind ?? 'no verdict'} without`;
+            }
+            const print = (items: ReadonlyMap<number, AvItem>) =>
+              [...items]
+                .filter(([index, item]) => !(homeItems.has(index) && keyOnly(spec, index, item)))
+                .map(([index, item]) => `${index}:${printAv(item)}`)
+                .sort()
+                .join('\n');
+            if (print(marks.items) !== print(rows.items)) return 'the items differ without inboxHome';
+            return undefined;
+          },
+        }),
   };
 }
 
