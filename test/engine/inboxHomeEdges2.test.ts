@@ -26,12 +26,11 @@ import {
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decideDeadLetter } from '../../packages/cli/src/dlq/decideDeadLetter.js';
-import type { DryRunConsumer } from '../../packages/cli/src/dlq/dryRunConsumer.js';
-import { defineConsumer } from '../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
 import { markKey } from '../../packages/idempotent-consumer/src/inbox/homeMarks.js';
 import { deadLetters } from '../support/cafeHarness.js';
 import {
   consumerEnvironment,
+  dryRunConsumer,
   type ExecutionEnvironment,
   inboxRowOf,
   outboxItems,
@@ -384,17 +383,7 @@ describe('inboxHome under attack (2): FIFO group stops, a dead letter, and the D
   const { deliver, account } = helpersOf(() => env);
   const rec = (messageId: string, body: Record<string, unknown>, extra: Parameters<typeof sourceRecord>[3] = {}): SQSRecord =>
     sourceRecord(env, messageId, body, { groupId: 'G1', ...extra });
-  const dryRun = (): DryRunConsumer => ({
-    handler: 'inline',
-    definition: defineConsumer(ledgerConsumer() as never) as never,
-    consumerName: 'ledger',
-    inboxTable: env.resources.inboxTable,
-    tables: env.resources.tables,
-    inboxTtlSeconds: env.settings.idempotency.inboxTtlSeconds,
-    inboxTtlFrom: 'settings',
-    dynamoDbEndpoint: undefined,
-    client: env.documentClient,
-  });
+  const dryRun = () => dryRunConsumer(env, ledgerConsumer(), 'ledger');
 
   it('a dead letter then a retryable stop in one group: successors wait, the dry run sees the mark (would fail, would apply, then a duplicate), the redrive applies once', async () => {
     const events = [

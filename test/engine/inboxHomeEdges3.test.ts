@@ -27,12 +27,11 @@ import type { KafkaBatchResponse } from 'idempotent-consumer/kafka';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decideDeadLetter } from '../../packages/cli/src/dlq/decideDeadLetter.js';
-import type { DryRunConsumer } from '../../packages/cli/src/dlq/dryRunConsumer.js';
-import { defineConsumer } from '../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
 import { markKey } from '../../packages/idempotent-consumer/src/inbox/homeMarks.js';
 import { deadLetters } from '../support/cafeHarness.js';
 import {
   consumerEnvironment,
+  dryRunConsumer,
   type ExecutionEnvironment,
   inboxRowOf,
   inboxRows,
@@ -411,17 +410,7 @@ describe('inboxHome under attack (3): the transition (rowsUntil), a deploy overl
     // Under inboxHome + rowsUntil (the row is read beside the mark): the same.
     const cold = consumerEnvironment(env, ledgerConsumer({ home: ahead() }));
     await deliver(cold, rec('dm1-m1', charge, { receiveCount: 3 }));
-    const dryRun = (): DryRunConsumer => ({
-      handler: 'inline',
-      definition: defineConsumer(ledgerConsumer({ home: ahead() }) as never) as never,
-      consumerName: 'ledger',
-      inboxTable: env.resources.inboxTable,
-      tables: env.resources.tables,
-      inboxTtlSeconds: env.settings.idempotency.inboxTtlSeconds,
-      inboxTtlFrom: 'settings',
-      dynamoDbEndpoint: undefined,
-      client: env.documentClient,
-    });
+    const dryRun = () => dryRunConsumer(env, ledgerConsumer({ home: ahead() }), 'ledger');
     const verdict = await decideDeadLetter(
       { messageId: 'dlq-dm1', body: JSON.stringify(charge), redriveOf: 'dm1-m1', since: { at: new Date(), what: 'failedAt' as const } },
       dryRun(),

@@ -10,9 +10,14 @@ import { createIdempotentConsumer, type IdempotentConsumerOptions, type Item, ty
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decideDeadLetter } from '../../packages/cli/src/dlq/decideDeadLetter.js';
-import type { DryRunConsumer } from '../../packages/cli/src/dlq/dryRunConsumer.js';
-import { defineConsumer } from '../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
-import { consumerEnvironment, type ExecutionEnvironment, inboxRowOf, sourceRecord, storedItem } from '../support/consumerHarness.js';
+import {
+  consumerEnvironment,
+  dryRunConsumer,
+  type ExecutionEnvironment,
+  inboxRowOf,
+  sourceRecord,
+  storedItem,
+} from '../support/consumerHarness.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
 
@@ -91,17 +96,7 @@ describe('inboxHome turned on and off in a consumer that already applied events 
     expect(pinged.filter((e) => e === 't1-2')).toHaveLength(1);
 
     // The DLQ tool's dry run agrees: the key is held by its row (no mark), within the window only.
-    const dryRun = (options: ReturnType<typeof accounts>): DryRunConsumer => ({
-      handler: 'inline',
-      definition: defineConsumer(options as never) as never,
-      consumerName: 'ledger',
-      inboxTable: env.resources.inboxTable,
-      tables: env.resources.tables,
-      inboxTtlSeconds: env.settings.idempotency.inboxTtlSeconds,
-      inboxTtlFrom: 'settings',
-      dynamoDbEndpoint: undefined,
-      client: env.documentClient,
-    });
+    const dryRun = (options: ReturnType<typeof accounts>) => dryRunConsumer(env, options, 'ledger');
     const message = {
       messageId: 't1-m1',
       body: JSON.stringify({ eventId: 't1-1', type: 'Deposit', accountId: 'T1', amount: 5 }),

@@ -18,6 +18,8 @@ import {
   type OutcomeRecord,
   type SideEffectHandlers,
 } from 'idempotent-consumer';
+import type { DryRunConsumer } from '../../packages/cli/src/dlq/dryRunConsumer.js';
+import { defineConsumer } from '../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
 import { sqsRecord } from './sqsEvents.js';
 import type { TestResources } from './testResources.js';
 
@@ -44,6 +46,28 @@ export function consumerEnvironment<Event, TableName extends string, Handlers ex
     observer: { onOutcome: (record) => outcomes.push(record) },
   });
   return { handler, outcomes };
+}
+
+/**
+ * The consumer `options` as the DLQ tool's dry run (`decideDeadLetter`) sees it, on the test's
+ * tables, inline (no handler module), with the settings' inbox window.
+ */
+export function dryRunConsumer<Event, TableName extends string, Handlers extends SideEffectHandlers<TableName>>(
+  env: TestResources,
+  options: IdempotentConsumerOptions<Event, TableName, Handlers>,
+  consumerName = env.settings.consumerName,
+): DryRunConsumer {
+  return {
+    handler: 'inline',
+    definition: defineConsumer(options as never) as never,
+    consumerName,
+    inboxTable: env.resources.inboxTable,
+    tables: env.resources.tables,
+    inboxTtlSeconds: env.settings.idempotency.inboxTtlSeconds,
+    inboxTtlFrom: 'settings',
+    dynamoDbEndpoint: undefined,
+    client: env.documentClient,
+  };
 }
 
 /** `messageId:outcome` of each record, for compact assertions. */
