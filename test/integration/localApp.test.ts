@@ -39,7 +39,7 @@ const runtimes = 'tools/node-versions/node_modules';
 
 // Skipped against running emulators (--dynamodb-endpoint, LocalStack): the run creates and names its
 // resources from the template on the embedded emulators, which only this process starts.
-/* skipped against running emulators: the run needs the embedded ones */ describe.skipIf(awsEndpoints().source !== 'embedded')(
+/* skipped: against running emulators, the run needs the embedded ones */ describe.skipIf(awsEndpoints().source !== 'embedded')(
   'a CDK app run from its bundle',
   () => {
     let cafe: CloudAssembly;

@@ -291,7 +291,7 @@ describe('provisionResources', () => {
 
   // Only the embedded emulators can be stopped and restarted by a test (a data directory is theirs).
   // skipped unless embedded: only the embedded emulators can be stopped and restarted by a test
-  /* skipped unless embedded: only they can be restarted by a test */ describe.skipIf(awsEndpoints().source !== 'embedded')(
+  /* skipped: unless on the embedded emulators, only they can be restarted by a test */ describe.skipIf(awsEndpoints().source !== 'embedded')(
     'with a kept data directory',
     () => {
       it('finds the tables and items of an earlier run after the emulators restart', async () => {
