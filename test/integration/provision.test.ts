@@ -291,43 +291,42 @@ describe('provisionResources', () => {
 
   // Only the embedded emulators can be stopped and restarted by a test (a data directory is theirs).
   // skipped unless embedded: only the embedded emulators can be stopped and restarted by a test
-  /* skipped: unless on the embedded emulators, only they can be restarted by a test */ describe.skipIf(awsEndpoints().source !== 'embedded')(
-    'with a kept data directory',
-    () => {
-      it('finds the tables and items of an earlier run after the emulators restart', async () => {
-        // Arrange: a run that provisions and writes, then stops.
-        const dataDir = await mkdtemp(join(tmpdir(), 'consumer-data-'));
-        disposables.push({ dispose: () => rm(dataDir, { recursive: true, force: true }) });
-        const settings = withOverrides();
-        const key = { sku: { S: 'SKU-1' }, at: { S: '2025-01-01' } };
-        const first = await startEmulators({ dataDir });
-        try {
-          const dynamoDb = new DynamoDBClient(localClientConfig(first.dynamoDbEndpoint));
-          const sqs = new SQSClient(localClientConfig(first.sqsEndpoint));
-          const resources = await provisionResources({ dynamoDb, sqs, settings, tables: businessTables });
-          await dynamoDb.send(new PutItemCommand({ TableName: resources.tables['movements'], Item: key }));
-          dynamoDb.destroy();
-          sqs.destroy();
-        } finally {
-          await first.stop();
-        }
+  /* skipped: unless on the embedded emulators, only they can be restarted by a test */ describe.skipIf(
+    awsEndpoints().source !== 'embedded',
+  )('with a kept data directory', () => {
+    it('finds the tables and items of an earlier run after the emulators restart', async () => {
+      // Arrange: a run that provisions and writes, then stops.
+      const dataDir = await mkdtemp(join(tmpdir(), 'consumer-data-'));
+      disposables.push({ dispose: () => rm(dataDir, { recursive: true, force: true }) });
+      const settings = withOverrides();
+      const key = { sku: { S: 'SKU-1' }, at: { S: '2025-01-01' } };
+      const first = await startEmulators({ dataDir });
+      try {
+        const dynamoDb = new DynamoDBClient(localClientConfig(first.dynamoDbEndpoint));
+        const sqs = new SQSClient(localClientConfig(first.sqsEndpoint));
+        const resources = await provisionResources({ dynamoDb, sqs, settings, tables: businessTables });
+        await dynamoDb.send(new PutItemCommand({ TableName: resources.tables['movements'], Item: key }));
+        dynamoDb.destroy();
+        sqs.destroy();
+      } finally {
+        await first.stop();
+      }
 
-        // Act: a second run on the same directory.
-        const second = await startEmulators({ dataDir });
-        try {
-          const dynamoDb = new DynamoDBClient(localClientConfig(second.dynamoDbEndpoint));
-          const sqs = new SQSClient(localClientConfig(second.sqsEndpoint));
-          const resources = await provisionResources({ dynamoDb, sqs, settings, tables: businessTables });
-          const { Item } = await dynamoDb.send(new GetItemCommand({ TableName: resources.tables['movements'], Key: key }));
-          dynamoDb.destroy();
-          sqs.destroy();
+      // Act: a second run on the same directory.
+      const second = await startEmulators({ dataDir });
+      try {
+        const dynamoDb = new DynamoDBClient(localClientConfig(second.dynamoDbEndpoint));
+        const sqs = new SQSClient(localClientConfig(second.sqsEndpoint));
+        const resources = await provisionResources({ dynamoDb, sqs, settings, tables: businessTables });
+        const { Item } = await dynamoDb.send(new GetItemCommand({ TableName: resources.tables['movements'], Key: key }));
+        dynamoDb.destroy();
+        sqs.destroy();
 
-          // Assert
-          expect(Item).toEqual(key);
-        } finally {
-          await second.stop();
-        }
-      });
-    },
-  );
+        // Assert
+        expect(Item).toEqual(key);
+      } finally {
+        await second.stop();
+      }
+    });
+  });
 });
