@@ -305,6 +305,15 @@ describe('inboxHome under attack (3): the transition (rowsUntil), a deploy overl
     // Removing inboxHome instead showed the stubs to decide as accounts: both were dead-lettered AlreadyOpen.
     expect(outcomesWithReason(off.outcomes.slice(2))).toEqual(['off1-m4:applied', 'off1-m5:applied']);
     expect(await inboxRowOf(env, 'off1-4')).toMatchObject({ status: 'applied', messageId: 'off1-m4' });
+    // The DLQ dry run of that consumer reads the row as the engine does.
+    const open4 = { messageId: 'dlq-off1-4', body: JSON.stringify({ eventId: 'off1-4', type: 'Open', accountId: 'OFF1' }) };
+    expect(
+      await decideDeadLetter(
+        { ...open4, redriveOf: 'off1-m4', since: { at: new Date(), what: 'failedAt' as const } },
+        dryRunConsumer(env, ledgerConsumer({ home: { marks: false } }), 'ledger'),
+        new Date(),
+      ),
+    ).toMatchObject({ outcome: 'duplicate', reason: 'already applied' });
     expect(Object.keys(((await account('OFF2'))?._inbox as object | undefined) ?? {})).not.toContain('ledger#off1-5');
     // A consumer with rows only (inboxHome removed) finds the new events' rows.
     const rowsOnly = consumerEnvironment(env, ledgerConsumer({ home: undefined }));

@@ -153,8 +153,12 @@ export async function decideDeadLetter(message: DryRunMessage, consumer: DryRunC
     solo: false,
     verdict: undefined,
     settledAt: undefined,
-    // As the engine: before inboxHome.rowsUntil, the key's inbox row counts beside its mark.
-    ...(parsed.home !== undefined && now.getTime() < (definition.home?.rowsUntilMs ?? Number.NEGATIVE_INFINITY) ? { checkRow: true } : {}),
+    // As the engine: before inboxHome.rowsUntil, and with inboxHome.marks false, the key's inbox
+    // row counts beside its mark.
+    ...(parsed.home !== undefined &&
+    (definition.home?.writeMarks === false || now.getTime() < (definition.home?.rowsUntilMs ?? Number.NEGATIVE_INFINITY))
+      ? { checkRow: true }
+      : {}),
   };
   const { idempotencyKey } = unit;
 
