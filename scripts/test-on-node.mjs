@@ -9,6 +9,12 @@
 //   node scripts/test-on-node.mjs 22                     # vitest run --project unit --project integration, on Node.js 22
 //   node scripts/test-on-node.mjs 24 --project unit      # the projects you name instead
 //   npm run test:node24 -- test/engine                   # more vitest arguments (the default projects stay)
+//   node scripts/test-on-node.mjs 22 --function-only     # only the code that runs on Lambda (CI's Node.js 22 run)
+//
+// --function-only leaves out the suites of the developer's tools: the command line (test/cli) and
+// the local runtime (test/integration/local*.test.ts). Those run on the developer's Node.js, not
+// on Lambda's; CI runs them on Node.js 20 (npm test) and 24 (test:node24, the .nvmrc version), so
+// its Node.js 22 run takes the engine, the outbox relay, the handlers and the proof suite alone.
 //
 // The emulators start in vitest's global setup, so the SQS server (fauxqs) runs on that Node.js
 // too; DynamoDB Local runs on Java. Exit code: vitest's; 2 for a bad argument or no binary.
@@ -19,7 +25,14 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const versionsFolder = join(root, 'tools', 'node-versions');
-const [major, ...vitestArgs] = process.argv.slice(2);
+const [major, ...givenArgs] = process.argv.slice(2);
+const functionOnly = givenArgs.includes('--function-only');
+/** The developer's tools' suites, which --function-only leaves out (see above). */
+const toolSuites = ['test/cli/**', 'test/integration/local*.test.ts'];
+const vitestArgs = [
+  ...givenArgs.filter((arg) => arg !== '--function-only'),
+  ...(functionOnly ? toolSuites.flatMap((glob) => ['--exclude', glob]) : []),
+];
 
 const lock = JSON.parse(readFileSync(join(versionsFolder, 'package-lock.json'), 'utf8'));
 const majors = Object.keys(lock.packages)
