@@ -630,7 +630,10 @@ describe('case C16: the completion record cannot be written once', () => {
   });
   afterAll(() => env.dispose());
 
-  it('ends with one notification, never RetriesExhausted for the lock it left, retries refused for the lock delayed until it expires', async () => {
+  // The completion record is written beside the commit (issue 19): when only it fails, the commit
+  // still lands, so the message is applied at once and its redelivery is a duplicate that never
+  // meets the lock it left.
+  it('applies the message at once, with one notification, and logs the record it could not write; a redelivery is a duplicate', async () => {
     await placeOrders(env, 'O-1');
     let throttled = 0;
     const client = hookedClient(env, (command, input) => {
@@ -642,14 +645,52 @@ describe('case C16: the completion record cannot be written once', () => {
     const { handler, outcomes } = executionEnvironment(env, { dynamoDb: client });
     const event = (receiveCount: number) => sqsEvent(queueRecord(env, 'm-1', body.paid('e-1', 'O-1', 10), { receiveCount }));
 
+    const first = await handler(event(1), lambdaContext(DEADLINE_MS));
+    expect(throttled).toBe(1);
+    expect(first).toEqual({ batchItemFailures: [] });
+    expect(outcomes.at(-1)?.outcome).toBe('applied');
+    expect((await orderState(env, 'O-1'))?.status).toBe('Paid');
+    expect(await notificationsOf(env, 'O-1')).toHaveLength(1);
+    // The lock it left is still in progress: nothing reads it, the inbox answers first.
+    const { Items: records } = await env.documentClient.send(
+      new ScanCommand({ TableName: env.resources.idempotencyTable, ConsistentRead: true }),
+    );
+    expect(records?.map((record) => record.status)).toEqual(['INPROGRESS']);
+
+    const again = await handler(event(2), lambdaContext());
+    expect(again).toEqual({ batchItemFailures: [] });
+    expect(outcomes.at(-1)?.outcome).toBe('duplicate');
+    expect(await ledgerOf(env, 'O-1')).toHaveLength(1);
+    expect(await notificationsOf(env, 'O-1')).toHaveLength(1);
+    expect(await deadLetters(env)).toEqual([]);
+  });
+
+  it('with its commit refused too: one notification in the end, never RetriesExhausted for the lock it left, retries refused for the lock delayed until it expires', async () => {
+    await placeOrders(env, 'O-2');
+    let throttled = 0;
+    let commitsThrottled = 0;
+    const client = hookedClient(env, (command, input) => {
+      if (command === 'UpdateItemCommand' && input.TableName === env.resources.idempotencyTable && throttled === 0) {
+        throttled += 1;
+        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $retryable: {} });
+      }
+      if (command === 'TransactWriteItemsCommand' && throttled === 1 && commitsThrottled === 0) {
+        commitsThrottled += 1;
+        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $retryable: {} });
+      }
+    });
+    const { handler, outcomes } = executionEnvironment(env, { dynamoDb: client });
+    const event = (receiveCount: number) => sqsEvent(queueRecord(env, 'm-2', body.paid('e-2', 'O-2', 10), { receiveCount }));
+
     const context1 = lambdaContext(DEADLINE_MS);
     const first = await handler(event(1), context1);
-    expect(first.batchItemFailures).toEqual([{ itemIdentifier: 'm-1' }]);
-    expect(await notificationsOf(env, 'O-1')).toHaveLength(1);
+    expect(commitsThrottled).toBe(1);
+    expect(first.batchItemFailures).toEqual([{ itemIdentifier: 'm-2' }]);
+    expect(await notificationsOf(env, 'O-2')).toHaveLength(1);
 
     // Redelivered on its last receive while the lock is held: refused, delayed, not counted, not dead-lettered.
     const refused = await handler(event(5), lambdaContext());
-    expect(refused.batchItemFailures).toEqual([{ itemIdentifier: 'm-1' }]);
+    expect(refused.batchItemFailures).toEqual([{ itemIdentifier: 'm-2' }]);
     expect(outcomes.at(-1)?.outcome).toBe('retried');
     expect(outcomes.at(-1)?.countsAsAttempt).toBe(false);
     // The lock's expiry is read from its record, so the visibility delay runs until then.
@@ -660,9 +701,9 @@ describe('case C16: the completion record cannot be written once', () => {
     await new Promise((resolve) => setTimeout(resolve, context1.getRemainingTimeInMillis() + 200)); // the lock expires with the first invocation's deadline
     const last = await handler(event(6), lambdaContext());
     expect(last).toEqual({ batchItemFailures: [] });
-    expect((await orderState(env, 'O-1'))?.status).toBe('Paid');
-    expect(await ledgerOf(env, 'O-1')).toHaveLength(1);
-    expect(await notificationsOf(env, 'O-1')).toHaveLength(1);
+    expect((await orderState(env, 'O-2'))?.status).toBe('Paid');
+    expect(await ledgerOf(env, 'O-2')).toHaveLength(1);
+    expect(await notificationsOf(env, 'O-2')).toHaveLength(1);
     expect(await deadLetters(env)).toEqual([]);
   });
 });

@@ -310,13 +310,10 @@ async function buildEnvironment<Event>(
   );
 
   const loadSideEffects = startOnce(async (): Promise<SideEffectExecutor> => {
-    const [{ SideEffectRunner }, { DynamoDBPersistenceLayer }] = await Promise.all([
-      import('./sideEffects/SideEffectRunner.js'),
-      import('@aws-lambda-powertools/idempotency/dynamodb'),
-    ]);
+    const { SideEffectRunner, CompletionDeferringStore } = await import('./sideEffects/SideEffectRunner.js');
     return new SideEffectRunner({
       handlers: definition.sideEffects,
-      persistenceStore: new DynamoDBPersistenceLayer({ tableName: config.idempotencyTable, awsSdkV3Client: dynamoDb }),
+      persistenceStore: new CompletionDeferringStore({ tableName: config.idempotencyTable, awsSdkV3Client: dynamoDb }),
       keyPrefix: config.consumerName,
       expiresAfterSeconds: config.sideEffectTtlSeconds,
       minRemainingMs: config.sideEffectMinRemainingMs,

@@ -5,7 +5,9 @@
  * (the engine waits for the lock's expiry); about 8 s of real time, the function timeout here.
  *
  * The completion record of the payment's notification cannot be written once (case C16: a
- * throttled `UpdateItem`), so its in-progress lock stays until the first invocation's deadline
+ * throttled `UpdateItem`), and the commit beside it is throttled too (the completion is written
+ * while the commit is sent: alone, its failure no longer fails the message, which is applied; with
+ * its commit refused the message comes back), so its in-progress lock stays until the first invocation's deadline
  * (30 s). The poller retries the batch at once; every retry finds the lock held and reports the
  * records without counting an attempt; `requiredKafkaRetryAttempts` (9 for a batch of 2) are
  * spent in about a second and the records are given up to the on-failure destination.
@@ -34,8 +36,9 @@ describe('found: on Kafka, a side-effect lock left by a failed completion write 
     const log = new PartitionedLog({ topic: 'orders', partitions: 1 });
     log.append({ key: 'L-1', value: JSON.stringify(body.placed('l-placed', 'L-1')) });
     log.append({ key: 'L-1', value: JSON.stringify(body.paid('l-paid', 'L-1', 10)) });
-    // The first completion write of the idempotency table is throttled (after the SDK's own retries).
+    // The first completion write of the idempotency table is throttled (after the SDK's own retries), and the commit sent beside it.
     let throttled = 0;
+    let commitsThrottled = 0;
     const dynamoDb = new DynamoDBClient({
       endpoint: env.endpoints.dynamoDbEndpoint,
       region: env.endpoints.region,
@@ -49,6 +52,13 @@ describe('found: on Kafka, a side-effect lock left by a failed completion write 
           throttled === 0
         ) {
           throttled += 1;
+          throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+            name: 'ThrottlingException',
+            $retryable: {},
+          });
+        }
+        if (context.commandName === 'TransactWriteItemsCommand' && throttled === 1 && commitsThrottled === 0) {
+          commitsThrottled += 1;
           throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
             name: 'ThrottlingException',
             $retryable: {},
@@ -77,6 +87,7 @@ describe('found: on Kafka, a side-effect lock left by a failed completion write 
     await poller.runUntilIdle({ maxInvocations: 100 });
 
     expect(throttled).toBe(1);
+    expect(commitsThrottled).toBe(1);
     expect(gaveUp.map((record) => record.KafkaBatchInfo.recordsInfo)).toEqual([]);
     expect((await orderState(env, 'L-1'))?.status).toBe('Paid');
     expect(await ledgerOf(env, 'L-1')).toHaveLength(1);

@@ -37,10 +37,24 @@ const replay: Schedule = {
   invocations: [{ environment: 0, remainingMs: 30_000, callCostMs: 0, kill: { before: 'side effect' }, faults: [] }],
 };
 
-/** The same without a crash: the completion record's write fails once (case C16, on Kafka). */
+/**
+ * The same without a crash: the completion record's write fails once (case C16, on Kafka), and so
+ * does the commit sent beside it (alone, a failed completion no longer fails the record: its commit
+ * lands and nothing comes back to meet the lock).
+ */
 const completionFailedOnce: Schedule = {
   ...replay,
-  invocations: [{ environment: 0, remainingMs: 30_000, callCostMs: 0, faults: [{ at: 'side-effect completion', kind: 'conflict' }] }],
+  invocations: [
+    {
+      environment: 0,
+      remainingMs: 30_000,
+      callCostMs: 0,
+      faults: [
+        { at: 'side-effect completion', kind: 'conflict' },
+        { at: 'commit', kind: 'conflict' },
+      ],
+    },
+  ],
 };
 
 describe("found: on Kafka, a side-effect lock held by an earlier invocation spends the mapping's retries", () => {

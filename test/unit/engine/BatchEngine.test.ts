@@ -4,7 +4,7 @@ import { BatchEngine } from '../../../packages/idempotent-consumer/src/engine/Ba
 import type { ConsumerDefinition } from '../../../packages/idempotent-consumer/src/engine/ConsumerDefinition.js';
 import type { DeadLetterOutcome } from '../../../packages/idempotent-consumer/src/engine/deadLetters.js';
 import { ItemCache } from '../../../packages/idempotent-consumer/src/engine/ItemCache.js';
-import type { InvocationClock, SideEffectExecutor, Unit } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
+import type { InvocationClock, SideEffectExecutor, SideEffectRan, Unit } from '../../../packages/idempotent-consumer/src/engine/Unit.js';
 import { BusinessRuleViolation, NotAttempted, PredecessorNotApplied } from '../../../packages/idempotent-consumer/src/errors.js';
 import type { Decision, Item, SideEffectRequest, State } from '../../../packages/idempotent-consumer/src/types.js';
 import { cancelled, conditionalCheckFailed, FakeDynamoDb, recordingLogger, sdkError } from './fakeDynamoDb.js';
@@ -45,7 +45,7 @@ const counting = definitionOf((event: TestEvent, state: State): Decision => {
 
 interface HarnessOptions {
   /** What a side effect does beside being recorded. */
-  readonly run?: (request: SideEffectRequest, context: { idempotencyKey: string; effectKey: string }) => Promise<void>;
+  readonly run?: (request: SideEffectRequest, context: { idempotencyKey: string; effectKey: string }) => Promise<SideEffectRan | void>;
   readonly sideEffects?: () => Promise<SideEffectExecutor>;
   readonly logger?: false;
 }
@@ -58,10 +58,17 @@ function harness(definition: ConsumerDefinition<TestEvent> = counting, options: 
   const sleeps: number[] = [];
   const time = { now: 1_700_000_000_000 };
   const runs: { name: string; idempotencyKey: string; effectKey: string; callsBefore: number }[] = [];
+  /** The effects the gate refused (the commit's conditions did not hold): never started. */
+  const refused: string[] = [];
   const executor: SideEffectExecutor = {
-    run: async (request, context) => {
+    // As the runner does: the effect starts only once the gate opens true.
+    run: async (request, context, _clock, gate) => {
+      if (gate !== undefined && !(await gate)) {
+        refused.push(request.name);
+        return;
+      }
       runs.push({ name: request.name, ...context, callsBefore: fake.calls.length });
-      await options.run?.(request, context);
+      return options.run?.(request, context);
     },
   };
   const { logger, lines } = recordingLogger();
@@ -83,7 +90,7 @@ function harness(definition: ConsumerDefinition<TestEvent> = counting, options: 
     const deadline = time.now + ms;
     return { remainingTimeMs: () => deadline - time.now };
   };
-  return { engine, fake, cache, sleeps, time, runs, lines, clock };
+  return { engine, fake, cache, sleeps, time, runs, refused, lines, clock };
 }
 
 // The shapes of the requests, as the tests read them.
@@ -876,6 +883,37 @@ describe('BatchEngine: side effects', () => {
     expect(units[0]!.verdict).toEqual(applied);
   });
 
+  it('writes the completion records while the commit is sent, and settles only once they are written', async () => {
+    let finish!: () => void;
+    const recorded = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const h = harness(counting, { run: async () => ({ completionRecorded: recorded }) });
+    const units = batch([{ key: 'k0', account: 'A', effect: true }, { verified: true }]);
+    let settled = false;
+    const settling = h.engine.settle(units, h.clock()).then(() => {
+      settled = true;
+    });
+    // The commit goes out while the completion record is still being written.
+    await vi.waitFor(() => expect(transactions(h.fake)).toHaveLength(1));
+    expect(committedKeys(transactions(h.fake)[0]!)).toEqual(['k0']);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(settled).toBe(false);
+    finish();
+    await settling;
+    expect(units[0]!.verdict).toEqual(applied);
+  });
+
+  it('a completion record that cannot be written is logged, and the unit whose commit landed is applied', async () => {
+    const h = harness(counting, { run: async () => ({ completionRecorded: Promise.reject(new Error('throttled')) }) });
+    const units = batch([{ key: 'k0', account: 'A', effect: true }, { verified: true }]);
+    await h.engine.settle(units, h.clock());
+    expect(units[0]!.verdict).toEqual(applied);
+    expect(h.lines).toContainEqual(
+      expect.objectContaining({ level: 'warn', message: 'a side effect ran but its completion record could not be written' }),
+    );
+  });
+
   it('says which side effects ran when a unit is dead-lettered after them', async () => {
     const guarded = definitionOf((event: TestEvent, state: State) => {
       state.get('accounts', { id: event.account });
@@ -926,6 +964,8 @@ describe('BatchEngine: side effects', () => {
     const units = batch([{ key: 'k0', account: 'A' }, { verified: true }]);
     await h.engine.settle(units, h.clock());
     expect(ran).toEqual([]);
+    // The run was asked while the check was in flight (its lock beside the check), and refused.
+    expect(h.refused).toEqual(['notify']);
     expect(h.fake.inputs('TransactWriteCommand')).toHaveLength(1);
     expect(h.fake.inputs('TransactWriteCommand')[0].TransactItems[1].ConditionCheck).toMatchObject({
       Key: { id: 'A' },

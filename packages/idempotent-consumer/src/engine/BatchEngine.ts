@@ -77,6 +77,11 @@ interface CompletedEffects {
    * `<name>#<key>` for a chosen key, which another message may have completed).
    */
   readonly byUnit: Map<Unit, { readonly label: string; readonly chosen: boolean }[]>;
+  /**
+   * The completion records of the effects that ran, still being written: awaited beside the next
+   * commit, and before the batch settles (see {@link SideEffectExecutor.run}).
+   */
+  readonly recording: Promise<void>[];
 }
 
 /** What a batch knows of contention: whether it commits per component, and whether a commit of it lost to contention. */
@@ -160,11 +165,12 @@ export class BatchEngine<Event> {
     if (home?.writeMarks === false || (rowsUntilMs !== undefined && this.#options.now().getTime() < rowsUntilMs)) {
       for (const unit of units) if (unit.home !== undefined) unit.checkRow = true;
     }
-    const effects: CompletedEffects = { keys: new Set(), byUnit: new Map() };
+    const effects: CompletedEffects = { keys: new Set(), byUnit: new Map(), recording: [] };
     const contention: ContentionState = { separate: this.#separateBatchesLeft > 0, seen: false };
     try {
       await this.#rounds(units, clock, stops, effects, deadLetter, contention);
     } finally {
+      await this.#completionsRecorded(effects);
       this.#separateBatchesLeft = contention.seen ? CONTENTION_MEMORY_BATCHES : Math.max(0, this.#separateBatchesLeft - 1);
     }
     this.#sayWhichEffectsRan(units, effects);
@@ -270,21 +276,36 @@ export class BatchEngine<Event> {
         withEffects.length > 0 &&
         !(await traced(tracer, TraceSegmentName.SideEffects, async (annotate) => {
           annotate({ round, units: withEffects.length, effects: withEffects.reduce((sum, p) => sum + p.sideEffects.length, 0) });
-          return (await this.#preflight(plan, view, effects.keys)) && (await this.#runSideEffects(plan, clock, effects));
+          // The locks are taken while the commit's conditions are checked; an effect starts only once they hold.
+          const checked = this.#preflight(plan, view, effects.keys);
+          const ran = await this.#runSideEffects(
+            plan,
+            clock,
+            effects,
+            checked.catch(() => false),
+          );
+          return (await checked) && ran;
         }))
       )
         continue;
       if (clock.remainingTimeMs() < COMMIT_MARGIN_MS) continue;
       const transactions = packing!.transactions;
-      const contended = await traced(tracer, TraceSegmentName.Commit, (annotate) => {
-        annotate({
-          round,
-          transactions: transactions.length,
-          units: transactions.reduce((sum, transaction) => sum + transaction.units.length, 0),
-          actions: transactions.reduce((sum, transaction) => sum + transaction.actions.length, 0),
+      // The completion records of this round's effects are written while it commits.
+      const recorded = this.#completionsRecorded(effects);
+      let contended: boolean[];
+      try {
+        contended = await traced(tracer, TraceSegmentName.Commit, (annotate) => {
+          annotate({
+            round,
+            transactions: transactions.length,
+            units: transactions.reduce((sum, transaction) => sum + transaction.units.length, 0),
+            actions: transactions.reduce((sum, transaction) => sum + transaction.actions.length, 0),
+          });
+          return Promise.all(transactions.map((transaction) => this.#commit(transaction, view, units)));
         });
-        return Promise.all(transactions.map((transaction) => this.#commit(transaction, view, units)));
-      });
+      } finally {
+        await recorded;
+      }
       if (contended.some(Boolean)) {
         contention.seen = true;
         contention.separate = true;
@@ -582,8 +603,12 @@ export class BatchEngine<Event> {
    * Requests for one effect key (a chosen key several units ask for) run one after another: the
    * later waits for the earlier's run and, when it completed, does not run it again (nor meets
    * the earlier's in-progress lock, which would hold it until this invocation's deadline).
+   *
+   * `checked` is the preflight's verdict, still being reached: the executor takes each effect's
+   * lock meanwhile and starts the effect only when it resolves `true`. When it resolves `false`
+   * no effect starts, whatever the runs answer, and the round is planned again.
    */
-  async #runSideEffects(plan: RoundPlan, clock: InvocationClock, effects: CompletedEffects): Promise<boolean> {
+  async #runSideEffects(plan: RoundPlan, clock: InvocationClock, effects: CompletedEffects, checked: Promise<boolean>): Promise<boolean> {
     const withEffects = plan.plans.filter((p) => p.sideEffects.length > 0);
     if (withEffects.length === 0) return true;
     let executor: SideEffectExecutor;
@@ -617,7 +642,7 @@ export class BatchEngine<Event> {
             continue;
           }
           // An async wrapper: an executor that throws at once fails its unit, like one that rejects.
-          const run = (async () => executor.run(request, { idempotencyKey: unit.idempotencyKey, effectKey }, clock))();
+          const run = (async () => executor.run(request, { idempotencyKey: unit.idempotencyKey, effectKey }, clock, checked))();
           running.set(
             effectKey,
             run.then(
@@ -626,11 +651,19 @@ export class BatchEngine<Event> {
             ),
           );
           try {
-            await run;
+            const ran = await run;
+            if (ran?.completionRecorded !== undefined) {
+              // Its rejection is read at the commit; until then it must not count as unhandled.
+              ran.completionRecorded.catch(() => undefined);
+              effects.recording.push(ran.completionRecorded);
+            }
+            // Refused: not started (or found completed before; the next round finds it so again).
+            if (!(await checked)) return;
             effects.keys.add(effectKey);
             completed(unit, request, position);
           } catch (error) {
             allDone = false;
+            if (!(await checked)) return;
             const until = this.#waitForLock(unit, error, clock);
             if (until !== undefined) waitUntil = Math.max(waitUntil ?? 0, until);
             else this.#fail(unit, error);
@@ -668,6 +701,25 @@ export class BatchEngine<Event> {
     const latest = now + clock.remainingTimeMs() - this.#options.config.sideEffectMinRemainingMs - COMMIT_MARGIN_MS;
     const until = Math.min(failure.retryAt + LOCK_EXPIRY_SLACK_MS, latest);
     return until > now ? until : undefined;
+  }
+
+  /**
+   * Waits for the completion records being written (`effects.recording`), and takes them off the
+   * list. A write that failed is logged, never thrown: its effect ran, and whether the message is
+   * applied is the commit's to say. Without the record, a redelivery that finds the key not yet
+   * applied waits for the effect's lock to expire and runs the effect again, as after a crash
+   * between the effect and its record.
+   */
+  async #completionsRecorded(effects: CompletedEffects): Promise<void> {
+    const writes = effects.recording.splice(0);
+    if (writes.length === 0) return;
+    const results = await Promise.allSettled(writes);
+    for (const result of results) {
+      if (result.status === 'rejected')
+        this.#options.logger?.warn('a side effect ran but its completion record could not be written', {
+          error: describeError(result.reason),
+        });
+    }
   }
 
   /** Sends one transaction and settles what it can; `true` when a unit of it lost to contention. */

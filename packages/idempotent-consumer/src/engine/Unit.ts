@@ -26,11 +26,31 @@ export interface InvocationClock {
 
 /** Runs a guarded inline side effect (see `SideEffectRunner`). */
 export interface SideEffectExecutor {
+  /**
+   * Runs one effect. It resolves once the effect has run (or was found completed); what it
+   * returns, if anything, is the write of the effect's completion record still in flight, which
+   * the engine awaits beside the commit rather than before it.
+   *
+   * `gate`, when given, is the check of the commit's conditions, still in flight: the effect's
+   * lock may be taken meanwhile, but the effect itself starts only once it resolves `true`. When
+   * it resolves `false` (or rejects) the effect is not started, its lock is released, and what
+   * `run` answers is ignored.
+   */
   run(
     request: SideEffectRequest,
     context: { readonly idempotencyKey: string; readonly effectKey: string },
     clock: InvocationClock,
-  ): Promise<void>;
+    gate?: Promise<boolean>,
+  ): Promise<SideEffectRan | void>;
+}
+
+/** What {@link SideEffectExecutor.run} leaves in flight when it resolves. */
+export interface SideEffectRan {
+  /**
+   * The write of the effect's completion record (Powertools' `COMPLETED` record). It rejects with
+   * the write's error; the effect has run either way.
+   */
+  readonly completionRecorded: Promise<void>;
 }
 
 /** A unit's final state within the batch. */

@@ -1,17 +1,55 @@
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import type { Context } from 'aws-lambda';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConsumerDefinitionError, NotAttempted } from '../errors.js';
-import type { InvocationClock, SideEffectExecutor } from '../engine/Unit.js';
+import type { InvocationClock, SideEffectExecutor, SideEffectRan } from '../engine/Unit.js';
 import type { SideEffectHandler, SideEffectRequest } from '../types.js';
+
+/**
+ * Powertools' DynamoDB store (`DynamoDBPersistenceLayer`, same options) whose `saveSuccess`
+ * starts the write of the `COMPLETED` record and returns at once, so that Powertools'
+ * `makeIdempotent` returns as soon as the effect has run. The write is then taken with
+ * {@link CompletionDeferringStore.takeCompletion}, by the payload it was started for, and awaited
+ * beside the commit (see {@link SideEffectRunner}). The record's key, payload hash and expiry are
+ * computed before the write's first await, under the configuration of the call that started it.
+ */
+export class CompletionDeferringStore extends DynamoDBPersistenceLayer {
+  /** The completion writes in flight, by the payload (the guarded call's argument) they were started for. */
+  readonly #completions = new WeakMap<object, Promise<void>>();
+
+  /** Starts the write of the completion record; resolves at once when it can be found again by `data` (an object). */
+  override saveSuccess(
+    data: Parameters<DynamoDBPersistenceLayer['saveSuccess']>[0],
+    result: Parameters<DynamoDBPersistenceLayer['saveSuccess']>[1],
+  ): Promise<void> {
+    const write = super.saveSuccess(data, result);
+    if (typeof data !== 'object' || data === null) return write;
+    // Whoever takes it sees its rejection; this only keeps a write nobody takes from being unhandled.
+    write.catch(() => undefined);
+    this.#completions.set(data, write);
+    return Promise.resolve();
+  }
+
+  /**
+   * The completion write started for `data`, once (a second call returns `undefined`).
+   *
+   * @returns the write in flight, which rejects with the DynamoDB client's error; `undefined` when none was started for it
+   */
+  takeCompletion(data: object): Promise<void> | undefined {
+    const write = this.#completions.get(data);
+    this.#completions.delete(data);
+    return write;
+  }
+}
 
 /** Options of {@link SideEffectRunner}. */
 export interface SideEffectRunnerOptions {
   /** The user's effects, by name. */
   readonly handlers: Readonly<Record<string, SideEffectHandler>>;
-  /** Where Powertools keeps its idempotency records (a `DynamoDBPersistenceLayer` on the idempotency table). */
-  readonly persistenceStore: BasePersistenceLayer;
+  /** Where Powertools keeps its idempotency records (Powertools' DynamoDB store on the idempotency table). */
+  readonly persistenceStore: CompletionDeferringStore;
   /**
    * The prefix of every idempotency record key: the consumer's name, so that a key survives a
    * redeploy under another function name (Powertools' default prefix is the function name).
@@ -35,6 +73,11 @@ interface GuardedCall {
   readonly input: unknown;
 }
 
+/** Thrown inside the guarded function when the gate refuses: Powertools then releases the lock. */
+class GateRefused extends Error {
+  override readonly name = 'GateRefused';
+}
+
 /**
  * Runs inline side effects guarded with Powertools idempotency (`makeIdempotent`, keyed on the
  * effect key under the prefix `keyPrefix`: `<idempotency key>#<name>#<position>`, or
@@ -50,6 +93,19 @@ interface GuardedCall {
  * - an effect never starts with less than `minRemainingMs` left: the lock would expire before the
  *   effect finished and another delivery could run it a second time (case C15). Such a message is
  *   retried without counting an attempt.
+ *
+ * The lock is taken while the engine checks the commit's conditions (the `gate`): the effect
+ * starts inside the lock once they hold, and a refusal releases the lock, the effect not run. A
+ * round with effects then waits for one round trip where it waited for two; a refused check costs
+ * the lock's write and its deletion.
+ *
+ * The completion record is written beside the commit, not before it: `run` resolves once the
+ * effect has run and returns the record's write still in flight (`completionRecorded`), which the
+ * engine awaits together with its commit. That saves the invocation one round trip per round with
+ * effects. The order of the two writes changes nothing a redelivery sees: a key whose commit
+ * landed is a duplicate before its effect is looked at, and one whose commit did not finds the
+ * effect completed (or, if the completion was lost too, in progress until the lock expires, as
+ * after a crash). The store is a {@link CompletionDeferringStore}.
  *
  * What this cannot do: if the invocation dies after the effect and before Powertools records its
  * completion, the next delivery runs it again. Each effect therefore receives `effectKey` to pass
@@ -69,7 +125,7 @@ export class SideEffectRunner implements SideEffectExecutor {
    * process that serves several invocations at once (Lambda Managed Instances) keeps each
    * effect's lock and `remainingTimeMs` its own.
    */
-  #guard(lambdaContext: Context, clock: InvocationClock): (call: GuardedCall) => Promise<unknown> {
+  #guard(lambdaContext: Context, clock: InvocationClock, gate: Promise<boolean> | undefined): (call: GuardedCall) => Promise<unknown> {
     const options = this.#options;
     const config = new IdempotencyConfig({
       eventKeyJmesPath: 'effectKey',
@@ -79,6 +135,8 @@ export class SideEffectRunner implements SideEffectExecutor {
     });
     return makeIdempotent(
       async (call: GuardedCall): Promise<{ readonly done: true }> => {
+        // The lock is held: the effect starts only if the commit's conditions hold.
+        if (gate !== undefined && !(await gate)) throw new GateRefused('the commit would be refused');
         const handler = options.handlers[call.name];
         if (handler === undefined) throw new Error(`no side effect named ${call.name}`);
         await handler(call.input, {
@@ -103,13 +161,19 @@ export class SideEffectRunner implements SideEffectExecutor {
    *
    * @throws NotAttempted when the invocation has no Lambda context (`clock.lambdaContext`) or too little time is left to start
    * @throws Powertools' `IdempotencyAlreadyInProgressError` when another invocation holds the lock
+   * `gate`: see `SideEffectExecutor.run`. The lock is taken at once; the effect waits inside it
+   * for the gate, and a refusal releases the lock (Powertools deletes its record) and returns nothing.
+   *
    * @throws whatever the effect throws
+   * @returns the write of its completion record, in flight (see the class comment); nothing when
+   *   the effect was found completed, or the gate refused it, and it did not run
    */
   async run(
     request: SideEffectRequest,
     context: { readonly idempotencyKey: string; readonly effectKey: string },
     clock: InvocationClock,
-  ): Promise<void> {
+    gate?: Promise<boolean>,
+  ): Promise<SideEffectRan | undefined> {
     const lambdaContext = clock.lambdaContext;
     if (lambdaContext === undefined)
       throw new NotAttempted('the invocation has no Lambda context: a side effect never starts without a finite lock expiry');
@@ -126,8 +190,17 @@ export class SideEffectRunner implements SideEffectExecutor {
       input: request.input ?? null,
     };
     try {
-      await this.#guard(lambdaContext, clock)(call);
+      // Settled at once, so a gate that rejects before the lock is taken is never an unhandled rejection.
+      const opened = gate?.then(
+        (open) => open,
+        () => false,
+      );
+      await this.#guard(lambdaContext, clock, opened)(call);
+      const completionRecorded = this.#options.persistenceStore.takeCompletion(call);
+      return completionRecorded === undefined ? undefined : { completionRecorded };
     } catch (error) {
+      // Not started: Powertools deleted the lock it took.
+      if (error instanceof GateRefused) return undefined;
       if (!(error instanceof Error) || error.name !== 'IdempotencyAlreadyInProgressError') throw error;
       const expiry = await this.#lockExpiry(call);
       if (expiry === undefined) throw error;
