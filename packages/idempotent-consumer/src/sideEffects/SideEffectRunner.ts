@@ -125,7 +125,12 @@ export class SideEffectRunner implements SideEffectExecutor {
    * process that serves several invocations at once (Lambda Managed Instances) keeps each
    * effect's lock and `remainingTimeMs` its own.
    */
-  #guard(lambdaContext: Context, clock: InvocationClock, gate: Promise<boolean> | undefined): (call: GuardedCall) => Promise<unknown> {
+  #guard(
+    lambdaContext: Context,
+    clock: InvocationClock,
+    gate: Promise<boolean> | undefined,
+    state: { refused: boolean },
+  ): (call: GuardedCall) => Promise<unknown> {
     const options = this.#options;
     const config = new IdempotencyConfig({
       eventKeyJmesPath: 'effectKey',
@@ -135,8 +140,15 @@ export class SideEffectRunner implements SideEffectExecutor {
     });
     return makeIdempotent(
       async (call: GuardedCall): Promise<{ readonly done: true }> => {
-        // The lock is held: the effect starts only if the commit's conditions hold.
-        if (gate !== undefined && !(await gate)) throw new GateRefused('the commit would be refused');
+        // The lock is held: the effect starts only if the commit's conditions hold, and only with
+        // the time it needs still left after waiting for them (case C15).
+        if (gate !== undefined) {
+          if (!(await gate)) {
+            state.refused = true;
+            throw new GateRefused('the commit would be refused');
+          }
+          this.#checkTimeLeft(call.name, clock);
+        }
         const handler = options.handlers[call.name];
         if (handler === undefined) throw new Error(`no side effect named ${call.name}`);
         await handler(call.input, {
@@ -156,14 +168,27 @@ export class SideEffectRunner implements SideEffectExecutor {
     );
   }
 
+  /** @throws NotAttempted when less than `minRemainingMs` is left: the lock could expire before the effect ends. */
+  #checkTimeLeft(name: string, clock: InvocationClock): void {
+    const remaining = clock.remainingTimeMs();
+    if (!(remaining >= this.#options.minRemainingMs)) {
+      throw new NotAttempted(
+        `too little time left to start side effect ${name} (${Math.max(0, Math.floor(remaining))} ms; needs ${this.#options.minRemainingMs} ms)`,
+      );
+    }
+  }
+
   /**
    * Runs one effect, at most once per effect key (see the class comment).
    *
-   * @throws NotAttempted when the invocation has no Lambda context (`clock.lambdaContext`) or too little time is left to start
-   * @throws Powertools' `IdempotencyAlreadyInProgressError` when another invocation holds the lock
    * `gate`: see `SideEffectExecutor.run`. The lock is taken at once; the effect waits inside it
-   * for the gate, and a refusal releases the lock (Powertools deletes its record) and returns nothing.
+   * for the gate, and a refusal releases the lock (Powertools deletes its record; if that fails,
+   * the runner deletes it once more) and returns nothing. Once the gate opens, the time left is
+   * checked again before the effect starts.
    *
+   * @throws NotAttempted when the invocation has no Lambda context (`clock.lambdaContext`) or too
+   *   little time is left to start, before the lock or after the gate
+   * @throws NotAttempted (with the lock's expiry) when another invocation holds the lock
    * @throws whatever the effect throws
    * @returns the write of its completion record, in flight (see the class comment); nothing when
    *   the effect was found completed, or the gate refused it, and it did not run
@@ -177,30 +202,34 @@ export class SideEffectRunner implements SideEffectExecutor {
     const lambdaContext = clock.lambdaContext;
     if (lambdaContext === undefined)
       throw new NotAttempted('the invocation has no Lambda context: a side effect never starts without a finite lock expiry');
-    const remaining = clock.remainingTimeMs();
-    if (!(remaining >= this.#options.minRemainingMs)) {
-      throw new NotAttempted(
-        `too little time left to start side effect ${request.name} (${Math.max(0, Math.floor(remaining))} ms; needs ${this.#options.minRemainingMs} ms)`,
-      );
-    }
+    this.#checkTimeLeft(request.name, clock);
     const call: GuardedCall = {
       effectKey: context.effectKey,
       idempotencyKey: context.idempotencyKey,
       name: request.name,
       input: request.input ?? null,
     };
+    const state = { refused: false };
     try {
       // Settled at once, so a gate that rejects before the lock is taken is never an unhandled rejection.
       const opened = gate?.then(
         (open) => open,
         () => false,
       );
-      await this.#guard(lambdaContext, clock, opened)(call);
+      await this.#guard(lambdaContext, clock, opened, state)(call);
       const completionRecorded = this.#options.persistenceStore.takeCompletion(call);
       return completionRecorded === undefined ? undefined : { completionRecorded };
     } catch (error) {
       // Not started: Powertools deleted the lock it took.
       if (error instanceof GateRefused) return undefined;
+      if (state.refused) {
+        // Not started, but Powertools could not delete the lock: once more, or this very
+        // invocation would meet it in its next round and wait for its own deadline.
+        await this.#options.persistenceStore
+          .deleteRecord(call as unknown as Parameters<BasePersistenceLayer['deleteRecord']>[0])
+          .catch(() => undefined);
+        return undefined;
+      }
       if (!(error instanceof Error) || error.name !== 'IdempotencyAlreadyInProgressError') throw error;
       const expiry = await this.#lockExpiry(call);
       if (expiry === undefined) throw error;
