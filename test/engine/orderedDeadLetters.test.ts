@@ -6,7 +6,7 @@
  * The inventory example on a FIFO queue: group SKU-1 = [reserve 5 (only 2 in stock: OutOfStock),
  * receive 10]. In order, the reservation is refused and the stock ends at 12 available.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { emulatorDynamoDb } from '../support/hookedDynamoDb.js';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { createIdempotentConsumer, type OutcomeRecord } from 'idempotent-consumer';
@@ -51,11 +51,7 @@ describe('a dead letter of a FIFO message group is marked before the rest of its
   function environment(failMarkers: number) {
     const outcomes: OutcomeRecord[] = [];
     let failed = 0;
-    const client = new DynamoDBClient({
-      endpoint: env.endpoints.dynamoDbEndpoint,
-      region: env.endpoints.region,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    const client = emulatorDynamoDb(env);
     client.middlewareStack.add(
       (next, context) => async (args) => {
         // Marshalled or not yet, depending on where the document client's own middleware runs.

@@ -5,12 +5,11 @@
  * `grant` effect with an optional chosen key), against DynamoDB Local, with a hooked client that
  * delays or refuses chosen requests. Expected values are what the design promises.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { IdempotentConsumerOptions, SideEffectContext, TableDefinition, Write } from 'idempotent-consumer';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { z } from 'zod';
-import { installStrictDynamoDb } from '../../packages/local/src/aws/strictDynamoDb.js';
+import { hookedDynamoDb } from '../support/hookedDynamoDb.js';
 import { consumerEnvironment, idempotencyRecords, outcomeList, sourceRecord, storedItem } from '../support/consumerHarness.js';
 import { lambdaContext, sqsEvent } from '../support/sqsEvents.js';
 import { describeUnlessDeployedStack, type TestResources, testResources } from '../support/testResources.js';
@@ -107,24 +106,6 @@ function consumer(downstream: Downstream) {
 
 const activity = (eventId: string, userId: string, extra: Partial<Activity> = {}) => ({ eventId, userId, ...extra });
 
-/** A DynamoDB client whose requests pass through `hook` first (initialize step: no SDK retry sees what it throws). */
-function hookedClient(env: TestResources, hook: (command: string, input: Record<string, unknown>) => Promise<void> | void) {
-  const client = new DynamoDBClient({
-    endpoint: env.endpoints.dynamoDbEndpoint,
-    region: env.endpoints.region,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName !== 'DescribeTableCommand') await hook(context.commandName ?? '', args.input as Record<string, unknown>);
-      return next(args);
-    },
-    { step: 'initialize', name: 'testHook' },
-  );
-  installStrictDynamoDb(client);
-  return client;
-}
-
 /** The engine's preflight: a TransactWriteItems of ConditionChecks only. */
 const isPreflight = (command: string, input: Record<string, unknown>) =>
   command === 'TransactWriteItemsCommand' &&
@@ -200,7 +181,7 @@ describe('the gate: an effect never runs for a message whose check fails', () =>
   it('a throttled check (not a cancellation): nothing runs, the lock is released, the message retried; the redelivery runs the effect once at once', async () => {
     const downstream = new Downstream();
     let throttled = 0;
-    const client = hookedClient(env, (command, input) => {
+    const client = hookedDynamoDb(env, (command, input) => {
       if (isPreflight(command, input) && throttled === 0) {
         throttled += 1;
         throw throttling();
@@ -233,7 +214,7 @@ describe('the gate: an effect never runs for a message whose check fails', () =>
 
   it('two concurrent invocations, one chosen key: the second meets the lock held behind a slow check, then finds the key completed', async () => {
     const downstream = new Downstream();
-    const slow = hookedClient(env, async (command, input) => {
+    const slow = hookedDynamoDb(env, async (command, input) => {
       if (isPreflight(command, input)) await sleep(1500);
     });
     const a = consumerEnvironment(env, consumer(downstream), {
@@ -287,7 +268,7 @@ describe('the gate: a refusal whose lock release fails', () => {
     /** The lock ids whose first delete was refused. */
     const refusedOnce = new Set<string>();
     let deletes = 0;
-    const client = hookedClient(env, (command, input) => {
+    const client = hookedDynamoDb(env, (command, input) => {
       if (command === 'DeleteItemCommand' && input.TableName === env.resources.idempotencyTable) {
         deletes += 1;
         const id = JSON.stringify(input.Key);
@@ -317,7 +298,7 @@ describe('the gate: a refusal whose lock release fails', () => {
   it('a refused round whose lock releases all fail: the innocent messages are retried without counting an attempt, no effect runs twice or for the refused message', async () => {
     const downstream = new Downstream();
     let deletesRefused = 0;
-    const client = hookedClient(env, (command, input) => {
+    const client = hookedDynamoDb(env, (command, input) => {
       if (command === 'DeleteItemCommand' && input.TableName === env.resources.idempotencyTable) {
         deletesRefused += 1;
         throw throttling();
@@ -361,7 +342,7 @@ describe('the completion record written beside the commit', () => {
   it('a slow completion write: the handler returns only after every record is COMPLETED', async () => {
     const downstream = new Downstream();
     let finished = 0;
-    const client = hookedClient(env, async (command, input) => {
+    const client = hookedDynamoDb(env, async (command, input) => {
       if (command === 'UpdateItemCommand' && input.TableName === env.resources.idempotencyTable) {
         await sleep(1200);
         finished += 1;
@@ -389,7 +370,7 @@ describe('the completion record written beside the commit', () => {
   it('every completion write fails: applied at once, no unhandled rejection, redelivery is a duplicate, one effect each', async () => {
     const downstream = new Downstream();
     let refused = 0;
-    const client = hookedClient(env, (command, input) => {
+    const client = hookedDynamoDb(env, (command, input) => {
       if (command === 'UpdateItemCommand' && input.TableName === env.resources.idempotencyTable) {
         refused += 1;
         throw throttling();
@@ -420,7 +401,7 @@ describe('the completion record written beside the commit', () => {
     const downstream = new Downstream();
     let completionRefused = 0;
     let commitRefused = 0;
-    const client = hookedClient(env, (command, input) => {
+    const client = hookedDynamoDb(env, (command, input) => {
       if (command === 'UpdateItemCommand' && input.TableName === env.resources.idempotencyTable && completionRefused === 0) {
         completionRefused += 1;
         throw throttling();
@@ -470,7 +451,7 @@ describe('the completion record written beside the commit', () => {
 
   it('a completion lost beside a landed commit, chosen key: another message with the key waits for the lock, then runs the effect again (at-least-once: at most twice)', async () => {
     const downstream = new Downstream();
-    const client = hookedClient(env, (command, input) => {
+    const client = hookedDynamoDb(env, (command, input) => {
       if (command === 'UpdateItemCommand' && input.TableName === env.resources.idempotencyTable) throw throttling();
     });
     const a = consumerEnvironment(env, consumer(downstream), {
@@ -512,7 +493,7 @@ describe('little time left: sideEffectMinRemainingMs', () => {
 
   it('an effect never starts with less than sideEffectMinRemainingMs left, however long the check takes', async () => {
     const downstream = new Downstream();
-    const slow = hookedClient(env, async (command, input) => {
+    const slow = hookedDynamoDb(env, async (command, input) => {
       if (isPreflight(command, input)) await sleep(3200);
     });
     const { handler } = consumerEnvironment(env, consumer(downstream), {
@@ -524,7 +505,7 @@ describe('little time left: sideEffectMinRemainingMs', () => {
 
   it('a slow check must not make an effect of 2 s (within sideEffectMinRemainingMs) outlive its lock: a redelivery must not run it a second time', async () => {
     const downstream = new Downstream();
-    const slow = hookedClient(env, async (command, input) => {
+    const slow = hookedDynamoDb(env, async (command, input) => {
       if (isPreflight(command, input)) await sleep(3200);
     });
     const a = consumerEnvironment(env, consumer(downstream), {

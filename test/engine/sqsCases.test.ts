@@ -2,12 +2,11 @@
  * The consumer's SQS handler against the real DynamoDB Local and SQS server: cases C1–C5, C7,
  * C9, C11, C13–C19, C21 with their expected values, and the inbox's behaviour.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { RetryableError } from 'idempotent-consumer';
 import { cafeConsumerOptions, notifyCustomer } from '../../examples/cafe/consumer.js';
-import { installStrictDynamoDb } from '../../packages/local/src/aws/strictDynamoDb.js';
+import { hookedDynamoDb } from '../support/hookedDynamoDb.js';
 import type { OrderEvent } from '../../examples/cafe/domain/events.js';
 import {
   cafeResources,
@@ -43,25 +42,6 @@ async function placeOrders(env: TestResources, ...orderIds: string[]) {
   const response = await environment.handler(sqsEvent(...records), lambdaContext());
   expect(response).toEqual({ batchItemFailures: [] });
   return environment;
-}
-
-/** A DynamoDB client whose requests pass through `hook` first (at the initialize step: no SDK retry sees what it throws). */
-function hookedClient(env: TestResources, hook: (command: string, input: Record<string, unknown>) => Promise<void> | void) {
-  const client = new DynamoDBClient({
-    endpoint: env.endpoints.dynamoDbEndpoint,
-    region: env.endpoints.region,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      // DescribeTable is the strict layer's own (it learns key schemas), not the consumer's.
-      if (context.commandName !== 'DescribeTableCommand') await hook(context.commandName ?? '', args.input as Record<string, unknown>);
-      return next(args);
-    },
-    { step: 'initialize', name: 'testHook' },
-  );
-  installStrictDynamoDb(client);
-  return client;
 }
 
 const never = () => new Promise<never>(() => undefined);
@@ -454,7 +434,7 @@ describe('case C9 at run time: a redelivery while the first delivery still runs'
       release = resolve;
     });
     let held = 0;
-    const slow = hookedClient(env, async (command) => {
+    const slow = hookedDynamoDb(env, async (command) => {
       if (command === 'TransactWriteItemsCommand') {
         held += 1;
         await released;
@@ -488,7 +468,7 @@ describe('case C11: a duplicate dead-lettered from a stale read', () => {
     let raced = false;
     const b = executionEnvironment(env);
     // A looks (a consistent read, after its first decision failed on what it held); just before that, B applies e0.
-    const aClient = hookedClient(env, async (command) => {
+    const aClient = hookedDynamoDb(env, async (command) => {
       // Its verification read: consistent (BatchGetItem) or a snapshot (TransactGetItems).
       if ((command === 'TransactGetItemsCommand' || command === 'BatchGetItemCommand') && !raced) {
         raced = true;
@@ -568,7 +548,7 @@ describe('case C14: a concurrent duplicate on its last receive', () => {
     await placeOrders(env, orderId);
     const other = executionEnvironment(env);
     let lost = 0;
-    const client = hookedClient(env, async (command) => {
+    const client = hookedDynamoDb(env, async (command) => {
       if (command !== 'TransactWriteItemsCommand' || lost >= conflicts) return;
       if (lost === 0)
         expect(
@@ -636,7 +616,7 @@ describe('case C16: the completion record cannot be written once', () => {
   it('applies the message at once, with one notification, and logs the record it could not write; a redelivery is a duplicate', async () => {
     await placeOrders(env, 'O-1');
     let throttled = 0;
-    const client = hookedClient(env, (command, input) => {
+    const client = hookedDynamoDb(env, (command, input) => {
       if (command === 'UpdateItemCommand' && input.TableName === env.resources.idempotencyTable && throttled === 0) {
         throttled += 1;
         throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $retryable: {} });
@@ -669,7 +649,7 @@ describe('case C16: the completion record cannot be written once', () => {
     await placeOrders(env, 'O-2');
     let throttled = 0;
     let commitsThrottled = 0;
-    const client = hookedClient(env, (command, input) => {
+    const client = hookedDynamoDb(env, (command, input) => {
       if (command === 'UpdateItemCommand' && input.TableName === env.resources.idempotencyTable && throttled === 0) {
         throttled += 1;
         throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $retryable: {} });
@@ -725,7 +705,7 @@ describe('case C17: a replaced function does not repeat the side effect', () => 
       },
     };
     // The notification is sent, then the invocation dies before its commit.
-    const dying = hookedClient(env, (command) => (command === 'TransactWriteItemsCommand' ? never() : undefined));
+    const dying = hookedDynamoDb(env, (command) => (command === 'TransactWriteItemsCommand' ? never() : undefined));
     const v1 = executionEnvironment(env, { dynamoDb: dying, consumer: { sideEffects: counting } });
     void v1.handler(sqsEvent(queueRecord(env, 'm-1', body.paid('e-1', 'O-1', 10))), lambdaContext(30_000, 'cafe-consumer-v1'));
     await eventually(async () => sends === 1);
@@ -842,7 +822,7 @@ describe('the inbox', () => {
 
   it('writes nothing for a redelivered duplicate, and commits a batch of fresh events in one request', async () => {
     const requests: string[] = [];
-    const client = hookedClient(env, (command) => {
+    const client = hookedDynamoDb(env, (command) => {
       requests.push(command);
     });
     const { handler, outcomes } = executionEnvironment(env, { dynamoDb: client });
@@ -871,7 +851,7 @@ describe('the inbox', () => {
   it('reads consistently (BatchGetItem, 1 read unit per item) before a side effect, and takes a snapshot (TransactGetItems) only before a dead letter', async () => {
     await placeOrders(env, 'V-1', 'V-2');
     const requests: string[] = [];
-    const client = hookedClient(env, (command) => {
+    const client = hookedDynamoDb(env, (command) => {
       requests.push(command);
     });
     // A new environment holds nothing: OrderPaid asks for a notification, so its state is read first.
@@ -914,7 +894,7 @@ describe('the inbox', () => {
 
   it('folds two events of one order: the order item is written once, and no outbox item without a payment', async () => {
     const requests: { command: string; items: number }[] = [];
-    const client = hookedClient(env, (command, input) => {
+    const client = hookedDynamoDb(env, (command, input) => {
       requests.push({ command, items: Array.isArray(input.TransactItems) ? input.TransactItems.length : 0 });
     });
     const { handler } = executionEnvironment(env, { dynamoDb: client });

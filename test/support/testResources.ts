@@ -277,6 +277,7 @@ export function describeUnlessDeployedStack(reason: string): typeof describe {
   if (deployedStack() === undefined) return describe;
   // Skipped on purpose against a shared deployed stack: the caller's `reason` says why, and this
   // one skipped test puts it in the run's output.
-  it.skip(`skipped against the deployed stack of IC_OUTPUTS_FILE: ${reason}`, () => undefined); // skipped: the caller's reason, printed
-  return describe.skip as typeof describe; // skipped for the caller's `reason`, printed by the it.skip above
+  /* skipped: against a deployed stack, for the caller's reason, printed */ it.skip(`skipped against the deployed stack of IC_OUTPUTS_FILE: ${reason}`, () =>
+    undefined);
+  /* skipped: against a deployed stack, for the caller's reason, printed by the it.skip above */ return describe.skip as typeof describe;
 }

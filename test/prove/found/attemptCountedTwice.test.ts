@@ -9,7 +9,7 @@
  * attempts of its 5. The same holds for the SQS skip count (`ADD skips 1`), which would give a
  * message an attempt more than its budget.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { emulatorDynamoDb } from '../../support/hookedDynamoDb.js';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttemptLog } from '../../../packages/idempotent-consumer/src/inbox/AttemptLog.js';
@@ -57,11 +57,7 @@ direct('AttemptLog under a lost answer (the write applied, a 5xx returned, the S
   let log: AttemptLog;
   beforeAll(async () => {
     env = await testResources('attempt-token');
-    const dynamoDb = new DynamoDBClient({
-      endpoint: env.endpoints.dynamoDbEndpoint,
-      region: env.endpoints.region,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    const dynamoDb = emulatorDynamoDb(env);
     // Below the SDK's retry: the first attempt of each UpdateItem reaches the server, then its answer is lost.
     dynamoDb.middlewareStack.add(
       (next, context) => async (args) => {
@@ -119,12 +115,7 @@ direct('AttemptLog under contention (a TransactionConflictException the SDK does
   let log: AttemptLog;
   beforeAll(async () => {
     env = await testResources('attempt-conflict');
-    const dynamoDb = new DynamoDBClient({
-      endpoint: env.endpoints.dynamoDbEndpoint,
-      region: env.endpoints.region,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-      maxAttempts: 1,
-    });
+    const dynamoDb = emulatorDynamoDb(env, { maxAttempts: 1 });
     // Before the request leaves: every other UpdateItem meets a conflict and writes nothing.
     let updates = 0;
     dynamoDb.middlewareStack.add(

@@ -14,7 +14,7 @@
  *
  * Expected: nothing is given up; the order ends `Paid` with one ledger entry and one notification.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { emulatorDynamoDb } from '../../support/hookedDynamoDb.js';
 import { createIdempotentConsumer } from 'idempotent-consumer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOverrides, kafkaRetryAttempts } from '../../../packages/idempotent-consumer/src/settings/settings.js';
@@ -39,11 +39,7 @@ describe('found: on Kafka, a side-effect lock left by a failed completion write 
     // The first completion write of the idempotency table is throttled (after the SDK's own retries), and the commit sent beside it.
     let throttled = 0;
     let commitsThrottled = 0;
-    const dynamoDb = new DynamoDBClient({
-      endpoint: env.endpoints.dynamoDbEndpoint,
-      region: env.endpoints.region,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    const dynamoDb = emulatorDynamoDb(env);
     dynamoDb.middlewareStack.add(
       (next, context) => async (args) => {
         if (

@@ -14,7 +14,8 @@
  *
  * Expected: only `OrderPaid` is reported; `OrderPlaced` is applied in the same invocation.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { emulatorDynamoDb } from '../../support/hookedDynamoDb.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cafeResources, executionEnvironment, orderState, queueRecord } from '../../support/cafeHarness.js';
 import { kafkaRecord, mskEvent } from '../../support/kafkaEvents.js';
@@ -24,11 +25,7 @@ import { describeUnlessDeployedStack, type TestResources } from '../../support/t
 /** A DynamoDB client that crashes (refuses every later call) once the side effect's lock is written. */
 function crashingAfterTheLock(env: TestResources): DynamoDBClient {
   let crashed = false;
-  const client = new DynamoDBClient({
-    endpoint: env.endpoints.dynamoDbEndpoint,
-    region: env.endpoints.region,
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const client = emulatorDynamoDb(env);
   client.middlewareStack.add(
     (next, context) => async (args) => {
       if (crashed) throw Object.assign(new Error('the invocation crashed'), { name: 'InvocationCrashed' });
