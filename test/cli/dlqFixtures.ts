@@ -181,8 +181,8 @@ export async function moveByRedrivePolicy(
 /**
  * Reads every visible message of a queue, each once. `consume: false` hides them while reading
  * and makes them visible again afterwards; `consume: true` deletes each one it reads, which on a
- * FIFO queue is the only way to see a group past its first message (fauxqs shows one message
- * per group at a time).
+ * FIFO queue is the only way to see all of a group (a receive may return several of its
+ * messages, and none after them while they are held, as SQS does).
  */
 export async function readAll(sqs: SQSClient, url: string, options: { consume: boolean } = { consume: false }): Promise<Message[]> {
   const messages: Message[] = [];

@@ -224,6 +224,69 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     expect(left.map((m) => m.Body)).toEqual([eventBody('f-3')]);
   });
 
+  /** A FIFO DLQ holding a1 a2 a3 a4 (group a) and b1 b2 (group b), interleaved; a2 of another reason. */
+  async function fifoGroups() {
+    const { source, dlq } = await createQueuePair(sqs, 'groups', true);
+    await seedDeadLetters(
+      sqs,
+      dlq.url,
+      ['a1', 'b1', 'a2', 'a3', 'b2', 'a4'].map((id) => ({
+        reason: id === 'a2' ? 'BusinessRuleViolation' : 'RetriesExhausted',
+        body: eventBody(id),
+        source: source.arn,
+        originalMessageId: id,
+        messageGroupId: `group-${id[0]}`,
+      })),
+    );
+    return { source, dlq };
+  }
+  /** The event ids of each group, in the order received (SQS orders a FIFO queue within a group only). */
+  const groupsOf = (messages: readonly { Body?: string }[]) => {
+    const ids = messages.map((m) => (JSON.parse(m.Body ?? '{}') as { eventId: string }).eventId);
+    return { a: ids.filter((id) => id.startsWith('a')), b: ids.filter((id) => id.startsWith('b')) };
+  };
+
+  it('FIFO: a group stops at its first message the selection leaves out; its later ones stay behind it, selected or not', async () => {
+    const { source, dlq } = await fifoGroups();
+
+    const result = await redriveDeadLetters(
+      { sqs },
+      { queueUrl: dlq.url, selection: { reasons: ['RetriesExhausted'] }, yes: true, ...fast },
+    );
+
+    // Moved, a3 and a4 would reach the consumer ahead of a2, and a later redrive would send a2 behind them.
+    expect(groupsOf(await readAll(sqs, source.url, { consume: true }))).toEqual({ a: ['a1'], b: ['b1', 'b2'] });
+    expect(groupsOf(await readAll(sqs, dlq.url, { consume: true }))).toEqual({ a: ['a2', 'a3', 'a4'], b: [] });
+    expect(result.skipped).toHaveLength(2);
+    for (const item of result.skipped)
+      expect(item.detail).toMatch(/^an earlier message of group group-a \(.+\) is not selected and stays$/);
+  });
+
+  it('FIFO: --id of a later message of a group moves nothing, in the dry run and the real one, and says why', async () => {
+    const { source, dlq } = await fifoGroups();
+
+    const dry = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { ids: ['a3'] }, dryRun: true, ...fast });
+    expect(dry.selected.map((item) => [item.target, item.detail])).toEqual([
+      [undefined, expect.stringMatching(/group group-a .* is not selected/)],
+    ]);
+    const real = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { ids: ['a3'] }, yes: true, ...fast });
+
+    expect(real.moved).toEqual([]);
+    expect(real.skipped.map((item) => item.detail)).toEqual([expect.stringMatching(/group group-a .* is not selected/)]);
+    expect(await visibleCount(sqs, source.url)).toBe(0);
+    expect(groupsOf(await readAll(sqs, dlq.url, { consume: true }))).toEqual({ a: ['a1', 'a2', 'a3', 'a4'], b: ['b1', 'b2'] });
+  });
+
+  it('FIFO: the head of a group, selected alone, moves; the rest of the group stays in order', async () => {
+    const { source, dlq } = await fifoGroups();
+
+    const result = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, selection: { ids: ['a1'] }, yes: true, ...fast });
+
+    expect(result.moved).toHaveLength(1);
+    expect(groupsOf(await readAll(sqs, source.url, { consume: true }))).toEqual({ a: ['a1'], b: [] });
+    expect(groupsOf(await readAll(sqs, dlq.url, { consume: true }))).toEqual({ a: ['a2', 'a3', 'a4'], b: ['b1', 'b2'] });
+  });
+
   it('loses nothing when a send fails mid-way: stops there, the rest stay in the DLQ and visible', async () => {
     const { source, dlq } = await standardScenario();
     let sends = 0;
@@ -321,6 +384,35 @@ describe('redriveDeadLetters with a selection (receive → send → delete)', ()
     expect(result.cancelled).toBe(true);
     expect(await visibleCount(sqs, dlq.url)).toBe(4);
     expect(await visibleCount(sqs, source.url)).toBe(0);
+  });
+});
+
+describe('a dead-letter queue with a redrive policy of its own (source → DLQ → another queue)', () => {
+  it('every listing warns that it counts as a receive, and names the messages the next receive moves on', async () => {
+    const next = await createQueue(sqs, 'chain-next');
+    const dlq = await createQueue(sqs, 'chain-dlq', {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: next.arn, maxReceiveCount: 2 }),
+    });
+    const source = await createQueue(sqs, 'chain-source', {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 5 }),
+    });
+    await seedDeadLetters(sqs, dlq.url, [
+      { reason: 'ValidationError', body: eventBody('c-1'), source: source.arn, originalMessageId: 'c-1' },
+    ]);
+
+    const first = await listDeadLetters({ sqs }, { queueUrl: dlq.url, ...fast });
+    const second = await listDeadLetters({ sqs }, { queueUrl: dlq.url, ...fast });
+    const dry = await redriveDeadLetters({ sqs }, { queueUrl: dlq.url, dryRun: true, ...fast });
+
+    const own = (warnings: readonly string[]) => warnings.filter((w) => w.includes('redrive policy of its own'));
+    expect(own(first.warnings)).toEqual([expect.stringContaining(`maxReceiveCount 2, to ${next.arn}`)]);
+    expect(own(first.warnings)[0]).not.toContain('the next receive moves them');
+    expect(own(second.warnings)).toEqual([
+      expect.stringContaining('1 message(s) seen have been received 2 times: the next receive moves them there'),
+    ]);
+    // The dry run's receive was the third: SQS moved the message on instead of returning it.
+    expect(dry.seen).toBe(0);
+    expect(await visibleCount(sqs, next.url)).toBe(1);
   });
 });
 

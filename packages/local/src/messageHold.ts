@@ -31,7 +31,9 @@ export interface ReceiveOptions {
  * queue as it found it; `forget()` drops a message that was deleted.
  *
  * On FIFO queues SQS hides the later messages of a message group while one of the group is in
- * flight, so one scan sees only what SQS lets it see (fauxqs: one message per group).
+ * flight, so one scan sees only what SQS lets it see: a receive may return several messages of a
+ * group, in the group's order, and none of the group after that until they are deleted or made
+ * visible again (fauxqs does the same).
  */
 export class MessageHold {
   readonly #sqs: SQSClient;

@@ -11,7 +11,7 @@ import { fromPlainAttributes, reasonOf, toDeadLetterRecord, failedAtOf, type Dea
 import { clockOf, type DlqContext } from './context.js';
 import { decideDeadLetter, DryRunOutcome, type DryRunMessage, type DryRunVerdict } from './decideDeadLetter.js';
 import type { DryRunConsumer, InboxWindowSource } from './dryRunConsumer.js';
-import { scanWarnings } from './list.js';
+import { ownRedrivePolicyWarnings, scanWarnings } from './list.js';
 import { readOffloadedBody } from './offloadedBody.js';
 import { assertDeadLetterQueue, inspectQueue, MessageHold, type ReceiveOptions } from './queueInspector.js';
 import { messageAge, messageTimesOf } from './inboxWindow.js';
@@ -120,7 +120,11 @@ export async function decideRedrive(
           ? `none of the ${records.length} message(s) seen can be decided`
           : `no message matched the selection among the ${records.length} seen`;
   return result('redrive', options.queueUrl, consumer, clock.now(), records.length, decided, {
-    warnings: [...reasonWarnings(selection, records), ...scanWarnings(info, records.length, releaseFailures)],
+    warnings: [
+      ...reasonWarnings(selection, records),
+      ...scanWarnings(info, records.length, releaseFailures),
+      ...ownRedrivePolicyWarnings(info, records),
+    ],
     ...(why !== undefined ? { nothingMoved: `nothing would move: ${why}` } : {}),
     interrupted,
   });

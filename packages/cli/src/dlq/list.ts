@@ -92,7 +92,11 @@ export async function listDeadLetters(context: DlqContext, options: ListOptions)
   }
   const now = clock.now();
   const selected = records.filter((record) => matchesSelection(record, options.selection ?? {}, now));
-  const warnings = [...reasonWarnings(options.selection ?? {}, records), ...scanWarnings(info, records.length, release.failed.length)];
+  const warnings = [
+    ...reasonWarnings(options.selection ?? {}, records),
+    ...scanWarnings(info, records.length, release.failed.length),
+    ...ownRedrivePolicyWarnings(info, records),
+  ];
   if (context.signal?.aborted === true) warnings.push('interrupted: the list is incomplete');
   return {
     queueUrl: options.queueUrl,
@@ -157,6 +161,29 @@ function kafkaOf(record: DeadLetterRecord): { kafka?: string } {
   } catch {
     return {};
   }
+}
+
+/**
+ * A warning when the dead-letter queue has a redrive policy of its own (a chain: source → DLQ →
+ * another queue). Every receive counts (`ApproximateReceiveCount`): a listing, a dry run and a
+ * redrive each receive a message once, and the receive after the policy's `maxReceiveCount`
+ * moves it on instead of returning it. `records` are the messages received, with their counts.
+ * See https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html
+ */
+export function ownRedrivePolicyWarnings(
+  info: { readonly redrivePolicy?: { readonly deadLetterTargetArn?: string; readonly maxReceiveCount?: number } | undefined },
+  records: readonly DeadLetterRecord[],
+): string[] {
+  const policy = info.redrivePolicy;
+  if (policy === undefined) return [];
+  const max = policy.maxReceiveCount;
+  const next = policy.deadLetterTargetArn ?? 'its own dead-letter queue';
+  const atTheLimit = max === undefined ? 0 : records.filter((r) => Number(r.systemAttributes.ApproximateReceiveCount ?? 0) >= max).length;
+  return [
+    `this dead-letter queue has a redrive policy of its own (maxReceiveCount ${max ?? '?'}, to ${next}): every listing, dry run ` +
+      `and redrive receives its messages once more, and SQS moves a message on to ${next} at the receive after its ${max ?? 'maxReceiveCount'}th` +
+      (atTheLimit > 0 ? `; ${atTheLimit} message(s) seen have been received ${max} times: the next receive moves them there` : ''),
+  ];
 }
 
 /** Warnings about what a scan may have missed. */

@@ -9,7 +9,7 @@ import {
 import { clockOf, confirmed, type ConfirmOptions, type DlqContext } from './context.js';
 import { reasonOf, type DeadLetterRecord } from 'idempotent-consumer/dlq';
 import { isQueueDoesNotExist, isUnsupportedOperation, MoveTaskFailedError, QueueNotFoundError, UsageError } from './errors.js';
-import { scanWarnings } from './list.js';
+import { ownRedrivePolicyWarnings, scanWarnings } from './list.js';
 import { readOffloadedBody } from './offloadedBody.js';
 import { assertDeadLetterQueue, inspectQueue, MessageHold, type QueueInfo, type ReceiveOptions } from './queueInspector.js';
 import { sameQueue } from './queueUrl.js';
@@ -149,7 +149,9 @@ export interface RedriveResult {
  *   the DLQ and is reported. A send failure stops the redrive; every message not moved is made
  *   visible again. An interruption between send and delete leaves a duplicate in the target,
  *   never a loss. On a FIFO DLQ, messages of a group are moved in order, and a group stops at
- *   its first message that cannot move. Messages that enter the DLQ after the redrive's first
+ *   its first message that stays: one that cannot move, one the selection (`--reason`, `--id`,
+ *   `--older-than`) leaves out, or one that entered the DLQ during the run; a later message of
+ *   the group, selected or not, never overtakes it. Messages that enter the DLQ after the redrive's first
  *   send (a live consumer failing a redriven message again) are left for a later run: that is
  *   decided on the SQS server's clock (see `arrivalCutoff`), never the local one.
  * - With `useMoveTask` and no selection: one `StartMessageMoveTask` (server side, at
@@ -354,10 +356,23 @@ async function redriveByCopy(
     cancelled,
     interrupted,
     seen,
-    warnings: [...reasonWarnings(selection, firstScan), ...(options.dryRun === true ? scanWarnings(info, firstScan.length, 0) : [])],
+    warnings: [
+      ...reasonWarnings(selection, firstScan),
+      ...(options.dryRun === true ? scanWarnings(info, firstScan.length, 0) : []),
+      ...ownRedrivePolicyWarnings(info, firstScan),
+    ],
   });
 
-  /** Receives what is visible now and keeps the messages to move. */
+  /**
+   * On a FIFO queue: the groups of the run with a message that stays in the dead-letter queue
+   * because the run does not take it (not selected, or it entered the queue during the run), by
+   * what their later messages are told. A later message of such a group stays too, selected or
+   * not: moved, it would overtake the earlier one, which a later redrive would then send behind it.
+   */
+  const heldGroups = new Map<string, string>();
+  /** Selected messages that stay behind an earlier message of their group (see `heldGroups`), with why. */
+  const heldBehind = new Map<DeadLetterRecord, string>();
+  /** Receives what is visible now and keeps the messages to move, in the order received (a FIFO group's order). */
   const nextCandidates = async (first: boolean): Promise<DeadLetterRecord[]> => {
     if (remaining <= 0) return [];
     const records = await hold.scan({ ...options, maxMessages: remaining });
@@ -367,12 +382,22 @@ async function redriveByCopy(
     if (first && options.dlqCheck !== false) assertDeadLetterQueue(info, records);
     const candidates: DeadLetterRecord[] = [];
     for (const record of records) {
+      const group = info.fifo ? record.messageGroupId : undefined;
+      const earlier = group !== undefined ? heldGroups.get(group) : undefined;
       // A message that entered the DLQ after the first send (the consumer failed it again) waits
       // for the next run: without this, a live consumer and a redrive could pass it back and forth.
       if (!first && cutoff !== undefined && record.sentAt !== undefined && record.sentAt.getTime() > cutoff) {
         arrivedDuringRun += 1;
+        if (group !== undefined && earlier === undefined)
+          heldGroups.set(
+            group,
+            `an earlier message of group ${group} (${record.messageId}) entered the dead-letter queue during the run and stays`,
+          );
       } else if (matchesSelection(record, selection, now)) {
         candidates.push(record);
+        if (earlier !== undefined) heldBehind.set(record, earlier);
+      } else if (group !== undefined && earlier === undefined) {
+        heldGroups.set(group, `an earlier message of group ${group} (${record.messageId}) is not selected and stays`);
       }
     }
     return candidates;
@@ -383,7 +408,7 @@ async function redriveByCopy(
     for (const record of candidates) {
       const target = await resolver.resolve(record);
       const late = outsideWindow(record);
-      const stays = 'skip' in target ? target.skip : allowOutsideWindow ? undefined : late;
+      const stays = heldBehind.get(record) ?? ('skip' in target ? target.skip : allowOutsideWindow ? undefined : late);
       const label = targetLabel(target);
       selected.push({
         ...itemOf(record),
@@ -399,7 +424,7 @@ async function redriveByCopy(
       targets.length === 0 ||
       (await confirmed(
         options,
-        `Redrive ${candidates.length} message(s) from ${options.queueUrl} to ${targets.length === 1 ? targets[0] : `${targets.length} queues`}` +
+        `Redrive ${candidates.length - heldBehind.size} message(s) from ${options.queueUrl} to ${targets.length === 1 ? targets[0] : `${targets.length} queues`}` +
           `${info.fifo ? ' (and the messages of their groups revealed behind them)' : ''}? Each is sent, then deleted from the dead-letter queue.`,
       ));
     if (!go) {
@@ -419,6 +444,11 @@ async function redriveByCopy(
         }
         const item = itemOf(record);
         const group = info.fifo ? record.messageGroupId : undefined;
+        const heldBy = heldBehind.get(record);
+        if (heldBy !== undefined) {
+          skipped.push({ ...item, detail: heldBy });
+          continue;
+        }
         if (group !== undefined && blockedGroups.has(group)) {
           skipped.push({ ...item, detail: `an earlier message of group ${group} was not moved` });
           continue;
