@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Message } from '@aws-sdk/client-sqs';
 import { GetCommand, ScanCommand, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
@@ -23,6 +24,24 @@ import { defineConsumer } from '../../packages/idempotent-consumer/src/engine/Co
 import { sqsRecord } from './sqsEvents.js';
 import type { TestResources } from './testResources.js';
 
+/** A Powertools Logger (silent) that keeps what the engine warns about: each warning's message and its extra keys. */
+export class RecordingLogger extends Logger {
+  readonly warnings: { readonly message: string; readonly [key: string]: unknown }[] = [];
+
+  constructor() {
+    super({ serviceName: 'test', logLevel: 'SILENT' });
+  }
+
+  override warn(...args: Parameters<Logger['warn']>): void {
+    const [input, ...extra] = args;
+    const message = typeof input === 'string' ? input : String((input as { message?: unknown }).message);
+    const keys: Record<string, unknown> = {};
+    for (const e of extra) if (typeof e === 'object' && e !== null && !(e instanceof Error)) Object.assign(keys, e);
+    this.warnings.push({ ...keys, message });
+    super.warn(...(args as [string, ...Record<string, unknown>[]]));
+  }
+}
+
 /** One warm execution environment: its handler (with its own item cache) and the outcomes it reported. */
 export interface ExecutionEnvironment {
   readonly handler: IdempotentConsumerHandler;
@@ -37,11 +56,12 @@ export interface ExecutionEnvironment {
 export function consumerEnvironment<Event, TableName extends string, Handlers extends SideEffectHandlers<TableName>>(
   env: TestResources,
   options: IdempotentConsumerOptions<Event, TableName, Handlers>,
-  runtime: { readonly dynamoDb?: DynamoDBClient } = {},
+  runtime: { readonly dynamoDb?: DynamoDBClient; readonly logger?: Logger } = {},
 ): ExecutionEnvironment {
   const outcomes: OutcomeRecord[] = [];
   const handler = createIdempotentConsumer(options, {
     environment: env.environment,
+    ...(runtime.logger === undefined ? {} : { logger: runtime.logger }),
     clients: { dynamoDb: runtime.dynamoDb ?? env.dynamoDb, sqs: env.sqs, s3: env.s3 },
     observer: { onOutcome: (record) => outcomes.push(record) },
   });

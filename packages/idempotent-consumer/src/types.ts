@@ -493,7 +493,12 @@ export interface KafkaDecodingOptions {
 export interface InboxHome<TableName extends string = string, Event = unknown> {
   /** The logical name of the table of home items (a key of `tables`). */
   readonly table: TableName;
-  /** The home item's primary key for `event` (its partition key, and its sort key when the table has one). Pure. */
+  /**
+   * The home item's primary key for `event` (its partition key, and its sort key when the table
+   * has one). Pure, and the same for every delivery of a message. Changing it (or `table`) for a
+   * consumer that has applied events is a switch: a copy looks for its mark on its new home only.
+   * Change it with `rowsUntil` (see docs/inbox-home.md, "Turning it on or off").
+   */
   readonly key: (event: Event) => Readonly<Item>;
   /**
    * The map attribute that holds the marks (not a name `decide` may write).

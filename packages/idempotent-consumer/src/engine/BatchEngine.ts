@@ -195,10 +195,24 @@ export class BatchEngine<Event> {
    * `<name>#<position>` ("ran before"), and those of a chosen key as `<name>#<key>` ("done before
    * for their chosen key, by it or another message": a redrive will find them completed, whichever
    * message ran them).
+   *
+   * A message whose effects ran and whose commit then met its key dead-lettered by another
+   * delivery (a copy on its last receive, giving up while this one applied it: a parked message's
+   * wake-up as its predecessor arrives) is settled by that dead letter, which was written without
+   * knowing of the effects: a warning names them, with the message and its idempotency key (an
+   * operator who redrives it learns the effects are completed).
    */
   #sayWhichEffectsRan(units: readonly Unit<Event>[], effects: CompletedEffects): void {
     for (const unit of units) {
       const verdict = unit.verdict;
+      const deadLetteredElsewhere =
+        (verdict?.kind === 'duplicate' && verdict.of === 'dead-letter') || (verdict?.kind === 'failed' && verdict.alreadyMarked === true);
+      if (deadLetteredElsewhere && (effects.byUnit.get(unit) ?? []).length > 0)
+        this.#options.logger?.warn('side effects ran for a message that another delivery dead-lettered meanwhile', {
+          messageId: unit.delivery.messageId,
+          idempotencyKey: unit.idempotencyKey,
+          sideEffects: effects.byUnit.get(unit)!.map((effect) => effect.label),
+        });
       if (verdict?.kind !== 'failed' || verdict.failure.retryable) continue;
       const done = effects.byUnit.get(unit) ?? [];
       const own = done.filter((effect) => !effect.chosen).map((effect) => effect.label);
