@@ -78,7 +78,10 @@ function kafkaDelivery(record: KafkaRecord, partition: string, source: string, d
   const value = decoded?.value !== undefined ? schemaDecodedValue(record.value ?? '', decoded.value) : decodeValue(record.value);
   const key = decodeKey(record.key);
   const { [REDRIVE_ATTRIBUTE]: redrive, ...originalAttributes } = kafkaHeadersAsAttributes(record.headers);
-  const redriveOf = redrive?.StringValue;
+  // A Kafka redrive is produced at its record's own coordinates (docs/kafka.md): a mark naming
+  // another record (a copy at another offset carrying the header) is no redrive, and such a copy
+  // of a dead-lettered event is a duplicate of it (case C27).
+  const redriveOf = redrive?.StringValue === messageId ? redrive.StringValue : undefined;
   return {
     messageId,
     body: value.body,
